@@ -1,0 +1,27 @@
+import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
+import { failureAnswer } from '../shared/http/failure';
+import { problem, UUID_PATTERN } from '../shared/http/problem';
+import { getRuntime } from '../shared/runtime';
+import { unknownQueue } from '../shared/transport/queue-routes';
+
+/** DELETE /api/queues/{queue}/deadletters/{id} */
+export async function deleteDeadLetter(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+  const rt = await getRuntime();
+  const { queue, id } = request.params;
+  const notFound = unknownQueue(rt.config, queue);
+  if (notFound) return notFound;
+  if (!id || !UUID_PATTERN.test(id)) return problem(404, `no dead letter '${id}' from queue '${queue}'`);
+  try {
+    const deleted = await rt.store.deleteDeadLetter(rt.config.deadLetterQueue, queue!, id.toLowerCase());
+    return deleted ? { status: 204 } : problem(404, `no dead letter '${id}' from queue '${queue}'`);
+  } catch (err) {
+    return failureAnswer(err, context, 'deleting a dead letter');
+  }
+}
+
+app.http('delete-deadletter', {
+  methods: ['DELETE'],
+  authLevel: 'function',
+  route: 'queues/{queue}/deadletters/{id}',
+  handler: deleteDeadLetter,
+});

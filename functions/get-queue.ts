@@ -1,0 +1,19 @@
+import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
+import { failureAnswer } from '../shared/http/failure';
+import { json } from '../shared/http/problem';
+import { getRuntime } from '../shared/runtime';
+import { unknownQueue } from '../shared/transport/queue-routes';
+
+/** GET /api/queues/{queue} — depth by state and the age of the oldest ready job. */
+export async function getQueue(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+  const rt = await getRuntime();
+  const notFound = unknownQueue(rt.config, request.params.queue);
+  if (notFound) return notFound;
+  try {
+    return json(200, await rt.store.queueStats(request.params.queue!, rt.config.deadLetterQueue));
+  } catch (err) {
+    return failureAnswer(err, context, 'reading queue statistics');
+  }
+}
+
+app.http('get-queue', { methods: ['GET'], authLevel: 'function', route: 'queues/{queue}', handler: getQueue });

@@ -1,0 +1,25 @@
+import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
+import { json } from '../shared/http/problem';
+import { getRuntime } from '../shared/runtime';
+
+/** GET /api/health — 200 when the database answers and the schema is usable, else 503. */
+export async function health(_request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+  let store = 'unknown';
+  try {
+    const rt = await getRuntime();
+    store = rt.store.kind;
+    const now = await rt.store.now();
+    try {
+      await rt.store.ensureSchema();
+    } catch (err) {
+      context.warn('health: the schema is not usable', err);
+      return json(503, { status: 'degraded', store, schema: `error: ${(err as Error).message}`, databaseTime: now.toISOString() });
+    }
+    return json(200, { status: 'ok', store, schema: 'ready', databaseTime: now.toISOString() });
+  } catch (err) {
+    context.warn('health: the database is unreachable', err);
+    return json(503, { status: 'unavailable', store, schema: 'unknown', detail: (err as Error).message });
+  }
+}
+
+app.http('health', { methods: ['GET'], authLevel: 'anonymous', route: 'health', handler: health });

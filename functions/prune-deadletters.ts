@@ -1,0 +1,19 @@
+import { app, type InvocationContext, type Timer } from '@azure/functions';
+import { appConfig, getRuntime } from '../shared/runtime';
+import { drainPrune, type PruneResult } from '../shared/transport/prune';
+
+/** Timer: deletes dead letters older than DEAD_LETTER_RETENTION_DAYS in bounded batches (≤ 2 s a run). */
+export async function pruneDeadLetters(_timer: Timer, context: InvocationContext): Promise<PruneResult | null> {
+  const rt = await getRuntime();
+  const retention = rt.config.deadLetterRetentionMs;
+  if (retention === null) return null;
+  const result = await drainPrune(
+    () => rt.store.pruneDeadLetterBatch(rt.config.deadLetterQueue, retention),
+    context,
+    'dead-letter prune',
+  );
+  if (result.deleted > 0) context.info(`pruned ${result.deleted} dead letters in ${result.batches} batches`);
+  return result;
+}
+
+app.timer('prune-deadletters', { schedule: appConfig().pruneSchedule, handler: pruneDeadLetters });

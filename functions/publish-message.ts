@@ -1,0 +1,39 @@
+import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
+import { readJsonBody } from '../shared/http/body';
+import { failureAnswer } from '../shared/http/failure';
+import { json, problem } from '../shared/http/problem';
+import { getRuntime } from '../shared/runtime';
+import { parsePublishBody } from '../shared/transport/publish-request';
+import { unknownQueue } from '../shared/transport/queue-routes';
+
+/** POST /api/queues/{queue}/messages — one message or an array of ≤ 100; idempotent by id. */
+export async function publishMessage(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+  const rt = await getRuntime();
+  const queue = request.params.queue;
+  const notFound = unknownQueue(rt.config, queue);
+  if (notFound) return notFound;
+  const body = await readJsonBody(request.headers.get('content-type'), request.headers.get('content-length'), () => request.text());
+  if (!body.ok) return body.answer;
+  const parsed = parsePublishBody(body.value, queue!, rt.config.maxMessageBytes);
+  if (!parsed.ok) return problem(parsed.status, parsed.detail, parsed.errors);
+  try {
+    const outcomes = await rt.publisher.publish(parsed.messages);
+    const items = outcomes.map((o) => ({
+      id: o.id,
+      queue: queue!,
+      availableAt: o.availableAt?.toISOString() ?? null,
+      ...(o.inserted ? {} : { duplicate: true }),
+    }));
+    const anyInserted = outcomes.some((o) => o.inserted);
+    return json(anyInserted ? 201 : 200, parsed.batch ? { items } : items[0]);
+  } catch (err) {
+    return failureAnswer(err, context, `publishing to '${queue}'`);
+  }
+}
+
+app.http('publish-message', {
+  methods: ['POST'],
+  authLevel: 'function',
+  route: 'queues/{queue}/messages',
+  handler: publishMessage,
+});

@@ -1,0 +1,29 @@
+import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
+import { failureAnswer } from '../shared/http/failure';
+import { json, problem, UUID_PATTERN } from '../shared/http/problem';
+import { getRuntime } from '../shared/runtime';
+import { unknownQueue } from '../shared/transport/queue-routes';
+
+/** POST /api/queues/{queue}/deadletters/{id}/requeue — back on its source queue with attempts reset. */
+export async function requeueDeadLetter(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+  const rt = await getRuntime();
+  const { queue, id } = request.params;
+  const notFound = unknownQueue(rt.config, queue);
+  if (notFound) return notFound;
+  if (!id || !UUID_PATTERN.test(id)) return problem(404, `no dead letter '${id}' from queue '${queue}'`);
+  try {
+    const moved = await rt.store.requeueDeadLetter(rt.config.deadLetterQueue, queue!, id.toLowerCase());
+    if (!moved) return problem(404, `no dead letter '${id}' from queue '${queue}'`);
+    rt.wake.notify(queue!);
+    return json(200, { id: id.toLowerCase() });
+  } catch (err) {
+    return failureAnswer(err, context, 'requeueing a dead letter');
+  }
+}
+
+app.http('requeue-deadletter', {
+  methods: ['POST'],
+  authLevel: 'function',
+  route: 'queues/{queue}/deadletters/{id}/requeue',
+  handler: requeueDeadLetter,
+});

@@ -1,0 +1,239 @@
+// Settings from the environment → validated, typed options with the spec's defaults.
+// Every setting the app reads is listed in SETTINGS (the README table and the infra drift check use it).
+
+import { validateQueueName, validateIdentifier, type Dialect } from './sql/identifiers';
+import type { LogLevel } from './log';
+import { DEFAULT_TRANSPORT_TABLE } from './stores/options';
+
+export type Env = Record<string, string | undefined>;
+
+export type StoreSelection =
+  | { kind: 'sqlserver'; connectionString?: string; server?: string; database?: string; user?: string; password?: string; port?: number }
+  | { kind: 'postgres'; url: string }
+  | { kind: 'pglite'; dataDir: string };
+
+export interface AppConfig {
+  store: StoreSelection;
+  schema: string;
+  transportTable: string;
+  autoCreateSchema: boolean;
+  pool: { max: number; min: number; connectTimeoutMs: number; requestTimeoutMs: number };
+  azureClientId?: string;
+  queues: string[];
+  deadLetterQueue: string;
+  lockTimeoutMs: number;
+  maxDeliveryAttempts: number;
+  redeliveryDelayMs: number;
+  redeliveryMaxDelayMs: number;
+  batchSize: number;
+  handlerConcurrency: number;
+  emptyPollDelayMs: number;
+  publish: { maxAttempts: number; baseMs: number; maxMs: number };
+  deadLetterRetentionMs: number | null;
+  maxMessageBytes: number;
+  drain: { schedule: string; budgetMs: number; idleGraceMs: number };
+  pruneSchedule: string;
+  workerHandler: 'echo' | 'forward';
+  workerForwardUrl?: string;
+  workerForwardTimeoutMs: number;
+  logLevel: LogLevel;
+}
+
+interface Setting {
+  name: string;
+  default: string;
+  description: string;
+}
+
+/** Every setting, its default and meaning. The README's configuration table mirrors this list. */
+export const SETTINGS: readonly Setting[] = [
+  { name: 'SQL_CONNECTION_STRING', default: '', description: 'SQL Server / Azure SQL connection string (ADO.NET form). Without a password, Entra auth is used.' },
+  { name: 'SQL_SERVER', default: '', description: 'SQL Server host (with SQL_DATABASE), alternative to SQL_CONNECTION_STRING; Entra auth unless SQL_PASSWORD is set.' },
+  { name: 'SQL_DATABASE', default: '', description: 'Database name for SQL_SERVER.' },
+  { name: 'SQL_USER', default: '', description: 'SQL auth user for SQL_SERVER (dev containers).' },
+  { name: 'SQL_PASSWORD', default: '', description: 'SQL auth password for SQL_SERVER (dev containers).' },
+  { name: 'SQL_PORT', default: '1433', description: 'SQL Server port for SQL_SERVER.' },
+  { name: 'DATABASE_URL', default: '', description: 'postgres://… selects the PostgreSQL store (Azure Database for PostgreSQL works the same).' },
+  { name: 'PGLITE_DATA_DIR', default: '.data/pglite', description: 'Embedded PGlite data directory, used when no database is configured (memory:// = in memory).' },
+  { name: 'SQL_SCHEMA', default: 'dbo (SQL Server) / public (PostgreSQL)', description: 'Schema holding the tables.' },
+  { name: 'TRANSPORT_TABLE', default: DEFAULT_TRANSPORT_TABLE, description: 'Queue table name.' },
+  { name: 'AUTO_CREATE_SCHEMA', default: 'true', description: 'Create schema, table and indexes at first use; false = verify only (migrations / `npm run schema -- apply` own it).' },
+  { name: 'SQL_POOL_MAX', default: '10', description: 'Maximum connections in the pool, per instance.' },
+  { name: 'SQL_POOL_MIN', default: '0', description: 'Minimum idle connections kept open.' },
+  { name: 'SQL_CONNECT_TIMEOUT_SECONDS', default: '15', description: 'Connect (and pool acquire) timeout.' },
+  { name: 'SQL_REQUEST_TIMEOUT_SECONDS', default: '30', description: 'Per-statement timeout.' },
+  { name: 'AZURE_CLIENT_ID', default: '', description: 'Client id of the user-assigned managed identity used for Entra auth in Azure.' },
+  { name: 'QUEUES', default: 'worker', description: 'Comma-separated worker queues that accept publishes; publishing elsewhere is a 404.' },
+  { name: 'DEAD_LETTER_QUEUE', default: 'deadletter', description: 'Logical queue holding dead letters.' },
+  { name: 'LOCK_TIMEOUT_SECONDS', default: '30', description: 'Lease length of a claim; renewed every third of it while a handler runs.' },
+  { name: 'MAX_DELIVERY_ATTEMPTS', default: '5', description: 'Attempts before a job is dead-lettered (0 = unlimited).' },
+  { name: 'REDELIVERY_DELAY_SECONDS', default: '5', description: 'Base NAK delay after a failed attempt (doubles per attempt, with jitter).' },
+  { name: 'REDELIVERY_MAX_DELAY_SECONDS', default: '300', description: 'Cap of the NAK delay.' },
+  { name: 'BATCH_SIZE', default: '16', description: 'Rows claimed per claim statement.' },
+  { name: 'HANDLER_CONCURRENCY', default: '16', description: 'Handlers running at once per queue and drain invocation.' },
+  { name: 'EMPTY_POLL_DELAY_MS', default: '250', description: 'Wait between claims when the queue is empty (a same-process publish wakes at once).' },
+  { name: 'PUBLISH_MAX_ATTEMPTS', default: '3', description: 'Attempts of a publish on transient faults (same id every attempt).' },
+  { name: 'PUBLISH_RETRY_BASE_MS', default: '50', description: 'Publish retry base delay.' },
+  { name: 'PUBLISH_RETRY_MAX_MS', default: '1000', description: 'Publish retry maximum delay.' },
+  { name: 'DEAD_LETTER_RETENTION_DAYS', default: '14', description: 'Dead letters older than this are pruned (0 = keep forever).' },
+  { name: 'MAX_MESSAGE_BYTES', default: '262144', description: 'Largest accepted payload (UTF-8 bytes of its JSON); larger is a 413.' },
+  { name: 'DRAIN_WORKER_SCHEDULE', default: '*/10 * * * * *', description: 'NCRONTAB schedule (six fields, UTC) of the drain-worker timer.' },
+  { name: 'DRAIN_BUDGET_SECONDS', default: '8', description: 'How long one drain invocation may claim work.' },
+  { name: 'DRAIN_IDLE_GRACE_SECONDS', default: '8', description: 'A drain ends after the queue stayed empty this long (it keeps polling until then).' },
+  { name: 'PRUNE_DEADLETTERS_SCHEDULE', default: '0 * * * * *', description: 'NCRONTAB schedule of the prune-deadletters timer.' },
+  { name: 'WORKER_HANDLER', default: 'echo', description: 'echo (sample: logs and returns the payload) or forward (POST to WORKER_FORWARD_URL).' },
+  { name: 'WORKER_FORWARD_URL', default: '', description: 'When set, the worker handler POSTs each job here; 2xx = success.' },
+  { name: 'WORKER_FORWARD_TIMEOUT_SECONDS', default: '30', description: 'Timeout of one forwarded job.' },
+  { name: 'LOG_LEVEL', default: 'info', description: 'debug | info | warn | error.' },
+];
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n- ${problems.join('\n- ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+const RESERVED_QUEUES = ['response', 'callbacks'];
+
+export function loadConfig(env: Env = process.env): AppConfig {
+  const problems: string[] = [];
+  const str = (name: string) => {
+    const v = env[name];
+    return v === undefined || v.trim() === '' ? undefined : v.trim();
+  };
+  const num = (name: string, def: number, opts: { min?: number; max?: number; integer?: boolean } = {}) => {
+    const raw = str(name);
+    if (raw === undefined) return def;
+    const n = Number(raw);
+    const { min = 0, max = Number.MAX_SAFE_INTEGER, integer = false } = opts;
+    if (!Number.isFinite(n) || (integer && !Number.isInteger(n)) || n < min || n > max) {
+      problems.push(`${name}='${raw}' must be ${integer ? 'an integer' : 'a number'} from ${min} to ${max}`);
+      return def;
+    }
+    return n;
+  };
+  const bool = (name: string, def: boolean) => {
+    const raw = str(name);
+    if (raw === undefined) return def;
+    if (/^(true|1|yes)$/i.test(raw)) return true;
+    if (/^(false|0|no)$/i.test(raw)) return false;
+    problems.push(`${name}='${raw}' must be true or false`);
+    return def;
+  };
+
+  const store = selectStore(env, str, problems);
+  const dialect: Dialect = store.kind === 'sqlserver' ? 'sqlserver' : 'postgres';
+  const schema = str('SQL_SCHEMA') ?? (dialect === 'sqlserver' ? 'dbo' : 'public');
+  const transportTable = str('TRANSPORT_TABLE') ?? DEFAULT_TRANSPORT_TABLE;
+  for (const [what, value] of [
+    ['SQL_SCHEMA', schema],
+    ['TRANSPORT_TABLE', transportTable],
+  ] as const) {
+    try {
+      validateIdentifier(value, what, dialect);
+    } catch (e) {
+      problems.push((e as Error).message);
+    }
+  }
+
+  const queues = (str('QUEUES') ?? 'worker').split(',').map((q) => q.trim()).filter((q) => q !== '');
+  const deadLetterQueue = str('DEAD_LETTER_QUEUE') ?? 'deadletter';
+  if (queues.length === 0) problems.push('QUEUES must name at least one queue');
+  for (const q of [...queues, deadLetterQueue]) {
+    const why = validateQueueName(q);
+    if (why) problems.push(`queue '${q}': ${why}`);
+  }
+  if (queues.includes(deadLetterQueue)) problems.push(`QUEUES must not contain the dead-letter queue '${deadLetterQueue}'`);
+  for (const reserved of RESERVED_QUEUES) {
+    if (queues.includes(reserved)) problems.push(`QUEUES must not contain '${reserved}': it is reserved for the response channel`);
+  }
+  if (new Set(queues).size !== queues.length) problems.push('QUEUES lists a queue twice');
+
+  const lockTimeoutMs = num('LOCK_TIMEOUT_SECONDS', 30, { min: 1, max: 3600 }) * 1000;
+  const redeliveryDelayMs = num('REDELIVERY_DELAY_SECONDS', 5, { max: 86400 }) * 1000;
+  const redeliveryMaxDelayMs = num('REDELIVERY_MAX_DELAY_SECONDS', 300, { max: 86400 * 30 }) * 1000;
+  if (redeliveryMaxDelayMs < redeliveryDelayMs) problems.push('REDELIVERY_MAX_DELAY_SECONDS must not be below REDELIVERY_DELAY_SECONDS');
+  const publishBase = num('PUBLISH_RETRY_BASE_MS', 50, { min: 1, max: 60000 });
+  const publishMax = num('PUBLISH_RETRY_MAX_MS', 1000, { min: 1, max: 300000 });
+  if (publishMax < publishBase) problems.push('PUBLISH_RETRY_MAX_MS must not be below PUBLISH_RETRY_BASE_MS');
+  const retentionDays = num('DEAD_LETTER_RETENTION_DAYS', 14, { max: 3650 });
+  const budgetMs = num('DRAIN_BUDGET_SECONDS', 8, { min: 0.1, max: 600 }) * 1000;
+  const idleGraceMs = num('DRAIN_IDLE_GRACE_SECONDS', budgetMs / 1000, { min: 0, max: 600 }) * 1000;
+
+  const forwardUrl = str('WORKER_FORWARD_URL');
+  if (forwardUrl !== undefined) {
+    try {
+      const u = new URL(forwardUrl);
+      if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error();
+    } catch {
+      problems.push(`WORKER_FORWARD_URL='${forwardUrl}' is not an http(s) URL`);
+    }
+  }
+  const handlerName = str('WORKER_HANDLER') ?? (forwardUrl ? 'forward' : 'echo');
+  if (handlerName !== 'echo' && handlerName !== 'forward') problems.push(`WORKER_HANDLER='${handlerName}' must be echo or forward`);
+  if (handlerName === 'forward' && !forwardUrl) problems.push('WORKER_HANDLER=forward needs WORKER_FORWARD_URL');
+
+  const logLevel = (str('LOG_LEVEL') ?? 'info').toLowerCase();
+  if (!['debug', 'info', 'warn', 'error', 'silent'].includes(logLevel)) problems.push(`LOG_LEVEL='${logLevel}' is not a level`);
+
+  const config: AppConfig = {
+    store,
+    schema,
+    transportTable,
+    autoCreateSchema: bool('AUTO_CREATE_SCHEMA', true),
+    pool: {
+      max: num('SQL_POOL_MAX', 10, { min: 1, max: 1000, integer: true }),
+      min: num('SQL_POOL_MIN', 0, { max: 1000, integer: true }),
+      connectTimeoutMs: num('SQL_CONNECT_TIMEOUT_SECONDS', 15, { min: 1, max: 600 }) * 1000,
+      requestTimeoutMs: num('SQL_REQUEST_TIMEOUT_SECONDS', 30, { min: 1, max: 3600 }) * 1000,
+    },
+    azureClientId: str('AZURE_CLIENT_ID'),
+    queues,
+    deadLetterQueue,
+    lockTimeoutMs,
+    maxDeliveryAttempts: num('MAX_DELIVERY_ATTEMPTS', 5, { max: 1000, integer: true }),
+    redeliveryDelayMs,
+    redeliveryMaxDelayMs,
+    batchSize: num('BATCH_SIZE', 16, { min: 1, max: 1000, integer: true }),
+    handlerConcurrency: num('HANDLER_CONCURRENCY', 16, { min: 1, max: 1000, integer: true }),
+    emptyPollDelayMs: num('EMPTY_POLL_DELAY_MS', 250, { min: 1, max: 60000 }),
+    publish: { maxAttempts: num('PUBLISH_MAX_ATTEMPTS', 3, { min: 1, max: 100, integer: true }), baseMs: publishBase, maxMs: publishMax },
+    deadLetterRetentionMs: retentionDays > 0 ? retentionDays * 86_400_000 : null,
+    maxMessageBytes: num('MAX_MESSAGE_BYTES', 262144, { min: 16, max: 64 * 1024 * 1024, integer: true }),
+    drain: { schedule: str('DRAIN_WORKER_SCHEDULE') ?? '*/10 * * * * *', budgetMs, idleGraceMs },
+    pruneSchedule: str('PRUNE_DEADLETTERS_SCHEDULE') ?? '0 * * * * *',
+    workerHandler: handlerName === 'forward' ? 'forward' : 'echo',
+    workerForwardUrl: forwardUrl,
+    workerForwardTimeoutMs: num('WORKER_FORWARD_TIMEOUT_SECONDS', 30, { min: 1, max: 600 }) * 1000,
+    logLevel: logLevel as LogLevel,
+  };
+  if (config.pool.min > config.pool.max) problems.push('SQL_POOL_MIN must not exceed SQL_POOL_MAX');
+  if (problems.length > 0) throw new ConfigError(problems);
+  return config;
+}
+
+function selectStore(env: Env, str: (n: string) => string | undefined, problems: string[]): StoreSelection {
+  const connectionString = str('SQL_CONNECTION_STRING');
+  const server = str('SQL_SERVER');
+  const databaseUrl = str('DATABASE_URL');
+  if (connectionString || server) {
+    if (databaseUrl) problems.push('set either a SQL Server (SQL_CONNECTION_STRING / SQL_SERVER) or DATABASE_URL, not both');
+    if (server && !connectionString && !str('SQL_DATABASE')) problems.push('SQL_SERVER needs SQL_DATABASE');
+    const port = str('SQL_PORT');
+    return {
+      kind: 'sqlserver',
+      connectionString,
+      server,
+      database: str('SQL_DATABASE'),
+      user: str('SQL_USER'),
+      password: env.SQL_PASSWORD,
+      port: port ? Number(port) : undefined,
+    };
+  }
+  if (databaseUrl) {
+    if (!/^postgres(ql)?:\/\//i.test(databaseUrl)) problems.push('DATABASE_URL must start with postgres:// or postgresql://');
+    return { kind: 'postgres', url: databaseUrl };
+  }
+  return { kind: 'pglite', dataDir: str('PGLITE_DATA_DIR') ?? '.data/pglite' };
+}

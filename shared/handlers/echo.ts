@@ -1,0 +1,11 @@
+import type { JobHandler } from '../transport/job';
+
+/** The sample handler: logs the job and returns its payload (which becomes the response when correlated). */
+export const echoHandler: JobHandler = async (job, ctx) => {
+  ctx.log.info(`echo: job ${job.id} on '${job.queue}' attempt ${job.attempt}: ${truncate(JSON.stringify(job.payload), 500)}`);
+  return job.payload;
+};
+
+function truncate(s: string, max: number): string {
+  return s.length <= max ? s : `${s.slice(0, max)}… (${s.length} chars)`;
+}

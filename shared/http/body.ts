@@ -1,0 +1,37 @@
+import { problem, type HttpAnswer } from './problem';
+
+export const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
+
+export type JsonBody = { ok: true; value: unknown } | { ok: false; answer: HttpAnswer };
+
+/**
+ * Reads a JSON request body. JSON media types and a missing type are JSON; curl's default form type is
+ * accepted when the body parses (so `curl -d '{…}'` works); any other media type is a 415.
+ */
+export async function readJsonBody(
+  contentType: string | null,
+  contentLength: string | null,
+  text: () => Promise<string>,
+  maxBytes = MAX_REQUEST_BYTES,
+): Promise<JsonBody> {
+  if (contentLength !== null && Number(contentLength) > maxBytes) {
+    return { ok: false, answer: problem(413, `the request body is ${contentLength} bytes; the limit is ${maxBytes}`) };
+  }
+  const type = (contentType ?? '').split(';')[0]!.trim().toLowerCase();
+  const jsonType = type === '' || type === 'application/json' || type.endsWith('+json');
+  const formType = type === 'application/x-www-form-urlencoded';
+  if (!jsonType && !formType) {
+    return { ok: false, answer: problem(415, `the body must be JSON (Content-Type: application/json); got '${type}'`) };
+  }
+  const raw = await text();
+  if (Buffer.byteLength(raw, 'utf8') > maxBytes) {
+    return { ok: false, answer: problem(413, `the request body is larger than ${maxBytes} bytes`) };
+  }
+  if (raw.trim() === '') return { ok: false, answer: problem(400, 'the request body is empty; send a JSON document') };
+  try {
+    return { ok: true, value: JSON.parse(raw) };
+  } catch (err) {
+    if (formType) return { ok: false, answer: problem(415, 'the body must be JSON (Content-Type: application/json)') };
+    return { ok: false, answer: problem(400, `the body is not valid JSON: ${(err as Error).message}`) };
+  }
+}

@@ -1,0 +1,37 @@
+// application/problem+json answers (RFC 9457). Plain objects shaped like @azure/functions' HttpResponseInit,
+// so the engine stays free of the Functions library.
+
+export interface FieldError {
+  field: string;
+  message: string;
+}
+
+export interface HttpAnswer {
+  status: number;
+  jsonBody?: unknown;
+  headers?: Record<string, string>;
+}
+
+const TITLES: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  409: 'Conflict',
+  413: 'Payload Too Large',
+  415: 'Unsupported Media Type',
+  500: 'Internal Server Error',
+  503: 'Service Unavailable',
+};
+
+export function problem(status: number, detail: string, errors?: FieldError[]): HttpAnswer {
+  const body: Record<string, unknown> = { type: 'about:blank', title: TITLES[status] ?? 'Error', status, detail };
+  if (errors && errors.length > 0) body.errors = errors;
+  return { status, jsonBody: body, headers: { 'content-type': 'application/problem+json' } };
+}
+
+export function json(status: number, body: unknown): HttpAnswer {
+  return { status, jsonBody: body, headers: { 'content-type': 'application/json' } };
+}
+
+export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -1,0 +1,85 @@
+// Identifier rules from the spec (§3.5): simple ASCII identifiers, bracket/double-quote quoted, and derived
+// names that keep their suffix by truncating the table stem.
+
+export type Dialect = 'sqlserver' | 'postgres';
+
+/** sysname is 128 characters; PostgreSQL silently truncates past 63 (NAMEDATALEN - 1). */
+export const IDENTIFIER_CAP: Record<Dialect, number> = { sqlserver: 128, postgres: 63 };
+
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+export function validateIdentifier(value: string, what: string, dialect: Dialect): string {
+  const cap = IDENTIFIER_CAP[dialect];
+  if (!IDENTIFIER.test(value)) {
+    throw new Error(
+      `${what} '${value}' is not a simple identifier: use letters, digits and underscores, not starting with a digit.`,
+    );
+  }
+  if (value.length > cap) {
+    throw new Error(`${what} '${value}' is ${value.length} characters long; the ${dialect} limit is ${cap}.`);
+  }
+  return value;
+}
+
+/** stem + suffix, truncating the stem so the result fits the cap (the suffix is never cut). */
+export function derivedName(stem: string, suffix: string, cap: number): string {
+  if (stem.length + suffix.length <= cap) return stem + suffix;
+  if (suffix.length >= cap) throw new Error(`suffix '${suffix}' leaves no room for a name within ${cap} characters`);
+  return stem.slice(0, cap - suffix.length) + suffix;
+}
+
+export function quoteIdentifier(name: string, dialect: Dialect): string {
+  // Names are validated to [A-Za-z0-9_] first, so quoting never needs escaping; it only keeps keywords and case.
+  return dialect === 'sqlserver' ? `[${name}]` : `"${name}"`;
+}
+
+export interface TransportNames {
+  schema: string;
+  table: string;
+  readyIndex: string;
+  createdIndex: string;
+}
+
+export function transportNames(schema: string, table: string, dialect: Dialect): TransportNames {
+  validateIdentifier(schema, 'Schema name', dialect);
+  validateIdentifier(table, 'Transport table name', dialect);
+  const cap = IDENTIFIER_CAP[dialect];
+  const names = {
+    schema,
+    table,
+    readyIndex: derivedName(table, '_ready_idx', cap),
+    createdIndex: derivedName(table, '_created_idx', cap),
+  };
+  assertDistinct([
+    ['transport table', names.table],
+    ['ready index', names.readyIndex],
+    ['created index', names.createdIndex],
+  ]);
+  return names;
+}
+
+/** Object names are compared case-insensitively (SQL Server catalogs usually are; PostgreSQL folds unquoted). */
+export function assertDistinct(entries: ReadonlyArray<readonly [string, string]>): void {
+  for (let i = 0; i < entries.length; i++) {
+    for (let j = i + 1; j < entries.length; j++) {
+      const [a, an] = entries[i]!;
+      const [b, bn] = entries[j]!;
+      if (an.toLowerCase() === bn.toLowerCase()) {
+        throw new Error(
+          `the ${a} ('${an}') and the ${b} ('${bn}') resolve to the same name — object names are compared ` +
+            'case-insensitively. Give each object its own name.',
+        );
+      }
+    }
+  }
+}
+
+/** Queue names: stored in nvarchar(200); leading/trailing whitespace would be lost to padding rules. */
+export function validateQueueName(queue: string): string | null {
+  if (queue.length === 0) return 'queue name is empty';
+  if (queue.length > 200) return `queue name is ${queue.length} characters long; at most 200 are allowed`;
+  if (queue.trim() !== queue) return 'queue name must not begin or end with whitespace';
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(queue)) return 'queue name must not contain control characters';
+  return null;
+}

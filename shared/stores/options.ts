@@ -1,0 +1,17 @@
+import type { Logger } from '../log';
+
+/** What every transport store needs besides its connection. */
+export interface TransportStoreOptions {
+  schema: string;
+  table: string;
+  /** true: create schema, table and indexes under the DDL locks; false: verify only (migrations own the schema). */
+  autoCreateSchema: boolean;
+  logger: Logger;
+}
+
+export const DEFAULT_TRANSPORT_TABLE = 'asyncresponse_transport_messages';
+export const DEAD_LETTER_PRUNE_BATCH = 1000;
+/** Spec: index builds bound their lock wait with SET LOCK_TIMEOUT 5000 and run under an hour-long timeout. */
+export const DDL_TABLE_LOCK_TIMEOUT_MS = 5000;
+export const DDL_SCHEMA_LOCK_TIMEOUT_MS = 60000;
+export const INDEX_BUILD_COMMAND_TIMEOUT_S = 3600;

@@ -1,0 +1,156 @@
+// PostgreSQL schema: the transport table twin of the spec's SQL Server DDL, created under advisory transaction
+// locks keyed like the SQL Server applock resources, plus catalog verification.
+
+import { quoteIdentifier, type TransportNames } from '../../sql/identifiers';
+import type { Queryable } from './client';
+
+/** FNV-1a 64-bit over UTF-8, as a signed int64 string: the advisory-lock key for a resource name. */
+export function advisoryKey(resource: string): string {
+  let hash = 0xcbf29ce484222325n;
+  const prime = 0x100000001b3n;
+  for (const byte of Buffer.from(resource, 'utf8')) {
+    hash ^= BigInt(byte);
+    hash = (hash * prime) & 0xffffffffffffffffn;
+  }
+  return BigInt.asIntN(64, hash).toString();
+}
+
+export const schemaLockResource = (schema: string) => `asyncresponse:ddl:${schema}`;
+export const tableLockResource = (schema: string, table: string) => `asyncresponse:ddl:${schema}.${table}`;
+
+function qualified(n: TransportNames): string {
+  return `${quoteIdentifier(n.schema, 'postgres')}.${quoteIdentifier(n.table, 'postgres')}`;
+}
+
+export function createTableSql(n: TransportNames): string {
+  return `CREATE SCHEMA IF NOT EXISTS ${quoteIdentifier(n.schema, 'postgres')};
+CREATE TABLE IF NOT EXISTS ${qualified(n)} (
+    id uuid NOT NULL PRIMARY KEY,
+    queue text NOT NULL,
+    payload_json text NOT NULL,
+    headers_json text NOT NULL DEFAULT '{}',
+    created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    available_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    locked_until timestamptz NULL,
+    lock_id uuid NULL,
+    attempts integer NOT NULL DEFAULT 0,
+    dead_letter_reason text NULL
+);`;
+}
+
+export function createIndexesSql(n: TransportNames): string {
+  return `CREATE INDEX IF NOT EXISTS ${quoteIdentifier(n.readyIndex, 'postgres')} ON ${qualified(n)} (queue, available_at, created_at);
+CREATE INDEX IF NOT EXISTS ${quoteIdentifier(n.createdIndex, 'postgres')} ON ${qualified(n)} (created_at);`;
+}
+
+/** The script `npm run schema -- print --dialect postgres` prints. */
+export function printPostgresSchema(n: TransportNames): string {
+  return `-- asyncresponse transport table (PostgreSQL). Idempotent; run as the schema owner.
+BEGIN;
+SELECT pg_advisory_xact_lock(${advisoryKey(schemaLockResource(n.schema))}); -- ${schemaLockResource(n.schema)}
+${createTableSql(n)}
+COMMIT;
+BEGIN;
+SET LOCAL lock_timeout = '5s';
+SELECT pg_advisory_xact_lock(${advisoryKey(tableLockResource(n.schema, n.table))}); -- ${tableLockResource(n.schema, n.table)}
+${createIndexesSql(n)}
+COMMIT;
+`;
+}
+
+interface ColumnRow {
+  column_name: string;
+  data_type: string;
+  is_nullable: 'YES' | 'NO';
+  column_default: string | null;
+}
+
+const EXPECTED_COLUMNS: ReadonlyArray<{ name: string; type: string; nullable: boolean; hasDefault?: boolean }> = [
+  { name: 'id', type: 'uuid', nullable: false },
+  { name: 'queue', type: 'text', nullable: false },
+  { name: 'payload_json', type: 'text', nullable: false },
+  { name: 'headers_json', type: 'text', nullable: false, hasDefault: true },
+  { name: 'created_at', type: 'timestamp with time zone', nullable: false, hasDefault: true },
+  { name: 'available_at', type: 'timestamp with time zone', nullable: false, hasDefault: true },
+  { name: 'locked_until', type: 'timestamp with time zone', nullable: true },
+  { name: 'lock_id', type: 'uuid', nullable: true },
+  { name: 'attempts', type: 'integer', nullable: false, hasDefault: true },
+  { name: 'dead_letter_reason', type: 'text', nullable: true },
+];
+
+export interface CatalogState {
+  exists: boolean;
+  problems: string[];
+  warnings: string[];
+  missingIndexes: boolean;
+}
+
+/** Reads the catalog and compares the table with the expected shape. */
+export async function inspectTransportTable(q: Queryable, n: TransportNames): Promise<CatalogState> {
+  const rel = await q.query<{ relkind: string }>(
+    `SELECT c.relkind FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace WHERE s.nspname = $1 AND c.relname = $2`,
+    [n.schema, n.table],
+  );
+  const kind = rel.rows[0]?.relkind;
+  if (kind === undefined) return { exists: false, problems: [], warnings: [], missingIndexes: true };
+  const where = `table ${qualified(n)}`;
+  if (kind !== 'r' && kind !== 'p') {
+    const what = { v: 'a view', m: 'a materialized view', i: 'an index', S: 'a sequence', f: 'a foreign table' }[kind] ?? `an object of kind '${kind}'`;
+    return { exists: true, problems: [`expected ${where} to be a table, but the name is occupied by ${what}`], warnings: [], missingIndexes: false };
+  }
+  const cols = await q.query<ColumnRow>(
+    `SELECT column_name, data_type, is_nullable, column_default FROM information_schema.columns
+     WHERE table_schema = $1 AND table_name = $2`,
+    [n.schema, n.table],
+  );
+  const problems = evaluateColumns(cols.rows, where);
+  const pk = await q.query<{ column_name: string }>(
+    `SELECT a.attname AS column_name FROM pg_index i
+     JOIN pg_class c ON c.oid = i.indrelid JOIN pg_namespace s ON s.oid = c.relnamespace
+     JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = ANY(i.indkey)
+     WHERE s.nspname = $1 AND c.relname = $2 AND i.indisprimary`,
+    [n.schema, n.table],
+  );
+  const pkCols = pk.rows.map((r) => r.column_name);
+  if (pkCols.length === 0) problems.push(`${where} has no primary key; expected PRIMARY KEY (id)`);
+  else if (pkCols.length !== 1 || pkCols[0] !== 'id') problems.push(`${where}: expected PRIMARY KEY (id); found (${pkCols.join(', ')})`);
+
+  const idx = await q.query<{ def: string; valid: boolean }>(
+    `SELECT pg_get_indexdef(i.indexrelid) AS def, (i.indisvalid AND i.indisready) AS valid FROM pg_index i
+     JOIN pg_class c ON c.oid = i.indrelid JOIN pg_namespace s ON s.oid = c.relnamespace
+     WHERE s.nspname = $1 AND c.relname = $2 AND NOT i.indisprimary`,
+    [n.schema, n.table],
+  );
+  const warnings: string[] = [];
+  const hasReady = idx.rows.some((r) => r.valid && /\(queue, available_at, created_at\)$/.test(r.def) && !/ WHERE /.test(r.def));
+  const hasCreated = idx.rows.some((r) => r.valid && /\(created_at\)$/.test(r.def) && !/ WHERE /.test(r.def));
+  if (!hasReady) {
+    warnings.push(
+      `${where} has no dequeue index (a valid, unfiltered index on (queue, available_at, created_at)); every claim will sort the ready set. ` +
+        `Create it: ${createIndexesSql(n).split('\n')[0]}`,
+    );
+  }
+  return { exists: true, problems, warnings, missingIndexes: !hasReady || !hasCreated };
+}
+
+export function evaluateColumns(rows: readonly ColumnRow[], where: string): string[] {
+  const problems: string[] = [];
+  const byName = new Map(rows.map((r) => [r.column_name.toLowerCase(), r]));
+  for (const col of EXPECTED_COLUMNS) {
+    const found = byName.get(col.name);
+    const expected = `${col.type} ${col.nullable ? 'NULL' : 'NOT NULL'}`;
+    if (!found) {
+      problems.push(`${where} is missing the column '${col.name}' (expected ${expected})`);
+      continue;
+    }
+    const actual = `${found.data_type} ${found.is_nullable === 'YES' ? 'NULL' : 'NOT NULL'}`;
+    if (actual !== expected) problems.push(`column '${col.name}' of ${where}: expected ${expected}; found ${actual}`);
+    if (col.hasDefault && found.column_default === null) problems.push(`column '${col.name}' of ${where} has no default`);
+  }
+  for (const r of rows) {
+    if (!EXPECTED_COLUMNS.some((c) => c.name === r.column_name.toLowerCase()) && r.is_nullable === 'NO' && r.column_default === null) {
+      problems.push(`${where} has an extra column '${r.column_name}' that is NOT NULL without a default, so inserts would fail`);
+    }
+  }
+  return problems;
+}

@@ -1,0 +1,86 @@
+// Every PostgreSQL statement of the transport, as text over validated, double-quoted identifiers; every value
+// is a $n parameter. The SQL Server twins live in stores/sqlserver/statements.ts.
+//
+// Clock: claims compare against now() (stable within the statement, so the index can bound available_at);
+// stamps use clock_timestamp() so the rows of one batch publish keep their order.
+
+import { quoteIdentifier, type TransportNames } from '../../sql/identifiers';
+
+export interface PgStatements {
+  publish: string;
+  existing: string;
+  claim: string;
+  ack: string;
+  release: string;
+  renew: string;
+  deadLetter: string;
+  pruneDeadLetters: string;
+  stats: string;
+  listDeadLetters: string;
+  requeueDeadLetter: string;
+  deleteDeadLetter: string;
+  now: string;
+}
+
+/** Source-queue header read without failing on a row whose headers are not a JSON object. */
+const SOURCE_QUEUE = `(CASE WHEN left(ltrim(headers_json), 1) = '{' THEN headers_json::jsonb ->> 'AR-DeadLetter-Source-Queue' END)`;
+const UNLEASED = '(locked_until IS NULL OR locked_until <= now())';
+const MS = "* interval '1 millisecond'";
+
+export function pgStatements(names: TransportNames): PgStatements {
+  const t = `${quoteIdentifier(names.schema, 'postgres')}.${quoteIdentifier(names.table, 'postgres')}`;
+  return {
+    // SQL Server: INSERT … SELECT … WHERE NOT EXISTS (… WITH (UPDLOCK, HOLDLOCK)); here ON CONFLICT DO NOTHING.
+    publish: `INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at)
+SELECT s.id, s.queue, s.payload_json, s.headers_json, clock_timestamp(),
+       CASE WHEN s.delay_ms > 0 THEN clock_timestamp() + s.delay_ms ${MS} ELSE clock_timestamp() END
+FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::bigint[]) WITH ORDINALITY AS s(id, queue, payload_json, headers_json, delay_ms, ord)
+ORDER BY s.ord
+ON CONFLICT (id) DO NOTHING
+RETURNING id, available_at`,
+    existing: `SELECT id, available_at FROM ${t} WHERE id = ANY($1::uuid[])`,
+    // SQL Server: TOP (@n) … WITH (UPDLOCK, ROWLOCK, READPAST); here FOR UPDATE SKIP LOCKED.
+    claim: `WITH next AS (
+  SELECT id FROM ${t}
+  WHERE queue = $1 AND available_at <= now() AND ${UNLEASED}
+  ORDER BY available_at, created_at
+  LIMIT $2
+  FOR UPDATE SKIP LOCKED)
+UPDATE ${t} AS m
+SET attempts = m.attempts + 1, locked_until = clock_timestamp() + $3::bigint ${MS}, lock_id = gen_random_uuid()
+FROM next WHERE m.id = next.id
+RETURNING m.id, m.queue, m.payload_json, m.headers_json, m.attempts, m.lock_id, m.created_at, m.available_at`,
+    ack: `DELETE FROM ${t} AS m USING unnest($1::uuid[], $2::uuid[]) AS s(id, lock_id)
+WHERE m.id = s.id AND m.lock_id = s.lock_id`,
+    release: `UPDATE ${t} SET available_at = clock_timestamp() + $3::bigint ${MS}, locked_until = NULL, lock_id = NULL
+WHERE id = $1 AND lock_id = $2`,
+    renew: `UPDATE ${t} SET locked_until = clock_timestamp() + $3::bigint ${MS} WHERE id = $1 AND lock_id = $2`,
+    // Delete first; the insert runs only for a row the fence matched (SQL Server: IF @@ROWCOUNT = 1).
+    deadLetter: `WITH removed AS (DELETE FROM ${t} WHERE id = $1 AND lock_id = $2 RETURNING id)
+INSERT INTO ${t} (id, queue, payload_json, headers_json, dead_letter_reason)
+SELECT $3, $4, $5, $6, $7 FROM removed
+ON CONFLICT (id) DO NOTHING
+RETURNING id`,
+    // SQL Server: SET NOCOUNT OFF; DELETE TOP (1000); PostgreSQL has no DELETE … LIMIT, so bound by ctid.
+    pruneDeadLetters: `DELETE FROM ${t} WHERE ctid IN (
+  SELECT ctid FROM ${t} WHERE queue = $1 AND created_at < clock_timestamp() - $2::bigint ${MS} LIMIT 1000)`,
+    stats: `SELECT
+  (SELECT count(*) FROM ${t} WHERE queue = $1 AND available_at <= now() AND ${UNLEASED})::int AS ready,
+  (SELECT count(*) FROM ${t} WHERE queue = $1 AND available_at > now() AND ${UNLEASED})::int AS delayed,
+  (SELECT count(*) FROM ${t} WHERE queue = $1 AND locked_until > now())::int AS leased,
+  (SELECT count(*) FROM ${t} WHERE queue = $2 AND ${SOURCE_QUEUE} = $1)::int AS dead_lettered,
+  (SELECT EXTRACT(EPOCH FROM now() - min(available_at))::float8 FROM ${t}
+     WHERE queue = $1 AND available_at <= now() AND ${UNLEASED}) AS oldest_ready_age_seconds`,
+    listDeadLetters: `SELECT id, payload_json, headers_json, dead_letter_reason, created_at FROM ${t}
+WHERE queue = $1 AND ${SOURCE_QUEUE} = $2
+ORDER BY created_at DESC
+LIMIT $3`,
+    requeueDeadLetter: `UPDATE ${t}
+SET queue = $2, attempts = 0, available_at = clock_timestamp(), locked_until = NULL, lock_id = NULL,
+    dead_letter_reason = NULL,
+    headers_json = (headers_json::jsonb - 'AR-DeadLetter-Reason' - 'AR-DeadLetter-Source-Queue')::text
+WHERE id = $3 AND queue = $1 AND ${SOURCE_QUEUE} = $2`,
+    deleteDeadLetter: `DELETE FROM ${t} WHERE id = $3 AND queue = $1 AND ${SOURCE_QUEUE} = $2`,
+    now: 'SELECT clock_timestamp() AS now',
+  };
+}

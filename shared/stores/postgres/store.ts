@@ -1,0 +1,263 @@
+import { randomInt } from 'node:crypto';
+import { transportNames, type TransportNames } from '../../sql/identifiers';
+import { parseHeadersLenient } from '../../transport/headers';
+import type {
+  ClaimedMessage,
+  DeadLetterItem,
+  DeadLetterMove,
+  OutgoingMessage,
+  PublishOutcome,
+  QueueStats,
+  Settlement,
+  StoreKind,
+  TransportStore,
+} from '../../transport/types';
+import type { TransportStoreOptions } from '../options';
+import type { PgClient } from './client';
+import {
+  advisoryKey,
+  createIndexesSql,
+  createTableSql,
+  inspectTransportTable,
+  schemaLockResource,
+  tableLockResource,
+} from './ddl';
+import { pgStatements, type PgStatements } from './statements';
+
+interface ClaimRow {
+  id: string;
+  queue: string;
+  payload_json: string;
+  headers_json: string;
+  attempts: number;
+  lock_id: string;
+  created_at: Date;
+  available_at: Date;
+}
+
+/** Serves a PostgreSQL server (pg Pool) and the embedded PGlite alike. */
+export class PostgresTransportStore implements TransportStore {
+  readonly kind: StoreKind;
+  readonly names: TransportNames;
+  private readonly sql: PgStatements;
+  private ready = false;
+  private attempt?: Promise<void>;
+  private retryAfter = 0;
+  private retryCause?: Error;
+  private warned = false;
+
+  constructor(
+    private readonly client: PgClient,
+    private readonly options: TransportStoreOptions,
+  ) {
+    this.kind = client.kind;
+    this.names = transportNames(options.schema, options.table, 'postgres');
+    this.sql = pgStatements(this.names);
+  }
+
+  ensureSchema(): Promise<void> {
+    if (this.ready) return Promise.resolve();
+    if (Date.now() < this.retryAfter) {
+      return Promise.reject(
+        new Error(`the transport schema work failed and is retried after ${new Date(this.retryAfter).toISOString()}: ${this.retryCause?.message}`, {
+          cause: this.retryCause,
+        }),
+      );
+    }
+    this.attempt ??= this.createOrVerify().finally(() => (this.attempt = undefined));
+    return this.attempt;
+  }
+
+  private async createOrVerify(): Promise<void> {
+    const n = this.names;
+    let state = await inspectTransportTable(this.client, n);
+    if (this.options.autoCreateSchema) {
+      if (!state.exists) {
+        await this.client.transaction(async (tx) => {
+          await tx.query(`SET LOCAL lock_timeout = '60s'`);
+          await tx.query('SELECT pg_advisory_xact_lock($1::bigint)', [advisoryKey(schemaLockResource(n.schema))]);
+          for (const stmt of splitStatements(createTableSql(n))) await tx.query(stmt);
+        });
+        state = await inspectTransportTable(this.client, n);
+      }
+      if (state.exists && state.problems.length === 0 && state.missingIndexes) {
+        try {
+          await this.client.transaction(async (tx) => {
+            await tx.query(`SET LOCAL lock_timeout = '5s'`);
+            await tx.query('SELECT pg_advisory_xact_lock($1::bigint)', [advisoryKey(tableLockResource(n.schema, n.table))]);
+            for (const stmt of splitStatements(createIndexesSql(n))) await tx.query(stmt);
+          });
+        } catch (err) {
+          // A lost lock wait or a failed build latches a jittered 30–60 s window (spec §3.2) so every
+          // operation does not queue writers behind another 5 s lock wait.
+          this.retryAfter = Date.now() + 30_000 + randomInt(30_000);
+          this.retryCause = err as Error;
+          this.options.logger.error(`transport index build on ${n.schema}.${n.table} failed; retrying after 30–60 s`, err);
+          throw err;
+        }
+        state = await inspectTransportTable(this.client, n);
+      }
+    }
+    if (!state.exists) {
+      throw new Error(
+        `the transport table ${n.schema}.${n.table} does not exist. Run \`npm run schema -- apply\` (or print the DDL with ` +
+          '`npm run schema -- print --dialect postgres`), or set AUTO_CREATE_SCHEMA=true.',
+      );
+    }
+    if (state.problems.length > 0) throw new Error(`the transport table does not have the expected shape:\n- ${state.problems.join('\n- ')}`);
+    if (state.warnings.length > 0 && !this.warned) {
+      this.warned = true;
+      for (const w of state.warnings) this.options.logger.warn(w);
+    }
+    this.ready = true;
+  }
+
+  async publish(messages: readonly OutgoingMessage[]): Promise<PublishOutcome[]> {
+    if (messages.length === 0) return [];
+    await this.ensureSchema();
+    const inserted = await this.client.query<{ id: string; available_at: Date }>(this.sql.publish, [
+      messages.map((m) => m.id),
+      messages.map((m) => m.queue),
+      messages.map((m) => m.payloadJson),
+      messages.map((m) => JSON.stringify(m.headers)),
+      messages.map((m) => Math.max(0, Math.round(m.delayMs))),
+    ]);
+    const byId = new Map(inserted.rows.map((r) => [r.id, r.available_at]));
+    const duplicates = messages.filter((m) => !byId.has(m.id.toLowerCase()));
+    const existing = new Map<string, Date>();
+    if (duplicates.length > 0) {
+      const rows = await this.client.query<{ id: string; available_at: Date }>(this.sql.existing, [duplicates.map((m) => m.id)]);
+      for (const r of rows.rows) existing.set(r.id, r.available_at);
+    }
+    return messages.map((m) => {
+      const id = m.id.toLowerCase();
+      const at = byId.get(id);
+      return at ? { id, inserted: true, availableAt: at } : { id, inserted: false, availableAt: existing.get(id) ?? null };
+    });
+  }
+
+  async claim(queue: string, max: number, lockTimeoutMs: number): Promise<ClaimedMessage[]> {
+    await this.ensureSchema();
+    const r = await this.client.query<ClaimRow>(this.sql.claim, [queue, max, Math.round(lockTimeoutMs)]);
+    return r.rows
+      .sort((a, b) => a.available_at.getTime() - b.available_at.getTime() || a.created_at.getTime() - b.created_at.getTime())
+      .map((row) => ({
+        id: row.id,
+        lockId: row.lock_id,
+        queue: row.queue,
+        payloadJson: row.payload_json,
+        headers: parseHeadersLenient(row.headers_json),
+        attempt: row.attempts,
+        createdAt: row.created_at,
+      }));
+  }
+
+  async ack(settlements: readonly Settlement[]): Promise<number> {
+    if (settlements.length === 0) return 0;
+    await this.ensureSchema();
+    const r = await this.client.query(this.sql.ack, [settlements.map((s) => s.id), settlements.map((s) => s.lockId)]);
+    return r.rowCount;
+  }
+
+  async release(s: Settlement, delayMs: number): Promise<boolean> {
+    await this.ensureSchema();
+    const r = await this.client.query(this.sql.release, [s.id, s.lockId, Math.max(0, Math.round(delayMs))]);
+    return r.rowCount > 0;
+  }
+
+  async renew(s: Settlement, lockTimeoutMs: number): Promise<boolean> {
+    await this.ensureSchema();
+    const r = await this.client.query(this.sql.renew, [s.id, s.lockId, Math.round(lockTimeoutMs)]);
+    return r.rowCount > 0;
+  }
+
+  async deadLetter(move: DeadLetterMove): Promise<boolean> {
+    await this.ensureSchema();
+    const r = await this.client.query(this.sql.deadLetter, [
+      move.source.id,
+      move.source.lockId,
+      move.newId,
+      move.deadLetterQueue,
+      move.payloadJson,
+      JSON.stringify(move.headers),
+      withoutNul(move.reason),
+    ]);
+    return r.rows.length === 1;
+  }
+
+  async pruneDeadLetterBatch(deadLetterQueue: string, retentionMs: number): Promise<number> {
+    await this.ensureSchema();
+    const r = await this.client.query(this.sql.pruneDeadLetters, [deadLetterQueue, Math.round(retentionMs)]);
+    return r.rowCount;
+  }
+
+  async queueStats(queue: string, deadLetterQueue: string): Promise<QueueStats> {
+    await this.ensureSchema();
+    const r = await this.client.query<{
+      ready: number;
+      delayed: number;
+      leased: number;
+      dead_lettered: number;
+      oldest_ready_age_seconds: number | null;
+    }>(this.sql.stats, [queue, deadLetterQueue]);
+    const row = r.rows[0]!;
+    return {
+      queue,
+      ready: row.ready,
+      delayed: row.delayed,
+      leased: row.leased,
+      deadLettered: row.dead_lettered,
+      oldestReadyAgeSeconds: row.oldest_ready_age_seconds === null ? null : Math.max(0, Number(row.oldest_ready_age_seconds)),
+    };
+  }
+
+  async listDeadLetters(deadLetterQueue: string, sourceQueue: string, top: number): Promise<DeadLetterItem[]> {
+    await this.ensureSchema();
+    const r = await this.client.query<{ id: string; payload_json: string; headers_json: string; dead_letter_reason: string | null; created_at: Date }>(
+      this.sql.listDeadLetters,
+      [deadLetterQueue, sourceQueue, top],
+    );
+    return r.rows.map((row) => ({
+      id: row.id,
+      sourceQueue,
+      reason: row.dead_letter_reason,
+      payloadJson: row.payload_json,
+      headers: parseHeadersLenient(row.headers_json),
+      createdAt: row.created_at,
+    }));
+  }
+
+  async requeueDeadLetter(deadLetterQueue: string, sourceQueue: string, id: string): Promise<boolean> {
+    await this.ensureSchema();
+    const r = await this.client.query(this.sql.requeueDeadLetter, [deadLetterQueue, sourceQueue, id]);
+    return r.rowCount > 0;
+  }
+
+  async deleteDeadLetter(deadLetterQueue: string, sourceQueue: string, id: string): Promise<boolean> {
+    await this.ensureSchema();
+    const r = await this.client.query(this.sql.deleteDeadLetter, [deadLetterQueue, sourceQueue, id]);
+    return r.rowCount > 0;
+  }
+
+  async now(): Promise<Date> {
+    const r = await this.client.query<{ now: Date }>(this.sql.now);
+    return r.rows[0]!.now;
+  }
+
+  close(): Promise<void> {
+    return this.client.close();
+  }
+}
+
+/** PostgreSQL text cannot hold U+0000; a reason carrying one keeps its shape with U+FFFD. */
+function withoutNul(s: string): string {
+  return s.replace(/\u0000/g, '\uFFFD');
+}
+
+/** PGlite runs one statement per prepared query; our DDL scripts separate statements with ";\n". */
+function splitStatements(script: string): string[] {
+  return script
+    .split(/;\s*\n/)
+    .map((s) => s.trim().replace(/;$/, ''))
+    .filter((s) => s !== '');
+}

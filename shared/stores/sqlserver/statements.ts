@@ -1,0 +1,506 @@
+// Every T-SQL statement of the SQL Server transport store, as pure functions of the validated names.
+// Only validated, bracket-quoted identifiers are ever spliced into the text; every value is a typed parameter.
+// mssql runs request.query() through sp_executesql, so a SET inside a statement ends with it.
+// PostgreSQL twins are noted beside each statement (stores/postgres).
+
+import * as sql from 'mssql';
+import { quoteIdentifier, type TransportNames } from '../../sql/identifiers';
+import { DEAD_LETTER_REASON_HEADER, DEAD_LETTER_SOURCE_HEADER } from '../../transport/types';
+import {
+  DDL_SCHEMA_LOCK_TIMEOUT_MS,
+  DDL_TABLE_LOCK_TIMEOUT_MS,
+  DEAD_LETTER_PRUNE_BATCH,
+} from '../options';
+
+export interface Statement<P extends string = string> {
+  readonly text: string;
+  /** explicit mssql types, so the index seeks are not defeated by implicit conversions. */
+  readonly params: Readonly<Record<P, sql.ISqlType>>;
+}
+
+export const BIN2 = 'Latin1_General_100_BIN2';
+
+const types = {
+  queue: () => sql.NVarChar(200),
+  id: () => sql.UniqueIdentifier(),
+  ms: () => sql.BigInt(),
+  text: () => sql.NVarChar(sql.MAX),
+  count: () => sql.Int(),
+  sysname: () => sql.NVarChar(128),
+};
+
+const q = (name: string) => quoteIdentifier(name, 'sqlserver');
+
+export function qualifiedTable(names: TransportNames): string {
+  return `${q(names.schema)}.${q(names.table)}`;
+}
+
+/** Applock resources, byte-identical for every component sharing the schema (channel, transport, flows). */
+export function schemaLockResource(schema: string): string {
+  return `asyncresponse:ddl:${schema}`;
+}
+
+export function tableLockResource(schema: string, table: string): string {
+  return `asyncresponse:ddl:${schema}.${table}`;
+}
+
+/** An N'…' literal of a DDL name built only from validated identifiers (no quote can reach it). */
+function nameLiteral(value: string): string {
+  if (!/^[A-Za-z0-9_:.[\]]+$/.test(value)) throw new Error(`refusing to render '${value}' as a SQL literal`);
+  return `N'${value}'`;
+}
+
+/**
+ * Exact queue match (spec §1.3). `=` pads the shorter operand with spaces under every collation, so the
+ * appended '.' makes trailing spaces count and BIN2 stops a case-insensitive column folding case. The plain
+ * comparison stays first so the ready index is still seeked. PostgreSQL: plain `queue = $1`.
+ */
+export function exactQueueMatch(column: string, param: string): string {
+  return `${column} = @${param} AND ${exactTextMatch(column, param)}`;
+}
+
+/** The sentinel half alone, for expressions no index serves (e.g. a JSON_VALUE). */
+export function exactTextMatch(expression: string, param: string): string {
+  return `${expression} + N'.' = @${param} + N'.' COLLATE ${BIN2}`;
+}
+
+/**
+ * base + ms on the database clock (spec §1.12). DATEADD takes an int, so a bigint of milliseconds is split into
+ * seconds and a millisecond remainder: exact for negatives and up to 3650 days.
+ * PostgreSQL: clock_timestamp() + $1 * interval '1 millisecond'.
+ */
+export function dbClockPlus(msExpression: string, base = 'SYSUTCDATETIME()'): string {
+  return (
+    `DATEADD(SECOND, CAST(${msExpression} / 1000 AS int), ` +
+    `DATEADD(MILLISECOND, CAST(${msExpression} % 1000 AS int), ${base}))`
+  );
+}
+
+/** The dead-letter source queue from headers_json; NULL (never an error) for a row whose headers are not JSON. */
+function sourceQueueOf(headersColumn: string): string {
+  return `CASE WHEN ISJSON(${headersColumn}) = 1 THEN JSON_VALUE(${headersColumn}, N'$."${DEAD_LETTER_SOURCE_HEADER}"') END`;
+}
+
+/** The transport table's columns, exactly the spec's documented DDL (shared by phase 1 and the printed script). */
+export function transportTableBody(): string {
+  return [
+    '    id uniqueidentifier NOT NULL PRIMARY KEY NONCLUSTERED,',
+    `    queue nvarchar(200) COLLATE ${BIN2} NOT NULL,`,
+    '    payload_json nvarchar(max) NOT NULL,',
+    "    headers_json nvarchar(max) NOT NULL DEFAULT N'{}',",
+    '    created_at datetime2 NOT NULL DEFAULT SYSUTCDATETIME(),',
+    '    available_at datetime2 NOT NULL DEFAULT SYSUTCDATETIME(),',
+    '    locked_until datetime2 NULL,',
+    '    lock_id uniqueidentifier NULL,',
+    '    attempts int NOT NULL DEFAULT 0,',
+    '    dead_letter_reason nvarchar(max) NULL',
+  ].join('\n');
+}
+
+export const READY_INDEX_KEYS = ['queue', 'available_at', 'created_at'] as const;
+export const CREATED_INDEX_KEYS = ['created_at'] as const;
+
+/**
+ * Batch publish: insert-if-absent of every row of the JSON array @batch in ONE INSERT. The NOT EXISTS probe
+ * holds UPDLOCK, HOLDLOCK (a key-range lock) so two publishers of one id serialise instead of racing to 2627.
+ * Rows of one batch share @now; created_at steps 100 ns by `ord` so a batch is claimed in array order.
+ * Result set 1 = rows inserted; result set 2 (only when some were not) = the stored rows of the batch's ids.
+ * Each element: { id, queue, payload_json, headers_json, delay_ms, ord }.
+ * PostgreSQL: INSERT … SELECT FROM jsonb_to_recordset($1) ON CONFLICT (id) DO NOTHING RETURNING id, available_at.
+ */
+export function publishBatch(names: TransportNames): Statement<'batch'> {
+  const t = qualifiedTable(names);
+  return {
+    text: [
+      'DECLARE @now datetime2 = SYSUTCDATETIME();',
+      'DECLARE @inserted int;',
+      `INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at)`,
+      'OUTPUT inserted.id, inserted.available_at',
+      'SELECT src.id, src.queue, src.payload_json, src.headers_json,',
+      '       DATEADD(NANOSECOND, src.ord * 100, @now),',
+      `       CASE WHEN src.delay_ms > 0 THEN ${dbClockPlus('src.delay_ms', '@now')} ELSE @now END`,
+      'FROM OPENJSON(@batch) WITH (',
+      "    id uniqueidentifier '$.id',",
+      "    queue nvarchar(200) '$.queue',",
+      "    payload_json nvarchar(max) '$.payload_json',",
+      "    headers_json nvarchar(max) '$.headers_json',",
+      "    delay_ms bigint '$.delay_ms',",
+      "    ord int '$.ord'",
+      ') AS src',
+      `WHERE NOT EXISTS (SELECT 1 FROM ${t} AS existing WITH (UPDLOCK, HOLDLOCK, FORCESEEK) WHERE existing.id = src.id);`,
+      'SET @inserted = @@ROWCOUNT;',
+      'IF @inserted < (SELECT COUNT(*) FROM OPENJSON(@batch))',
+      '    SELECT existing.id, existing.available_at',
+      `    FROM ${t} AS existing`,
+      "    INNER JOIN OPENJSON(@batch) WITH (id uniqueidentifier '$.id') AS dup ON existing.id = dup.id;",
+    ].join('\n'),
+    params: { batch: types.text() },
+  };
+}
+
+/**
+ * Claim up to @n ready rows of exactly @queue in availability order, in ONE statement: an ordered seek on the
+ * ready index that skips rows other claimers hold (READPAST). NEWID() runs per row: every claimed row gets its
+ * own lock id. OUTPUT order is not guaranteed, so available_at is returned for the client-side sort.
+ * PostgreSQL: WITH next AS (SELECT id … ORDER BY available_at, created_at FOR UPDATE SKIP LOCKED LIMIT $n)
+ * UPDATE … FROM next RETURNING ….
+ */
+export function claimBatch(names: TransportNames): Statement<'n' | 'queue' | 'lock_timeout_ms'> {
+  const t = qualifiedTable(names);
+  return {
+    text: [
+      'WITH next AS (',
+      '    SELECT TOP (@n) id, queue, payload_json, headers_json, attempts, locked_until, lock_id, created_at, available_at',
+      `    FROM ${t} WITH (UPDLOCK, ROWLOCK, READPAST)`,
+      `    WHERE ${exactQueueMatch('queue', 'queue')}`,
+      '      AND available_at <= SYSUTCDATETIME()',
+      '      AND (locked_until IS NULL OR locked_until <= SYSUTCDATETIME())',
+      '    ORDER BY available_at, created_at',
+      ')',
+      'UPDATE next',
+      'SET attempts = attempts + 1,',
+      `    locked_until = ${dbClockPlus('@lock_timeout_ms')},`,
+      '    lock_id = NEWID()',
+      'OUTPUT inserted.id, inserted.queue, inserted.payload_json, inserted.headers_json, inserted.attempts,',
+      '       inserted.lock_id, inserted.created_at, inserted.available_at;',
+    ].join('\n'),
+    params: { n: types.count(), queue: types.queue(), lock_timeout_ms: types.ms() },
+  };
+}
+
+/**
+ * Ack a batch: delete every row whose (id, lock_id) fence still matches, in ONE statement.
+ * @settlements = JSON array of { id, lock_id }. The count is read server-side (NOCOUNT-proof).
+ * PostgreSQL: DELETE … USING unnest($1::uuid[], $2::uuid[]) AS s(id, lock_id) WHERE t.id = s.id AND t.lock_id = s.lock_id.
+ */
+export function ackBatch(names: TransportNames): Statement<'settlements'> {
+  return {
+    text: [
+      'DELETE target',
+      `FROM ${qualifiedTable(names)} AS target`,
+      "INNER JOIN OPENJSON(@settlements) WITH (id uniqueidentifier '$.id', lock_id uniqueidentifier '$.lock_id') AS settled",
+      '    ON target.id = settled.id AND target.lock_id = settled.lock_id;',
+      'SELECT @@ROWCOUNT AS affected;',
+    ].join('\n'),
+    params: { settlements: types.text() },
+  };
+}
+
+/** NAK: claimable again after @delay_ms; attempts is not decremented. PostgreSQL: same UPDATE, RETURNING 1. */
+export function releaseMessage(names: TransportNames): Statement<'id' | 'lock_id' | 'delay_ms'> {
+  return {
+    text: [
+      `UPDATE ${qualifiedTable(names)}`,
+      `SET available_at = ${dbClockPlus('@delay_ms')}, locked_until = NULL, lock_id = NULL`,
+      'WHERE id = @id AND lock_id = @lock_id;',
+      'SELECT @@ROWCOUNT AS affected;',
+    ].join('\n'),
+    params: { id: types.id(), lock_id: types.id(), delay_ms: types.ms() },
+  };
+}
+
+/** Lease renewal; 0 rows = the lease was lost. PostgreSQL: same UPDATE, RETURNING 1. */
+export function renewLease(names: TransportNames): Statement<'id' | 'lock_id' | 'lock_timeout_ms'> {
+  return {
+    text: [
+      `UPDATE ${qualifiedTable(names)}`,
+      `SET locked_until = ${dbClockPlus('@lock_timeout_ms')}`,
+      'WHERE id = @id AND lock_id = @lock_id;',
+      'SELECT @@ROWCOUNT AS affected;',
+    ].join('\n'),
+    params: { id: types.id(), lock_id: types.id(), lock_timeout_ms: types.ms() },
+  };
+}
+
+/**
+ * Dead-letter move in one transaction: delete the claimed row first (fenced), insert the dead letter only if
+ * that delete matched, so a stale owner can never bury a message a peer re-claimed.
+ * PostgreSQL: WITH removed AS (DELETE … RETURNING …) INSERT … SELECT … FROM removed.
+ */
+export function deadLetterMove(
+  names: TransportNames,
+): Statement<'source_id' | 'lock_id' | 'new_id' | 'dlq' | 'payload_json' | 'headers_json' | 'reason'> {
+  const t = qualifiedTable(names);
+  return {
+    text: [
+      'SET XACT_ABORT ON;',
+      'BEGIN TRAN;',
+      `DELETE FROM ${t} WHERE id = @source_id AND lock_id = @lock_id;`,
+      'IF @@ROWCOUNT = 1',
+      'BEGIN',
+      `    INSERT INTO ${t} (id, queue, payload_json, headers_json, dead_letter_reason)`,
+      '    VALUES (@new_id, @dlq, @payload_json, @headers_json, @reason);',
+      '    COMMIT;',
+      '    SELECT 1 AS moved;',
+      'END',
+      'ELSE',
+      'BEGIN',
+      '    COMMIT;',
+      '    SELECT 0 AS moved;',
+      'END',
+    ].join('\n'),
+    params: {
+      source_id: types.id(),
+      lock_id: types.id(),
+      new_id: types.id(),
+      dlq: types.queue(),
+      payload_json: types.text(),
+      headers_json: types.text(),
+      reason: types.text(),
+    },
+  };
+}
+
+/**
+ * One bounded prune batch (below lock escalation). NOCOUNT is turned off for the batch so a server-wide
+ * SET NOCOUNT ON cannot end the drain after one batch. @neg_retention_ms = -retention.
+ * PostgreSQL: DELETE … WHERE ctid IN (SELECT ctid … LIMIT 1000).
+ */
+export function pruneDeadLetterBatch(names: TransportNames): Statement<'dlq' | 'neg_retention_ms'> {
+  return {
+    text: [
+      'SET NOCOUNT OFF;',
+      `DELETE TOP (${DEAD_LETTER_PRUNE_BATCH}) FROM ${qualifiedTable(names)}`,
+      `WHERE ${exactQueueMatch('queue', 'dlq')}`,
+      `  AND created_at < ${dbClockPlus('@neg_retention_ms')};`,
+      'SELECT @@ROWCOUNT AS deleted;',
+    ].join('\n'),
+    params: { dlq: types.queue(), neg_retention_ms: types.ms() },
+  };
+}
+
+/**
+ * Queue depth in one statement. ready / delayed / leased are disjoint: a live lease counts as leased whatever
+ * its available_at. deadLettered = rows on @dlq whose source header is exactly @queue.
+ */
+export function queueStats(names: TransportNames): Statement<'queue' | 'dlq'> {
+  const t = qualifiedTable(names);
+  const unleased = '(locked_until IS NULL OR locked_until <= SYSUTCDATETIME())';
+  const ready = `${unleased} AND available_at <= SYSUTCDATETIME()`;
+  return {
+    text: [
+      'SELECT q.ready, q.delayed, q.leased, q.oldest_ready_age_seconds, d.dead_lettered',
+      'FROM (',
+      `    SELECT COALESCE(SUM(CASE WHEN ${ready} THEN 1 ELSE 0 END), 0) AS ready,`,
+      `           COALESCE(SUM(CASE WHEN ${unleased} AND available_at > SYSUTCDATETIME() THEN 1 ELSE 0 END), 0) AS delayed,`,
+      '           COALESCE(SUM(CASE WHEN locked_until > SYSUTCDATETIME() THEN 1 ELSE 0 END), 0) AS leased,',
+      `           DATEDIFF_BIG(MILLISECOND, MIN(CASE WHEN ${ready} THEN available_at END), SYSUTCDATETIME()) / 1000.0`,
+      '               AS oldest_ready_age_seconds',
+      `    FROM ${t}`,
+      `    WHERE ${exactQueueMatch('queue', 'queue')}`,
+      ') AS q',
+      'CROSS JOIN (',
+      '    SELECT COUNT(*) AS dead_lettered',
+      `    FROM ${t}`,
+      `    WHERE ${exactQueueMatch('queue', 'dlq')}`,
+      `      AND ${exactTextMatch(sourceQueueOf('headers_json'), 'queue')}`,
+      ') AS d;',
+    ].join('\n'),
+    params: { queue: types.queue(), dlq: types.queue() },
+  };
+}
+
+/** Newest dead letters of one source queue. */
+export function listDeadLetters(names: TransportNames): Statement<'top' | 'dlq' | 'source'> {
+  return {
+    text: [
+      'SELECT TOP (@top) id, payload_json, headers_json, dead_letter_reason, created_at',
+      `FROM ${qualifiedTable(names)}`,
+      `WHERE ${exactQueueMatch('queue', 'dlq')}`,
+      `  AND ${exactTextMatch(sourceQueueOf('headers_json'), 'source')}`,
+      'ORDER BY created_at DESC;',
+    ].join('\n'),
+    params: { top: types.count(), dlq: types.queue(), source: types.queue() },
+  };
+}
+
+/** Moves a dead letter back to its source queue: attempts reset, claimable now, dead-letter headers removed. */
+export function requeueDeadLetter(names: TransportNames): Statement<'id' | 'dlq' | 'source'> {
+  return {
+    text: [
+      `UPDATE ${qualifiedTable(names)}`,
+      'SET queue = @source, attempts = 0, available_at = SYSUTCDATETIME(), locked_until = NULL, lock_id = NULL,',
+      '    dead_letter_reason = NULL,',
+      `    headers_json = JSON_MODIFY(JSON_MODIFY(headers_json, N'$."${DEAD_LETTER_REASON_HEADER}"', NULL),`,
+      `                               N'$."${DEAD_LETTER_SOURCE_HEADER}"', NULL)`,
+      `WHERE id = @id AND ${exactQueueMatch('queue', 'dlq')}`,
+      `  AND ${exactTextMatch(sourceQueueOf('headers_json'), 'source')};`,
+      'SELECT @@ROWCOUNT AS affected;',
+    ].join('\n'),
+    params: { id: types.id(), dlq: types.queue(), source: types.queue() },
+  };
+}
+
+export function deleteDeadLetter(names: TransportNames): Statement<'id' | 'dlq' | 'source'> {
+  return {
+    text: [
+      `DELETE FROM ${qualifiedTable(names)}`,
+      `WHERE id = @id AND ${exactQueueMatch('queue', 'dlq')}`,
+      `  AND ${exactTextMatch(sourceQueueOf('headers_json'), 'source')};`,
+      'SELECT @@ROWCOUNT AS affected;',
+    ].join('\n'),
+    params: { id: types.id(), dlq: types.queue(), source: types.queue() },
+  };
+}
+
+/** The database clock. PostgreSQL: SELECT clock_timestamp(). */
+export function dbNow(): Statement<never> {
+  return { text: 'SELECT SYSUTCDATETIME() AS now;', params: {} };
+}
+
+/**
+ * DDL phase 1 (run inside a transaction): the schema applock, then schema and table behind IF-guards.
+ * Indexes are not built here: their run time grows with the table and must not hold the schema lock.
+ * PostgreSQL: SET LOCAL lock_timeout = '5s'; pg_advisory_xact_lock(fnv1a64('asyncresponse:ddl:{schema}')).
+ */
+export function ddlPhase1(names: TransportNames): Statement<never> {
+  const resource = schemaLockResource(names.schema);
+  return {
+    text: [
+      'DECLARE @lock_result int;',
+      `EXEC @lock_result = sp_getapplock @Resource = ${nameLiteral(resource)}, @LockMode = 'Exclusive',`,
+      `    @LockOwner = 'Transaction', @LockTimeout = ${DDL_SCHEMA_LOCK_TIMEOUT_MS};`,
+      'IF @lock_result < 0',
+      `    THROW 51000, N'AsyncResponse transport could not take the schema DDL lock ${resource} within ${DDL_SCHEMA_LOCK_TIMEOUT_MS} ms.', 1;`,
+      `IF SCHEMA_ID(${nameLiteral(names.schema)}) IS NULL`,
+      `    EXEC (N'CREATE SCHEMA ${q(names.schema)}');`,
+      `IF OBJECT_ID(${nameLiteral(qualifiedTable(names))}, N'U') IS NULL`,
+      'BEGIN',
+      `CREATE TABLE ${qualifiedTable(names)} (`,
+      transportTableBody(),
+      ');',
+      'END',
+    ].join('\n'),
+    params: {},
+  };
+}
+
+/** DDL phase 2, step 1 (in its own transaction): the table-scoped applock, 5 s at most. */
+export function ddlTableLock(names: TransportNames): Statement<never> {
+  const resource = tableLockResource(names.schema, names.table);
+  return {
+    text: [
+      'DECLARE @lock_result int;',
+      `EXEC @lock_result = sp_getapplock @Resource = ${nameLiteral(resource)}, @LockMode = 'Exclusive',`,
+      `    @LockOwner = 'Transaction', @LockTimeout = ${DDL_TABLE_LOCK_TIMEOUT_MS};`,
+      'IF @lock_result < 0',
+      `    THROW 51000, N'AsyncResponse transport could not take its table lock within ${DDL_TABLE_LOCK_TIMEOUT_MS} ms.', 1;`,
+    ].join('\n'),
+    params: {},
+  };
+}
+
+function indexGuard(names: TransportNames, index: string): string {
+  return (
+    `IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(${nameLiteral(qualifiedTable(names))}, N'U')` +
+    ` AND name = ${nameLiteral(index)})`
+  );
+}
+
+/**
+ * DDL phase 2, step 2 (same transaction, hour-long request timeout): the index builds, their lock wait bounded
+ * by LOCK_TIMEOUT so a busy table fails fast (1222) instead of queueing every write behind the build.
+ */
+export function ddlBuildIndexes(names: TransportNames): Statement<never> {
+  const t = qualifiedTable(names);
+  return {
+    text: [
+      `SET LOCK_TIMEOUT ${DDL_TABLE_LOCK_TIMEOUT_MS};`,
+      indexGuard(names, names.readyIndex),
+      `    CREATE INDEX ${q(names.readyIndex)} ON ${t} (${READY_INDEX_KEYS.join(', ')});`,
+      indexGuard(names, names.createdIndex),
+      `    CREATE INDEX ${q(names.createdIndex)} ON ${t} (${CREATED_INDEX_KEYS.join(', ')});`,
+      'SET LOCK_TIMEOUT -1;',
+    ].join('\n'),
+    params: {},
+  };
+}
+
+/**
+ * Catalog snapshot for verification, five result sets keyed on the table's object id:
+ * 0 objects whose name matches case-insensitively (kind check), 1 columns with their defaults,
+ * 2 primary-key key columns, 3 index key/included columns with the index flags.
+ */
+export function catalogSnapshot(): Statement<'schema' | 'table'> {
+  return {
+    text: [
+      "DECLARE @object_id int = OBJECT_ID(QUOTENAME(@schema) + N'.' + QUOTENAME(@table), N'U');",
+      'SELECT o.name, o.type, o.type_desc, CAST(CASE WHEN o.object_id = @object_id THEN 1 ELSE 0 END AS bit) AS is_target',
+      'FROM sys.objects AS o',
+      'WHERE o.schema_id = SCHEMA_ID(@schema) AND LOWER(o.name) = LOWER(@table);',
+      'SELECT c.column_id, c.name, TYPE_NAME(c.system_type_id) AS type_name, c.max_length, c.precision, c.scale,',
+      '       c.is_nullable, c.collation_name, c.is_identity, c.is_computed, c.default_object_id,',
+      '       dc.definition AS default_definition',
+      'FROM sys.columns AS c',
+      'LEFT JOIN sys.default_constraints AS dc ON dc.object_id = c.default_object_id',
+      'WHERE c.object_id = @object_id',
+      'ORDER BY c.column_id;',
+      'SELECT kc.name AS constraint_name, col.name AS column_name, ic.key_ordinal',
+      'FROM sys.key_constraints AS kc',
+      'INNER JOIN sys.index_columns AS ic ON ic.object_id = kc.parent_object_id AND ic.index_id = kc.unique_index_id',
+      'INNER JOIN sys.columns AS col ON col.object_id = ic.object_id AND col.column_id = ic.column_id',
+      "WHERE kc.parent_object_id = @object_id AND kc.type = 'PK' AND ic.key_ordinal > 0",
+      'ORDER BY ic.key_ordinal;',
+      'SELECT i.name AS index_name, i.index_id, i.type_desc, i.is_unique, i.is_primary_key, i.is_disabled,',
+      '       i.is_hypothetical, i.has_filter, col.name AS column_name, ic.key_ordinal, ic.is_descending_key,',
+      '       ic.is_included_column',
+      'FROM sys.indexes AS i',
+      'LEFT JOIN sys.index_columns AS ic ON ic.object_id = i.object_id AND ic.index_id = i.index_id',
+      'LEFT JOIN sys.columns AS col ON col.object_id = ic.object_id AND col.column_id = ic.column_id',
+      'WHERE i.object_id = @object_id AND i.index_id > 0',
+      'ORDER BY i.index_id, ic.key_ordinal;',
+    ].join('\n'),
+    params: { schema: types.sysname(), table: types.sysname() },
+  };
+}
+
+/** Every statement the store runs, built once from the validated names. */
+export function transportStatements(names: TransportNames) {
+  return {
+    publishBatch: publishBatch(names),
+    claimBatch: claimBatch(names),
+    ackBatch: ackBatch(names),
+    release: releaseMessage(names),
+    renew: renewLease(names),
+    deadLetterMove: deadLetterMove(names),
+    pruneDeadLetterBatch: pruneDeadLetterBatch(names),
+    queueStats: queueStats(names),
+    listDeadLetters: listDeadLetters(names),
+    requeueDeadLetter: requeueDeadLetter(names),
+    deleteDeadLetter: deleteDeadLetter(names),
+    now: dbNow(),
+    ddlPhase1: ddlPhase1(names),
+    ddlTableLock: ddlTableLock(names),
+    ddlBuildIndexes: ddlBuildIndexes(names),
+    catalogSnapshot: catalogSnapshot(),
+  };
+}
+
+export type TransportStatements = ReturnType<typeof transportStatements>;
+
+/** A human-runnable, idempotent DDL script for `npm run schema -- print --dialect sqlserver`. */
+export function printSqlServerSchema(names: TransportNames): string {
+  const t = qualifiedTable(names);
+  return [
+    `-- AsyncResponse transport schema for SQL Server / Azure SQL: ${t}.`,
+    '-- Idempotent: every object is guarded, so the script can run more than once. Run it as the deployer',
+    '-- (DDL rights); the app then needs data rights only (AUTO_CREATE_SCHEMA=false).',
+    `IF SCHEMA_ID(${nameLiteral(names.schema)}) IS NULL`,
+    `    EXEC (N'CREATE SCHEMA ${q(names.schema)}');`,
+    'GO',
+    `IF OBJECT_ID(${nameLiteral(t)}, N'U') IS NULL`,
+    `CREATE TABLE ${t} (`,
+    transportTableBody(),
+    ');',
+    'GO',
+    '-- On a large existing table add WITH (ONLINE = ON) where the edition supports it (Enterprise, Developer,',
+    '-- Azure SQL): a plain CREATE INDEX blocks every write to the table while it runs.',
+    indexGuard(names, names.readyIndex),
+    `    CREATE INDEX ${q(names.readyIndex)} ON ${t} (${READY_INDEX_KEYS.join(', ')});`,
+    'GO',
+    indexGuard(names, names.createdIndex),
+    `    CREATE INDEX ${q(names.createdIndex)} ON ${t} (${CREATED_INDEX_KEYS.join(', ')});`,
+    'GO',
+    '',
+  ].join('\n');
+}

@@ -1,0 +1,466 @@
+// The SQL Server transport store: the TransportStore port over one mssql pool. Statement text lives in
+// statements.ts, catalog rules in verify.ts; this file binds parameters, maps rows and runs the schema steps.
+
+import * as sql from 'mssql';
+import { transportNames, type TransportNames } from '../../sql/identifiers';
+import { isTransientSqlServerError, sqlServerErrorClass, sqlServerErrorNumbers } from '../../sql/transient';
+import { parseHeadersLenient } from '../../transport/headers';
+import type {
+  ClaimedMessage,
+  DeadLetterItem,
+  DeadLetterMove,
+  OutgoingMessage,
+  PublishOutcome,
+  QueueStats,
+  Settlement,
+  TransportStore,
+} from '../../transport/types';
+import type { Logger } from '../../log';
+import { DDL_TABLE_LOCK_TIMEOUT_MS, INDEX_BUILD_COMMAND_TIMEOUT_S, type TransportStoreOptions } from '../options';
+import { createSqlServerPool, newRequest, type SqlServerConnectionOptions } from './connection';
+import { qualifiedTable, transportStatements, type Statement, type TransportStatements } from './statements';
+import { evaluateTransportCatalog, missingIndexes, readTransportCatalog, VERIFICATION_FIX_HINT } from './verify';
+
+export interface SqlServerStoreDeps {
+  /** epoch ms; drives the retry-after window. */
+  now?: () => number;
+  /** [0, 1); jitters the retry-after window. */
+  random?: () => number;
+}
+
+/** Spec §1.4: delays up to 3650 days (the DATEADD split stays exact up to there). */
+export const MAX_DELAY_MS = 3650 * 24 * 60 * 60 * 1000;
+export const RETRY_AFTER_BASE_MS = 30_000;
+export const RETRY_AFTER_JITTER_MS = 30_000;
+const DUPLICATE_KEY_NUMBERS = [2627, 2601];
+const PUBLISH_DUPLICATE_RACE_ATTEMPTS = 3;
+
+/**
+ * Spec §3.2: a failed table-lock step latches the retry-after window only for a lost lock wait, never for a
+ * transient connection fault (severity >= 20, a reset, an Azure failover), which the next operation retries.
+ */
+export function shouldLatchTableLockFailure(err: unknown): boolean {
+  if ((sqlServerErrorClass(err) ?? 0) >= 20) return false;
+  const n = sqlServerErrorNumbers(err)[0]; // the thrown error's own number comes first
+  return n === 1222 || (n === 51000 && !isTransientSqlServerError(err));
+}
+
+/** Renew runs under a request timeout of the heartbeat beat (lock timeout / 3) in whole seconds, at least 1 s. */
+export function renewRequestTimeoutMs(lockTimeoutMs: number): number {
+  const seconds = Math.max(1, Math.ceil(lockTimeoutMs / 3 / 1000));
+  return Math.min(seconds * 1000, 2_147_483_647);
+}
+
+type Row = Record<string, unknown>;
+
+const lower = (value: unknown) => String(value).toLowerCase();
+
+/** datetime2 carries 100 ns ticks; tedious keeps the sub-millisecond part in `nanosecondsDelta`. */
+function compareInstants(a: Date, b: Date): number {
+  const ms = a.getTime() - b.getTime();
+  if (ms !== 0) return ms;
+  const na = (a as Date & { nanosecondsDelta?: number }).nanosecondsDelta ?? 0;
+  const nb = (b as Date & { nanosecondsDelta?: number }).nanosecondsDelta ?? 0;
+  return na - nb;
+}
+
+function delayOf(delayMs: number): number {
+  if (!Number.isFinite(delayMs) || delayMs <= 0) return 0;
+  if (delayMs > MAX_DELAY_MS) throw new RangeError(`delay of ${delayMs} ms exceeds the 3650-day maximum`);
+  return Math.ceil(delayMs);
+}
+
+function rows(result: sql.IResult<unknown>, index = 0): Row[] {
+  const sets = result.recordsets as unknown as Row[][];
+  return sets[index] ?? [];
+}
+
+function firstNumber(result: sql.IResult<unknown>, column: string): number {
+  const value = rows(result)[0]?.[column];
+  return value === undefined || value === null ? 0 : Number(value);
+}
+
+async function rollbackQuietly(tx: sql.Transaction): Promise<void> {
+  try {
+    await tx.rollback();
+  } catch {
+    /* already rolled back by the server (XACT_ABORT, a broken connection) */
+  }
+}
+
+interface RetryWindow {
+  until: number;
+  message: string;
+  cause: unknown;
+}
+
+export class SqlServerTransportStore implements TransportStore {
+  readonly kind = 'sqlserver' as const;
+  readonly names: TransportNames;
+  private readonly statements: TransportStatements;
+  private readonly logger: Logger;
+  private readonly clock: () => number;
+  private readonly random: () => number;
+  private schemaReady = false;
+  private schemaAttempt: Promise<void> | null = null;
+  private retryWindow: RetryWindow | null = null;
+  private connecting: Promise<unknown> | null = null;
+
+  constructor(
+    private readonly pool: sql.ConnectionPool,
+    private readonly options: TransportStoreOptions,
+    deps: SqlServerStoreDeps = {},
+  ) {
+    this.names = transportNames(options.schema, options.table, 'sqlserver');
+    this.statements = transportStatements(this.names);
+    this.logger = options.logger;
+    this.clock = deps.now ?? Date.now;
+    this.random = deps.random ?? Math.random;
+  }
+
+  // ---- schema -------------------------------------------------------------------------------------------
+
+  /** Single-flight; latched after success; fails at once (without connecting) inside a retry-after window. */
+  async ensureSchema(): Promise<void> {
+    if (this.schemaReady) return;
+    const window = this.retryWindow;
+    if (window) {
+      if (this.clock() < window.until) throw new Error(window.message, { cause: window.cause });
+      this.retryWindow = null;
+    }
+    this.schemaAttempt ??= this.runSchemaAttempt().finally(() => {
+      this.schemaAttempt = null;
+    });
+    await this.schemaAttempt;
+  }
+
+  private async runSchemaAttempt(): Promise<void> {
+    await this.connect();
+    if (!this.options.autoCreateSchema) {
+      const result = evaluateTransportCatalog(await readTransportCatalog(this.pool, this.names), this.names, {
+        autoCreate: false,
+      });
+      this.throwOnProblems(result.problems);
+      if (result.status === 'absent') {
+        // not latched: the migration may simply not have run yet; the next operation checks again
+        throw new Error(
+          `SQL Server transport table ${qualifiedTable(this.names)} does not exist (or this login cannot see it); ` +
+            'run `npm run schema -- apply` or set AUTO_CREATE_SCHEMA=true.',
+        );
+      }
+      for (const warning of result.warnings) this.logger.warn(warning);
+      this.schemaReady = true;
+      return;
+    }
+
+    await this.runPhase1();
+    let catalog = await readTransportCatalog(this.pool, this.names);
+    const missing = missingIndexes(catalog.indexes, this.names);
+    if (missing.length > 0) {
+      await this.runPhase2(missing);
+      catalog = await readTransportCatalog(this.pool, this.names);
+    }
+    const result = evaluateTransportCatalog(catalog, this.names, { autoCreate: true });
+    this.throwOnProblems(result.problems);
+    for (const warning of result.warnings) this.logger.warn(warning);
+    this.schemaReady = true;
+  }
+
+  private throwOnProblems(problems: readonly string[]): void {
+    if (problems.length > 0) throw new Error(`${problems.join(' ')} ${VERIFICATION_FIX_HINT}`);
+  }
+
+  /** Schema + table under the schema applock; committed before anything else runs. */
+  private async runPhase1(): Promise<void> {
+    const tx = this.pool.transaction();
+    try {
+      await tx.begin();
+      await this.run(this.statements.ddlPhase1, {}, { parent: tx });
+      await tx.commit();
+    } catch (err) {
+      await rollbackQuietly(tx);
+      await this.diagnoseDdlFailure(err);
+    }
+  }
+
+  /**
+   * A DDL failure may be a name collision (another component's table, a view). Verification on a fresh request
+   * names it; otherwise (or when diagnosis itself fails) the original error is rethrown untouched.
+   */
+  private async diagnoseDdlFailure(original: unknown): Promise<never> {
+    let problems: string[];
+    try {
+      const catalog = await readTransportCatalog(this.pool, this.names);
+      const result = evaluateTransportCatalog(catalog, this.names, { autoCreate: true, skipIndexes: true });
+      problems = result.status === 'present' ? result.problems : [];
+    } catch {
+      throw original;
+    }
+    if (problems.length === 0) throw original;
+    throw new Error(
+      `${problems.join(' ')} Give this component its own object names (or its own schema) so two AsyncResponse ` +
+        'components cannot share one name.',
+      { cause: original },
+    );
+  }
+
+  /** Index builds in their own transaction under the table applock, with an hour-long request timeout. */
+  private async runPhase2(missing: readonly string[]): Promise<void> {
+    const table = qualifiedTable(this.names);
+    const tx = this.pool.transaction();
+    try {
+      await tx.begin();
+      await this.run(this.statements.ddlTableLock, {}, { parent: tx });
+    } catch (err) {
+      await rollbackQuietly(tx);
+      if (shouldLatchTableLockFailure(err)) {
+        this.latch(`could not take its table lock within ${DDL_TABLE_LOCK_TIMEOUT_MS} ms`, err);
+      }
+      throw err;
+    }
+    try {
+      this.logger.info(`building ${missing.join(', ')} on ${table}`);
+      await this.run(this.statements.ddlBuildIndexes, {}, { parent: tx, timeoutMs: INDEX_BUILD_COMMAND_TIMEOUT_S * 1000 });
+      await tx.commit();
+    } catch (err) {
+      await rollbackQuietly(tx);
+      const numbers = sqlServerErrorNumbers(err);
+      const cause = numbers.includes(1222)
+        ? `index build on ${table} could not take its table lock within ${DDL_TABLE_LOCK_TIMEOUT_MS} ms (error 1222) and was rolled back`
+        : `index build on ${table} failed (error ${numbers.length > 0 ? numbers.join(', ') : (err as Error)?.message ?? 'unknown'}) and was rolled back`;
+      this.latch(cause, err);
+    }
+  }
+
+  /** Opens the retry-after window (30 s + up to 30 s) and throws the error every caller sees inside it. */
+  private latch(cause: string, err: unknown): never {
+    const windowMs = RETRY_AFTER_BASE_MS + this.random() * RETRY_AFTER_JITTER_MS;
+    const until = this.clock() + windowMs;
+    const message =
+      `SQL Server transport schema setup for ${qualifiedTable(this.names)} ${cause}; ` +
+      `transport operations on this host fail until ${new Date(until).toISOString()} (retry after ${Math.round(windowMs / 1000)} s).`;
+    this.retryWindow = { until, message, cause: err };
+    this.logger.warn(message, err);
+    throw new Error(message, { cause: err });
+  }
+
+  private async connect(): Promise<void> {
+    if (this.pool.connected) return;
+    this.connecting ??= this.pool.connect().finally(() => {
+      this.connecting = null;
+    });
+    await this.connecting;
+  }
+
+  private async run<P extends string>(
+    statement: Statement<P>,
+    values: Record<P, unknown>,
+    opts: { parent?: sql.Transaction; timeoutMs?: number } = {},
+  ): Promise<sql.IResult<unknown>> {
+    const request = newRequest(opts.parent ?? this.pool, opts.timeoutMs);
+    for (const name of Object.keys(statement.params) as P[]) {
+      request.input(name, statement.params[name], values[name]);
+    }
+    return request.query(statement.text);
+  }
+
+  // ---- operations ---------------------------------------------------------------------------------------
+
+  async publish(messages: readonly OutgoingMessage[]): Promise<PublishOutcome[]> {
+    if (messages.length === 0) return [];
+    await this.ensureSchema();
+    // A repeated id inside one batch would make the single INSERT hit its own PK: the first one wins.
+    const firstAt = new Map<string, number>();
+    const unique: OutgoingMessage[] = [];
+    messages.forEach((m, i) => {
+      const key = lower(m.id);
+      if (!firstAt.has(key)) {
+        firstAt.set(key, i);
+        unique.push(m);
+      }
+    });
+    const batch = JSON.stringify(
+      unique.map((m, ord) => ({
+        id: m.id,
+        queue: m.queue,
+        payload_json: m.payloadJson,
+        headers_json: JSON.stringify(m.headers ?? {}),
+        delay_ms: delayOf(m.delayMs),
+        ord,
+      })),
+    );
+    const result = await this.publishWithDuplicateRaceRetry(batch);
+    const inserted = new Map(rows(result, 0).map((r) => [lower(r.id), r.available_at as Date]));
+    const stored = new Map(rows(result, 1).map((r) => [lower(r.id), r.available_at as Date]));
+    return messages.map((m, i) => {
+      const key = lower(m.id);
+      const insertedAt = inserted.get(key);
+      if (insertedAt && firstAt.get(key) === i) return { id: m.id, inserted: true, availableAt: insertedAt };
+      return { id: m.id, inserted: false, availableAt: insertedAt ?? stored.get(key) ?? null };
+    });
+  }
+
+  /**
+   * UPDLOCK, HOLDLOCK makes a duplicate-key race rare; when one still happens (2627/2601) the whole INSERT was
+   * rolled back, so it is run again: rows that now exist are reported as duplicates, the rest are inserted.
+   */
+  private async publishWithDuplicateRaceRetry(batch: string): Promise<sql.IResult<unknown>> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.run(this.statements.publishBatch, { batch });
+      } catch (err) {
+        const duplicate = sqlServerErrorNumbers(err).some((n) => DUPLICATE_KEY_NUMBERS.includes(n));
+        if (!duplicate || attempt >= PUBLISH_DUPLICATE_RACE_ATTEMPTS) throw err;
+        this.logger.debug('publish lost a duplicate-key race; re-running the insert-if-absent', err);
+      }
+    }
+  }
+
+  async claim(queue: string, max: number, lockTimeoutMs: number): Promise<ClaimedMessage[]> {
+    const n = Math.floor(max);
+    if (!(n > 0)) return [];
+    await this.ensureSchema();
+    const result = await this.run(this.statements.claimBatch, {
+      n,
+      queue,
+      lock_timeout_ms: Math.max(1, Math.ceil(lockTimeoutMs)),
+    });
+    return rows(result)
+      .sort(
+        (a, b) =>
+          compareInstants(a.available_at as Date, b.available_at as Date) ||
+          compareInstants(a.created_at as Date, b.created_at as Date),
+      )
+      .map((r) => ({
+        id: lower(r.id),
+        lockId: lower(r.lock_id),
+        queue: String(r.queue),
+        payloadJson: String(r.payload_json),
+        headers: parseHeadersLenient(r.headers_json as string | null),
+        attempt: Number(r.attempts),
+        createdAt: r.created_at as Date,
+      }));
+  }
+
+  async ack(settlements: readonly Settlement[]): Promise<number> {
+    if (settlements.length === 0) return 0;
+    await this.ensureSchema();
+    const seen = new Set<string>();
+    const unique = settlements.filter((s) => {
+      const key = `${lower(s.id)}/${lower(s.lockId)}`;
+      if (seen.has(key)) return false;
+      seen.add(key);
+      return true;
+    });
+    const json = JSON.stringify(unique.map((s) => ({ id: s.id, lock_id: s.lockId })));
+    return firstNumber(await this.run(this.statements.ackBatch, { settlements: json }), 'affected');
+  }
+
+  async release(settlement: Settlement, delayMs: number): Promise<boolean> {
+    await this.ensureSchema();
+    const result = await this.run(this.statements.release, {
+      id: settlement.id,
+      lock_id: settlement.lockId,
+      delay_ms: delayOf(delayMs),
+    });
+    return firstNumber(result, 'affected') > 0;
+  }
+
+  async renew(settlement: Settlement, lockTimeoutMs: number): Promise<boolean> {
+    await this.ensureSchema();
+    const result = await this.run(
+      this.statements.renew,
+      { id: settlement.id, lock_id: settlement.lockId, lock_timeout_ms: Math.max(1, Math.ceil(lockTimeoutMs)) },
+      { timeoutMs: renewRequestTimeoutMs(lockTimeoutMs) },
+    );
+    return firstNumber(result, 'affected') > 0;
+  }
+
+  async deadLetter(move: DeadLetterMove): Promise<boolean> {
+    await this.ensureSchema();
+    const result = await this.run(this.statements.deadLetterMove, {
+      source_id: move.source.id,
+      lock_id: move.source.lockId,
+      new_id: move.newId,
+      dlq: move.deadLetterQueue,
+      payload_json: move.payloadJson,
+      headers_json: JSON.stringify(move.headers),
+      reason: move.reason,
+    });
+    return firstNumber(result, 'moved') === 1;
+  }
+
+  async pruneDeadLetterBatch(deadLetterQueue: string, retentionMs: number): Promise<number> {
+    await this.ensureSchema();
+    const retention = Math.max(0, Math.min(Math.floor(retentionMs), MAX_DELAY_MS));
+    const result = await this.run(this.statements.pruneDeadLetterBatch, {
+      dlq: deadLetterQueue,
+      neg_retention_ms: -retention,
+    });
+    return firstNumber(result, 'deleted');
+  }
+
+  async queueStats(queue: string, deadLetterQueue: string): Promise<QueueStats> {
+    await this.ensureSchema();
+    const row = rows(await this.run(this.statements.queueStats, { queue, dlq: deadLetterQueue }))[0] ?? {};
+    const age = row.oldest_ready_age_seconds;
+    return {
+      queue,
+      ready: Number(row.ready ?? 0),
+      delayed: Number(row.delayed ?? 0),
+      leased: Number(row.leased ?? 0),
+      deadLettered: Number(row.dead_lettered ?? 0),
+      oldestReadyAgeSeconds: age === null || age === undefined ? null : Math.max(0, Number(age)),
+    };
+  }
+
+  async listDeadLetters(deadLetterQueue: string, sourceQueue: string, top: number): Promise<DeadLetterItem[]> {
+    const n = Math.floor(top);
+    if (!(n > 0)) return [];
+    await this.ensureSchema();
+    const result = await this.run(this.statements.listDeadLetters, { top: n, dlq: deadLetterQueue, source: sourceQueue });
+    return rows(result).map((r) => ({
+      id: lower(r.id),
+      sourceQueue,
+      reason: r.dead_letter_reason === null || r.dead_letter_reason === undefined ? null : String(r.dead_letter_reason),
+      payloadJson: String(r.payload_json),
+      headers: parseHeadersLenient(r.headers_json as string | null),
+      createdAt: r.created_at as Date,
+    }));
+  }
+
+  async requeueDeadLetter(deadLetterQueue: string, sourceQueue: string, id: string): Promise<boolean> {
+    await this.ensureSchema();
+    const result = await this.run(this.statements.requeueDeadLetter, { id, dlq: deadLetterQueue, source: sourceQueue });
+    return firstNumber(result, 'affected') > 0;
+  }
+
+  async deleteDeadLetter(deadLetterQueue: string, sourceQueue: string, id: string): Promise<boolean> {
+    await this.ensureSchema();
+    const result = await this.run(this.statements.deleteDeadLetter, { id, dlq: deadLetterQueue, source: sourceQueue });
+    return firstNumber(result, 'affected') > 0;
+  }
+
+  /** The database clock. Deliberately schema-free: it is the health probe, and must answer before migration. */
+  async now(): Promise<Date> {
+    await this.connect();
+    return rows(await this.run(this.statements.now, {}))[0]?.now as Date;
+  }
+
+  async close(): Promise<void> {
+    // mssql refuses to close a pool while it is connecting
+    if (this.connecting) await this.connecting.catch(() => undefined);
+    await this.pool.close();
+  }
+}
+
+/** A store over a new, connect-on-first-use pool. Throws at once on invalid schema/table names. */
+export function openSqlServerTransportStore(
+  connection: SqlServerConnectionOptions,
+  storeOptions: TransportStoreOptions,
+  deps?: SqlServerStoreDeps,
+): SqlServerTransportStore {
+  transportNames(storeOptions.schema, storeOptions.table, 'sqlserver'); // validate before making a pool
+  const pool = createSqlServerPool(connection, storeOptions.logger);
+  return new SqlServerTransportStore(pool, storeOptions, deps);
+}

@@ -1,0 +1,119 @@
+import type { Logger } from '../log';
+import type { AckBatcher } from './ack-batcher';
+import { exceedsCap, isLastAttempt, redeliveryDelay, type DeliveryPolicy } from './delivery-policy';
+import { deadLetterHeaders, getHeader } from './headers';
+import type { Job, JobHandler } from './job';
+import { startHeartbeat } from './lease-heartbeat';
+import { CORRELATION_ID_HEADER, type ClaimedMessage, type TransportStore } from './types';
+
+export type DeliveryOutcome = 'completed' | 'retried' | 'dead-lettered' | 'released';
+
+export interface DispatchDeps {
+  store: Pick<TransportStore, 'renew' | 'release' | 'deadLetter'>;
+  acks: AckBatcher;
+  policy: DeliveryPolicy;
+  lockTimeoutMs: number;
+  deadLetterQueue: string;
+  logger: Logger;
+  newId: () => string;
+  /** Called after a successful handler, before the ack (e.g. to publish the job's response). */
+  onCompleted?: (job: Job, result: unknown) => Promise<void>;
+  /** Called once a job has been dead-lettered for good. Failures are logged, never rethrown. */
+  onDeadLettered?: (job: Job | undefined, message: ClaimedMessage, reason: string) => Promise<void>;
+}
+
+/** Runs one claimed delivery to settlement: cap check, handler under a lease heartbeat, ack / NAK / dead letter. */
+export async function dispatchDelivery(msg: ClaimedMessage, handler: JobHandler, deps: DispatchDeps): Promise<DeliveryOutcome> {
+  const what = `job ${msg.id} on '${msg.queue}' (attempt ${msg.attempt})`;
+  if (exceedsCap(msg.attempt, deps.policy)) {
+    deps.logger.warn(`${what} exceeded ${deps.policy.maxDeliveryAttempts} delivery attempts; dead-lettering without executing it`);
+    const reason = `Message exceeded ${deps.policy.maxDeliveryAttempts} delivery attempts without settling (attempt ${msg.attempt}).`;
+    return (await bury(msg, undefined, reason, deps)) ? 'dead-lettered' : 'retried';
+  }
+
+  let payload: unknown;
+  try {
+    payload = JSON.parse(msg.payloadJson);
+  } catch {
+    return (await bury(msg, undefined, 'payload_json is not valid JSON', deps)) ? 'dead-lettered' : 'retried';
+  }
+  const job: Job = {
+    id: msg.id,
+    queue: msg.queue,
+    payload,
+    headers: msg.headers,
+    attempt: msg.attempt,
+    correlationId: getHeader(msg.headers, CORRELATION_ID_HEADER),
+    createdAt: msg.createdAt,
+  };
+
+  const lease = new AbortController();
+  const heartbeat = startHeartbeat(
+    async (s, ms) => {
+      const ok = await deps.store.renew(s, ms);
+      if (!ok) lease.abort(new Error('lease lost'));
+      return ok;
+    },
+    msg,
+    deps.lockTimeoutMs,
+    deps.logger,
+    what,
+  );
+  let result: unknown;
+  try {
+    result = await handler(job, { signal: lease.signal, log: deps.logger });
+    if (deps.onCompleted) await deps.onCompleted(job, result);
+  } catch (err) {
+    heartbeat.stop();
+    const reason = err instanceof Error ? err.message || err.name : String(err);
+    if (isLastAttempt(msg.attempt, deps.policy)) {
+      deps.logger.warn(`${what} failed on its last attempt; dead-lettering: ${reason}`);
+      return (await bury(msg, job, reason, deps)) ? 'dead-lettered' : 'retried';
+    }
+    const delay = redeliveryDelay(msg.attempt, deps.policy);
+    deps.logger.warn(`${what} failed; redelivering in ${delay} ms: ${reason}`);
+    await releaseQuietly(msg, delay, deps);
+    return 'retried';
+  }
+  heartbeat.stop();
+  deps.acks.add(msg);
+  return 'completed';
+}
+
+/** Dead-letter move (fenced); when it no-ops or fails, fall back to a NAK so nothing is lost. */
+async function bury(msg: ClaimedMessage, job: Job | undefined, reason: string, deps: DispatchDeps): Promise<boolean> {
+  let moved = false;
+  try {
+    moved = await deps.store.deadLetter({
+      source: msg,
+      newId: deps.newId(),
+      deadLetterQueue: deps.deadLetterQueue,
+      payloadJson: msg.payloadJson,
+      headers: deadLetterHeaders(msg.headers, reason, msg.queue),
+      reason,
+    });
+    if (!moved) deps.logger.warn(`dead-lettering job ${msg.id} no-opped: the claim's lease had lapsed and the row was re-claimed`);
+  } catch (err) {
+    deps.logger.error(`failed to dead-letter job ${msg.id}; releasing it for retry`, err);
+  }
+  if (!moved) {
+    await releaseQuietly(msg, redeliveryDelay(msg.attempt, deps.policy), deps);
+    return false;
+  }
+  if (deps.onDeadLettered) {
+    try {
+      await deps.onDeadLettered(job, msg, reason);
+    } catch (err) {
+      deps.logger.error(`after dead-lettering job ${msg.id}, its follow-up failed`, err);
+    }
+  }
+  return true;
+}
+
+async function releaseQuietly(msg: ClaimedMessage, delayMs: number, deps: DispatchDeps): Promise<void> {
+  try {
+    await deps.store.release(msg, delayMs);
+  } catch (err) {
+    deps.logger.error(`failed to release job ${msg.id}; its lease will lapse and it will be redelivered`, err);
+  }
+}

@@ -1,0 +1,44 @@
+import { DEAD_LETTER_REASON_HEADER, DEAD_LETTER_SOURCE_HEADER, type Headers } from './types';
+
+/**
+ * Reads headers_json leniently (spec §1.16): this runs after a claim has already spent an attempt, so
+ * rejecting odd content would only create an unkillable poison row. Garbage or a non-object → {};
+ * strings as-is, null skipped, other values as their JSON text.
+ */
+export function parseHeadersLenient(json: string | null | undefined): Headers {
+  if (!json) return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(json);
+  } catch {
+    return {};
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return {};
+  const out: Headers = {};
+  for (const [key, value] of Object.entries(parsed as Record<string, unknown>)) {
+    if (value === null || value === undefined) continue;
+    out[key] = typeof value === 'string' ? value : JSON.stringify(value);
+  }
+  return out;
+}
+
+/** Header lookup by name, case-insensitively (exact match first). */
+export function getHeader(headers: Headers, name: string): string | undefined {
+  if (name in headers) return headers[name];
+  const lower = name.toLowerCase();
+  for (const [key, value] of Object.entries(headers)) if (key.toLowerCase() === lower) return value;
+  return undefined;
+}
+
+/** Original headers plus the two dead-letter headers; CR and LF in the reason become spaces. */
+export function deadLetterHeaders(original: Headers, reason: string, sourceQueue: string): Headers {
+  const out: Headers = {};
+  for (const [key, value] of Object.entries(original)) {
+    const lower = key.toLowerCase();
+    if (lower === DEAD_LETTER_REASON_HEADER.toLowerCase() || lower === DEAD_LETTER_SOURCE_HEADER.toLowerCase()) continue;
+    out[key] = value;
+  }
+  out[DEAD_LETTER_REASON_HEADER] = reason.replace(/[\r\n]/g, ' ');
+  out[DEAD_LETTER_SOURCE_HEADER] = sourceQueue;
+  return out;
+}

@@ -1,0 +1,23 @@
+import type { Logger } from '../log';
+import type { Headers } from './types';
+
+/** What a handler sees of one claimed message. */
+export interface Job {
+  id: string;
+  queue: string;
+  payload: unknown;
+  headers: Headers;
+  /** 1 on the first delivery. */
+  attempt: number;
+  correlationId?: string;
+  createdAt: Date;
+}
+
+export interface JobContext {
+  /** Aborted when the lease is lost to another consumer (the result would be discarded). */
+  signal: AbortSignal;
+  log: Logger;
+}
+
+/** Resolves with the job's result (success) or throws (failure → NAK with backoff, or dead letter). */
+export type JobHandler = (job: Job, ctx: JobContext) => Promise<unknown>;

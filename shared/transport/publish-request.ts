@@ -1,0 +1,95 @@
+import { randomUUID } from 'node:crypto';
+import { correlationIdProblem } from '../correlation-id';
+import { UUID_PATTERN, type FieldError } from '../http/problem';
+import { CORRELATION_ID_HEADER, DEAD_LETTER_REASON_HEADER, DEAD_LETTER_SOURCE_HEADER, type Headers, type OutgoingMessage } from './types';
+
+export const MAX_BATCH = 100;
+export const MAX_DELAY_SECONDS = 3650 * 86400;
+const MAX_HEADERS = 64;
+
+export type ParsedPublish =
+  | { ok: true; messages: OutgoingMessage[]; batch: boolean }
+  | { ok: false; status: 400 | 413; detail: string; errors: FieldError[] };
+
+/**
+ * Validates a publish body (one message object or an array of ≤ 100) into rows to insert. Every problem is
+ * reported with its field path; nothing is written unless the whole request is valid.
+ */
+export function parsePublishBody(body: unknown, queue: string, maxMessageBytes: number): ParsedPublish {
+  const batch = Array.isArray(body);
+  const items: unknown[] = batch ? (body as unknown[]) : [body];
+  if (batch && items.length === 0) return fail(400, 'the batch is empty', [{ field: '', message: 'must contain at least one message' }]);
+  if (items.length > MAX_BATCH) {
+    return fail(400, `a batch holds at most ${MAX_BATCH} messages`, [{ field: '', message: `has ${items.length} messages` }]);
+  }
+  const errors: FieldError[] = [];
+  const tooLarge: FieldError[] = [];
+  const messages: OutgoingMessage[] = [];
+  const seen = new Set<string>();
+  items.forEach((item, index) => {
+    const at = (f: string) => (batch ? `[${index}].${f}` : f).replace(/\.$/, '');
+    if (item === null || typeof item !== 'object' || Array.isArray(item)) {
+      errors.push({ field: at(''), message: 'must be an object like {"payload": …}' });
+      return;
+    }
+    const m = item as Record<string, unknown>;
+    for (const key of Object.keys(m)) {
+      if (!['payload', 'id', 'correlationId', 'headers', 'delaySeconds'].includes(key)) {
+        errors.push({ field: at(key), message: 'is not a known field (payload, id, correlationId, headers, delaySeconds)' });
+      }
+    }
+    if (!('payload' in m) || m.payload === undefined) errors.push({ field: at('payload'), message: 'is required' });
+    const payloadJson = JSON.stringify(m.payload ?? null);
+    if (Buffer.byteLength(payloadJson, 'utf8') > maxMessageBytes) {
+      tooLarge.push({ field: at('payload'), message: `is ${Buffer.byteLength(payloadJson, 'utf8')} bytes; the limit is ${maxMessageBytes}` });
+    }
+    let id: string = randomUUID();
+    if (m.id !== undefined) {
+      if (typeof m.id !== 'string' || !UUID_PATTERN.test(m.id)) errors.push({ field: at('id'), message: 'must be a UUID' });
+      else id = m.id.toLowerCase();
+    }
+    if (seen.has(id)) errors.push({ field: at('id'), message: 'appears twice in this batch' });
+    seen.add(id);
+
+    const headers: Headers = {};
+    if (m.headers !== undefined) {
+      if (m.headers === null || typeof m.headers !== 'object' || Array.isArray(m.headers)) {
+        errors.push({ field: at('headers'), message: 'must be an object of string values' });
+      } else {
+        const entries = Object.entries(m.headers as Record<string, unknown>);
+        if (entries.length > MAX_HEADERS) errors.push({ field: at('headers'), message: `has more than ${MAX_HEADERS} entries` });
+        for (const [name, value] of entries) {
+          if (typeof value !== 'string') errors.push({ field: at(`headers.${name}`), message: 'must be a string' });
+          else if (name === '' || name.length > 256) errors.push({ field: at(`headers.${name}`), message: 'name must be 1–256 characters' });
+          else if (isReserved(name)) errors.push({ field: at(`headers.${name}`), message: 'is set by the transport and cannot be supplied' });
+          else headers[name] = value;
+        }
+      }
+    }
+    if (m.correlationId !== undefined) {
+      const why = correlationIdProblem(m.correlationId);
+      if (why) errors.push({ field: at('correlationId'), message: why });
+      else headers[CORRELATION_ID_HEADER] = m.correlationId as string;
+    }
+    let delayMs = 0;
+    if (m.delaySeconds !== undefined) {
+      const d = m.delaySeconds;
+      if (typeof d !== 'number' || !Number.isFinite(d) || d < 0 || d > MAX_DELAY_SECONDS) {
+        errors.push({ field: at('delaySeconds'), message: `must be a number from 0 to ${MAX_DELAY_SECONDS} (3650 days)` });
+      } else delayMs = Math.round(d * 1000);
+    }
+    messages.push({ id, queue, payloadJson, headers, delayMs });
+  });
+  if (errors.length > 0) return fail(400, 'the request has invalid fields; nothing was published', errors);
+  if (tooLarge.length > 0) return fail(413, 'a payload is larger than MAX_MESSAGE_BYTES; nothing was published', tooLarge);
+  return { ok: true, messages, batch };
+}
+
+function isReserved(name: string): boolean {
+  const lower = name.toLowerCase();
+  return [CORRELATION_ID_HEADER, DEAD_LETTER_REASON_HEADER, DEAD_LETTER_SOURCE_HEADER].some((h) => h.toLowerCase() === lower);
+}
+
+function fail(status: 400 | 413, detail: string, errors: FieldError[]): ParsedPublish {
+  return { ok: false, status, detail, errors };
+}

@@ -1,0 +1,102 @@
+// The transport store port: every SQL behaviour of the queue table, implemented once per dialect
+// (stores/sqlserver, stores/postgres). Services and loops depend on this interface only.
+
+export type StoreKind = 'sqlserver' | 'postgres' | 'pglite';
+
+export type Headers = Record<string, string>;
+
+/** One message to insert. `id` is the caller's idempotency key (lower-case UUID). */
+export interface OutgoingMessage {
+  id: string;
+  queue: string;
+  payloadJson: string;
+  headers: Headers;
+  /** 0 or less = claimable at once; otherwise available_at = DB clock + delayMs. */
+  delayMs: number;
+}
+
+export interface PublishOutcome {
+  id: string;
+  /** false when a row with this id already existed (idempotent no-op). */
+  inserted: boolean;
+  /** available_at of the stored row; null when a duplicate's row has already gone (consumed). */
+  availableAt: Date | null;
+}
+
+/** The fence every settlement carries: a statement matches only while the claim is still ours. */
+export interface Settlement {
+  id: string;
+  lockId: string;
+}
+
+export interface ClaimedMessage extends Settlement {
+  queue: string;
+  payloadJson: string;
+  headers: Headers;
+  /** attempts after the claim's increment: the first delivery is attempt 1. */
+  attempt: number;
+  createdAt: Date;
+}
+
+export interface DeadLetterMove {
+  /** the claimed row to delete (fenced). */
+  source: Settlement;
+  /** id of the new dead-letter row. */
+  newId: string;
+  deadLetterQueue: string;
+  payloadJson: string;
+  /** original headers plus AR-DeadLetter-Reason / AR-DeadLetter-Source-Queue. */
+  headers: Headers;
+  /** raw reason for the dead_letter_reason column. */
+  reason: string;
+}
+
+export interface QueueStats {
+  queue: string;
+  ready: number;
+  delayed: number;
+  leased: number;
+  deadLettered: number;
+  oldestReadyAgeSeconds: number | null;
+}
+
+export interface DeadLetterItem {
+  id: string;
+  sourceQueue: string;
+  reason: string | null;
+  payloadJson: string;
+  headers: Headers;
+  createdAt: Date;
+}
+
+export interface TransportStore {
+  readonly kind: StoreKind;
+  /** Creates (AutoCreateSchema) or verifies the schema. Single-flight; latched after success. */
+  ensureSchema(): Promise<void>;
+  /** Insert-if-absent for every message, in one statement. Duplicate ids are successes. */
+  publish(messages: readonly OutgoingMessage[]): Promise<PublishOutcome[]>;
+  /** Claims up to `max` ready rows of exactly `queue` in availability order, in one statement. */
+  claim(queue: string, max: number, lockTimeoutMs: number): Promise<ClaimedMessage[]>;
+  /** Deletes every row whose fence still matches, in one statement; returns how many were deleted. */
+  ack(settlements: readonly Settlement[]): Promise<number>;
+  /** NAK: makes the row claimable again after delayMs (fenced). attempts is not decremented. */
+  release(settlement: Settlement, delayMs: number): Promise<boolean>;
+  /** Extends the lease; false = the lease was lost (a peer re-claimed the row). */
+  renew(settlement: Settlement, lockTimeoutMs: number): Promise<boolean>;
+  /** Deletes the claimed row and inserts the dead-letter row in one transaction, only if the fence matched. */
+  deadLetter(move: DeadLetterMove): Promise<boolean>;
+  /** Deletes at most one batch (1000) of dead letters older than retentionMs; returns rows deleted. */
+  pruneDeadLetterBatch(deadLetterQueue: string, retentionMs: number): Promise<number>;
+  queueStats(queue: string, deadLetterQueue: string): Promise<QueueStats>;
+  listDeadLetters(deadLetterQueue: string, sourceQueue: string, top: number): Promise<DeadLetterItem[]>;
+  /** Moves a dead letter back onto its source queue (attempts reset, dead-letter headers removed). */
+  requeueDeadLetter(deadLetterQueue: string, sourceQueue: string, id: string): Promise<boolean>;
+  deleteDeadLetter(deadLetterQueue: string, sourceQueue: string, id: string): Promise<boolean>;
+  /** The database clock; doubles as the health probe. */
+  now(): Promise<Date>;
+  close(): Promise<void>;
+}
+
+export const DEAD_LETTER_REASON_HEADER = 'AR-DeadLetter-Reason';
+export const DEAD_LETTER_SOURCE_HEADER = 'AR-DeadLetter-Source-Queue';
+export const CORRELATION_ID_HEADER = 'AR-Correlation-Id';

@@ -1,0 +1,35 @@
+// Same-process wake-up: a publish signals its queue so a waiting drain loop claims at once instead of
+// sleeping out its poll delay. Other processes are not told (SQL Server has no NOTIFY); they poll.
+
+type Waiter = () => void;
+
+export class WakeSignal {
+  private readonly waiters = new Map<string, Set<Waiter>>();
+
+  notify(queue: string): void {
+    const set = this.waiters.get(queue);
+    if (!set) return;
+    this.waiters.delete(queue);
+    for (const wake of set) wake();
+  }
+
+  /** Resolves true when woken, false when timeoutMs passed or the signal aborted. */
+  wait(queue: string, timeoutMs: number, signal?: AbortSignal): Promise<boolean> {
+    return new Promise((resolve) => {
+      if (signal?.aborted) return resolve(false);
+      let set = this.waiters.get(queue);
+      if (!set) this.waiters.set(queue, (set = new Set()));
+      const done = (woken: boolean) => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        set!.delete(wake);
+        resolve(woken);
+      };
+      const wake = () => done(true);
+      const onAbort = () => done(false);
+      const timer = setTimeout(() => done(false), Math.max(0, timeoutMs));
+      set.add(wake);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+}

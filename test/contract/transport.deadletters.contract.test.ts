@@ -1,0 +1,150 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { silentLogger } from '../../shared/log';
+import { AckBatcher } from '../../shared/transport/ack-batcher';
+import { dispatchDelivery, type DispatchDeps } from '../../shared/transport/dispatcher';
+import { deadLetterHeaders } from '../../shared/transport/headers';
+import type { TransportStore } from '../../shared/transport/types';
+import { message } from '../support/messages';
+import { announce, storeFixtures, type Harness } from './fixtures';
+
+const LOCK = 30_000;
+
+for (const fixture of storeFixtures()) {
+  describe.skipIf(!announce(fixture))(`[${fixture.name}] dead letters`, () => {
+    let h: Harness;
+    beforeAll(async () => {
+      h = await fixture.create();
+    });
+    afterAll(async () => {
+      await h?.close();
+    });
+
+    async function bury(queue: string, dlq: string, reason = 'failed') {
+      const m = message(queue, { from: queue });
+      await h.store.publish([m]);
+      const [c] = await h.store.claim(queue, 1, LOCK);
+      const newId = randomUUID();
+      expect(
+        await h.store.deadLetter({
+          source: c!,
+          newId,
+          deadLetterQueue: dlq,
+          payloadJson: c!.payloadJson,
+          headers: deadLetterHeaders(c!.headers, reason, queue),
+          reason,
+        }),
+      ).toBe(true);
+      return newId;
+    }
+
+    function deps(store: TransportStore, dlq: string, max = 3): DispatchDeps {
+      return {
+        store,
+        acks: new AckBatcher((b) => store.ack(b), 16, silentLogger),
+        policy: { maxDeliveryAttempts: max, redeliveryDelayMs: 0, redeliveryMaxDelayMs: 0 },
+        lockTimeoutMs: LOCK,
+        deadLetterQueue: dlq,
+        logger: silentLogger,
+        newId: randomUUID,
+      };
+    }
+
+    it('the prune deletes only its own queue’s old rows, in bounded batches', async () => {
+      const oldOwn = await bury('prsrc', 'pr_dlq');
+      const youngOwn = await bury('prsrc', 'pr_dlq');
+      const paddedOld = randomUUID();
+      await h.raw.insert(paddedOld, 'pr_dlq ');
+      const otherOld = await bury('prsrc', 'pr_other');
+      for (const id of [oldOwn, paddedOld, otherOld]) await h.raw.ageCreated(id, 3_600_000);
+      const deleted = await h.store.pruneDeadLetterBatch('pr_dlq', 60_000);
+      expect(deleted).toBe(1);
+      expect(await h.raw.row(oldOwn)).toBeUndefined();
+      expect(await h.raw.row(youngOwn)).toBeDefined();
+      expect(await h.raw.row(paddedOld)).toBeDefined();
+      expect(await h.raw.row(otherOld)).toBeDefined();
+    });
+
+    it('stats count ready, delayed, leased and dead-lettered rows of exactly one queue', async () => {
+      await h.store.publish([message('st'), message('st'), message('st', {}, { delayMs: 600_000 })]);
+      await h.store.publish([message('st2')]);
+      await h.store.claim('st', 1, LOCK);
+      await bury('st', 'st_dlq');
+      await bury('st2', 'st_dlq');
+      const stats = await h.store.queueStats('st', 'st_dlq');
+      expect(stats).toMatchObject({ queue: 'st', ready: 1, delayed: 1, leased: 1, deadLettered: 1 });
+      expect(stats.oldestReadyAgeSeconds).toBeGreaterThanOrEqual(0);
+      const empty = await h.store.queueStats('st_none', 'st_dlq');
+      expect(empty).toMatchObject({ ready: 0, delayed: 0, leased: 0, deadLettered: 0, oldestReadyAgeSeconds: null });
+    });
+
+    it('lists, requeues (attempts reset, dead-letter headers removed) and deletes by source queue', async () => {
+      const first = await bury('rq', 'rq_dlq', 'first failure');
+      const second = await bury('rq', 'rq_dlq', 'second failure');
+      const foreign = await bury('rq_other', 'rq_dlq');
+      const listed = await h.store.listDeadLetters('rq_dlq', 'rq', 10);
+      expect(listed.map((d) => d.id).sort()).toEqual([first, second].sort());
+      expect(listed.find((d) => d.id === first)).toMatchObject({ sourceQueue: 'rq', reason: 'first failure' });
+      expect(JSON.parse(listed[0]!.payloadJson)).toEqual({ from: 'rq' });
+
+      expect(await h.store.requeueDeadLetter('rq_dlq', 'rq', foreign)).toBe(false); // wrong source queue
+      expect(await h.store.requeueDeadLetter('rq_dlq', 'rq', first)).toBe(true);
+      expect(await h.store.requeueDeadLetter('rq_dlq', 'rq', first)).toBe(false); // already moved
+      const [again] = await h.store.claim('rq', 1, LOCK);
+      expect(again).toMatchObject({ id: first, attempt: 1, queue: 'rq' });
+      expect(again!.headers['AR-DeadLetter-Reason']).toBeUndefined();
+      expect(again!.headers['AR-DeadLetter-Source-Queue']).toBeUndefined();
+
+      expect(await h.store.deleteDeadLetter('rq_dlq', 'rq', second)).toBe(true);
+      expect(await h.store.deleteDeadLetter('rq_dlq', 'rq', second)).toBe(false);
+      expect(await h.store.listDeadLetters('rq_dlq', 'rq', 10)).toEqual([]);
+      expect(await h.store.listDeadLetters('rq_dlq', 'rq_other', 10)).toHaveLength(1);
+    });
+
+    it('a delivery past the cap is dead-lettered without running the handler', async () => {
+      const m = message('cap');
+      await h.store.publish([m]);
+      for (let i = 0; i < 3; i++) {
+        const [c] = await h.store.claim('cap', 1, LOCK);
+        await h.store.release(c!, 0);
+      }
+      const [fourth] = await h.store.claim('cap', 1, LOCK);
+      expect(fourth!.attempt).toBe(4);
+      let ran = 0;
+      const outcome = await dispatchDelivery(fourth!, async () => ++ran, deps(h.store, 'cap_dlq', 3));
+      expect(outcome).toBe('dead-lettered');
+      expect(ran).toBe(0);
+      const [dead] = await h.store.listDeadLetters('cap_dlq', 'cap', 5);
+      expect(dead!.reason).toBe('Message exceeded 3 delivery attempts without settling (attempt 4).');
+    });
+
+    it('a failing handler is NAKed, then dead-lettered on its last attempt', async () => {
+      const m = message('fail');
+      await h.store.publish([m]);
+      const d = deps(h.store, 'fail_dlq', 2);
+      const boom = async () => {
+        throw new Error('handler exploded');
+      };
+      const [c1] = await h.store.claim('fail', 1, LOCK);
+      expect(await dispatchDelivery(c1!, boom, d)).toBe('retried');
+      expect(await h.raw.row(m.id)).toMatchObject({ attempts: 1, lockId: null });
+      const [c2] = await h.store.claim('fail', 1, LOCK);
+      expect(await dispatchDelivery(c2!, boom, d)).toBe('dead-lettered');
+      expect(await h.raw.row(m.id)).toBeUndefined();
+      const [dead] = await h.store.listDeadLetters('fail_dlq', 'fail', 5);
+      expect(dead).toMatchObject({ reason: 'handler exploded', sourceQueue: 'fail' });
+      expect(dead!.headers['AR-DeadLetter-Reason']).toBe('handler exploded');
+    });
+
+    it('a successful handler is acked through the batcher', async () => {
+      const m = message('okq');
+      await h.store.publish([m]);
+      const d = deps(h.store, 'ok_dlq');
+      const [c] = await h.store.claim('okq', 1, LOCK);
+      expect(await dispatchDelivery(c!, async (job) => job.payload, d)).toBe('completed');
+      await d.acks.drain();
+      expect(d.acks.acked).toBe(1);
+      expect(await h.raw.row(m.id)).toBeUndefined();
+    });
+  });
+}

@@ -1,0 +1,113 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { deadLetterHeaders } from '../../shared/transport/headers';
+import { message } from '../support/messages';
+import { announce, storeFixtures, type Harness } from './fixtures';
+
+const LOCK = 30_000;
+
+for (const fixture of storeFixtures()) {
+  describe.skipIf(!announce(fixture))(`[${fixture.name}] settlement is fenced on (id, lock_id)`, () => {
+    let h: Harness;
+    beforeAll(async () => {
+      h = await fixture.create();
+    });
+    afterAll(async () => {
+      await h?.close();
+    });
+
+    async function claimOne(queue: string) {
+      const m = message(queue);
+      await h.store.publish([m]);
+      const [c] = await h.store.claim(queue, 1, LOCK);
+      expect(c?.id).toBe(m.id);
+      return c!;
+    }
+
+    it('a batch ack deletes only the rows whose fence still matches', async () => {
+      const a = await claimOne('ack');
+      const b = await claimOne('ack');
+      await h.raw.setLockId(b.id, randomUUID()); // b was re-claimed by a peer
+      expect(await h.store.ack([a, b])).toBe(1);
+      expect(await h.raw.row(a.id)).toBeUndefined();
+      expect(await h.raw.row(b.id)).toBeDefined();
+    });
+
+    it('NAK then re-claim gives attempt 2 with a new lock id; attempts are not decremented', async () => {
+      const c = await claimOne('nak');
+      expect(await h.store.release(c, 600_000)).toBe(true);
+      expect(await h.store.claim('nak', 1, LOCK)).toHaveLength(0); // invisible for the NAK delay
+      expect(await h.raw.row(c.id)).toMatchObject({ attempts: 1, lockId: null });
+      await h.raw.makeDue(c.id);
+      const [again] = await h.store.claim('nak', 1, LOCK);
+      expect(again).toMatchObject({ id: c.id, attempt: 2 });
+      expect(again!.lockId).not.toBe(c.lockId);
+    });
+
+    it('stale settlements (after a re-claim) are no-ops: ack, NAK, renew, dead letter', async () => {
+      const c = await claimOne('stale');
+      await h.raw.expireLease(c.id);
+      const [peer] = await h.store.claim('stale', 1, LOCK);
+      expect(peer).toMatchObject({ id: c.id, attempt: 2 });
+      expect(await h.store.renew(c, LOCK)).toBe(false);
+      expect(await h.store.release(c, 0)).toBe(false);
+      expect(await h.store.ack([c])).toBe(0);
+      const moved = await h.store.deadLetter({
+        source: c,
+        newId: randomUUID(),
+        deadLetterQueue: 'stale_dlq',
+        payloadJson: c.payloadJson,
+        headers: deadLetterHeaders(c.headers, 'boom', 'stale'),
+        reason: 'boom',
+      });
+      expect(moved).toBe(false);
+      expect(await h.raw.countQueue('stale_dlq')).toBe(0);
+      expect(await h.raw.row(c.id)).toMatchObject({ queue: 'stale', lockId: peer!.lockId });
+      expect(await h.store.renew(peer!, LOCK)).toBe(true);
+      expect(await h.store.ack([peer!])).toBe(1);
+    });
+
+    it('an expired lease makes the job claimable again', async () => {
+      const c = await claimOne('lease');
+      expect(await h.store.claim('lease', 1, LOCK)).toHaveLength(0);
+      await h.raw.expireLease(c.id);
+      const [again] = await h.store.claim('lease', 1, LOCK);
+      expect(again).toMatchObject({ id: c.id, attempt: 2 });
+    });
+
+    it('a short lease lapses on the database clock without help', async () => {
+      const m = message('lapse');
+      await h.store.publish([m]);
+      const [c] = await h.store.claim('lapse', 1, 300);
+      expect(c).toBeDefined();
+      await new Promise((r) => setTimeout(r, 500));
+      const [again] = await h.store.claim('lapse', 1, LOCK);
+      expect(again).toMatchObject({ id: m.id, attempt: 2 });
+    });
+
+    it('dead-lettering moves the row in one step, with reason and source headers (CR/LF become spaces)', async () => {
+      const m = message('dlsrc', { x: 1 }, { headers: { keep: 'me' } });
+      await h.store.publish([m]);
+      const [c] = await h.store.claim('dlsrc', 1, LOCK);
+      const newId = randomUUID();
+      const moved = await h.store.deadLetter({
+        source: c!,
+        newId,
+        deadLetterQueue: 'dlsrc_dlq',
+        payloadJson: c!.payloadJson,
+        headers: deadLetterHeaders(c!.headers, 'line1\nline2\r\nline3', 'dlsrc'),
+        reason: 'line1\nline2\r\nline3',
+      });
+      expect(moved).toBe(true);
+      expect(await h.raw.row(c!.id)).toBeUndefined();
+      expect(await h.raw.row(newId)).toMatchObject({ queue: 'dlsrc_dlq', attempts: 0, lockId: null });
+      const [dead] = await h.store.claim('dlsrc_dlq', 1, LOCK);
+      expect(dead!.headers).toEqual({
+        keep: 'me',
+        'AR-DeadLetter-Reason': 'line1 line2  line3',
+        'AR-DeadLetter-Source-Queue': 'dlsrc',
+      });
+      expect(JSON.parse(dead!.payloadJson)).toEqual({ x: 1 });
+    });
+  });
+}

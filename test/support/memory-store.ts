@@ -1,0 +1,104 @@
+import { randomUUID } from 'node:crypto';
+import type { ClaimedMessage, DeadLetterMove, OutgoingMessage, Settlement, TransportStore } from '../../shared/transport/types';
+
+interface Row {
+  id: string;
+  queue: string;
+  payloadJson: string;
+  headers: Record<string, string>;
+  availableAt: number;
+  lockedUntil: number | null;
+  lockId: string | null;
+  attempts: number;
+  createdAt: number;
+}
+
+/**
+ * An in-memory stand-in with the transport's semantics, for unit tests of loops that take an injected store.
+ * (Every SQL behaviour itself is tested by the contract suite against real databases.)
+ */
+export class MemoryStore implements Pick<TransportStore, 'publish' | 'claim' | 'ack' | 'release' | 'renew' | 'deadLetter'> {
+  rows = new Map<string, Row>();
+  calls = { claim: 0, ack: 0, release: [] as Array<{ id: string; delayMs: number }>, renew: 0, deadLetter: 0 };
+  failClaims = 0;
+  claimError: Error = Object.assign(new Error('connection reset'), { code: 'ECONNRESET' });
+
+  async publish(messages: readonly OutgoingMessage[]) {
+    return messages.map((m) => {
+      if (this.rows.has(m.id)) return { id: m.id, inserted: false, availableAt: new Date(this.rows.get(m.id)!.availableAt) };
+      const now = Date.now();
+      this.rows.set(m.id, { ...m, availableAt: now + Math.max(0, m.delayMs), lockedUntil: null, lockId: null, attempts: 0, createdAt: now });
+      return { id: m.id, inserted: true, availableAt: new Date(now + Math.max(0, m.delayMs)) };
+    });
+  }
+
+  async claim(queue: string, max: number, lockTimeoutMs: number): Promise<ClaimedMessage[]> {
+    this.calls.claim++;
+    if (this.failClaims > 0) {
+      this.failClaims--;
+      throw this.claimError;
+    }
+    const now = Date.now();
+    const ready = [...this.rows.values()]
+      .filter((r) => r.queue === queue && r.availableAt <= now && (r.lockedUntil === null || r.lockedUntil <= now))
+      .sort((a, b) => a.availableAt - b.availableAt || a.createdAt - b.createdAt)
+      .slice(0, max);
+    return ready.map((r) => {
+      r.attempts++;
+      r.lockedUntil = now + lockTimeoutMs;
+      r.lockId = randomUUID();
+      return { id: r.id, lockId: r.lockId, queue, payloadJson: r.payloadJson, headers: r.headers, attempt: r.attempts, createdAt: new Date(r.createdAt) };
+    });
+  }
+
+  private fenced(s: Settlement): Row | undefined {
+    const r = this.rows.get(s.id);
+    return r && r.lockId === s.lockId ? r : undefined;
+  }
+
+  async ack(settlements: readonly Settlement[]) {
+    this.calls.ack++;
+    let n = 0;
+    for (const s of settlements) if (this.fenced(s) && this.rows.delete(s.id)) n++;
+    return n;
+  }
+
+  async release(s: Settlement, delayMs: number) {
+    this.calls.release.push({ id: s.id, delayMs });
+    const r = this.fenced(s);
+    if (!r) return false;
+    Object.assign(r, { availableAt: Date.now() + delayMs, lockedUntil: null, lockId: null });
+    return true;
+  }
+
+  async renew(s: Settlement, lockTimeoutMs: number) {
+    this.calls.renew++;
+    const r = this.fenced(s);
+    if (!r) return false;
+    r.lockedUntil = Date.now() + lockTimeoutMs;
+    return true;
+  }
+
+  async deadLetter(move: DeadLetterMove) {
+    this.calls.deadLetter++;
+    if (!this.fenced(move.source)) return false;
+    this.rows.delete(move.source.id);
+    const now = Date.now();
+    this.rows.set(move.newId, {
+      id: move.newId,
+      queue: move.deadLetterQueue,
+      payloadJson: move.payloadJson,
+      headers: move.headers,
+      availableAt: now,
+      lockedUntil: null,
+      lockId: null,
+      attempts: 0,
+      createdAt: now,
+    });
+    return true;
+  }
+
+  inQueue(queue: string): Row[] {
+    return [...this.rows.values()].filter((r) => r.queue === queue);
+  }
+}

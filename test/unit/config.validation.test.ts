@@ -1,0 +1,76 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig, SETTINGS } from '../../shared/config';
+
+describe('configuration', () => {
+  it('defaults to the embedded PGlite store with the spec defaults', () => {
+    const c = loadConfig({});
+    expect(c.store).toEqual({ kind: 'pglite', dataDir: '.data/pglite' });
+    expect(c).toMatchObject({
+      schema: 'public',
+      transportTable: 'asyncresponse_transport_messages',
+      autoCreateSchema: true,
+      queues: ['worker'],
+      deadLetterQueue: 'deadletter',
+      lockTimeoutMs: 30_000,
+      maxDeliveryAttempts: 5,
+      redeliveryDelayMs: 5_000,
+      batchSize: 16,
+      emptyPollDelayMs: 250,
+      publish: { maxAttempts: 3, baseMs: 50, maxMs: 1000 },
+      deadLetterRetentionMs: 14 * 86_400_000,
+      drain: { schedule: '*/10 * * * * *', budgetMs: 8000, idleGraceMs: 8000 },
+      pruneSchedule: '0 * * * * *',
+      workerHandler: 'echo',
+    });
+  });
+
+  it('selects SQL Server from a connection string (schema dbo) and PostgreSQL from DATABASE_URL', () => {
+    expect(loadConfig({ SQL_CONNECTION_STRING: 'Server=x;Database=y' })).toMatchObject({ store: { kind: 'sqlserver' }, schema: 'dbo' });
+    expect(loadConfig({ SQL_SERVER: 'x.database.windows.net', SQL_DATABASE: 'db' }).store).toMatchObject({
+      kind: 'sqlserver',
+      server: 'x.database.windows.net',
+      database: 'db',
+    });
+    expect(loadConfig({ DATABASE_URL: 'postgres://u@h/db' }).store).toEqual({ kind: 'postgres', url: 'postgres://u@h/db' });
+  });
+
+  it('reports every bad setting at once, naming each', () => {
+    let error: ConfigError | undefined;
+    try {
+      loadConfig({
+        SQL_SERVER: 'x',
+        BATCH_SIZE: '0',
+        LOCK_TIMEOUT_SECONDS: 'soon',
+        QUEUES: 'worker, deadletter, worker ',
+        SQL_SCHEMA: 'bad-name',
+        WORKER_HANDLER: 'forward',
+        AUTO_CREATE_SCHEMA: 'maybe',
+      });
+    } catch (e) {
+      error = e as ConfigError;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const text = error!.problems.join('\n');
+    for (const name of ['SQL_DATABASE', 'BATCH_SIZE', 'LOCK_TIMEOUT_SECONDS', 'dead-letter queue', 'twice', 'bad-name', 'WORKER_FORWARD_URL', 'AUTO_CREATE_SCHEMA']) {
+      expect(text).toContain(name);
+    }
+  });
+
+  it('rejects reserved queue names and a forward URL that is not http(s)', () => {
+    expect(() => loadConfig({ QUEUES: 'worker,response' })).toThrow(/reserved/);
+    expect(() => loadConfig({ WORKER_FORWARD_URL: 'ftp://x' })).toThrow(/WORKER_FORWARD_URL/);
+    expect(loadConfig({ WORKER_FORWARD_URL: 'http://localhost:9/x' }).workerHandler).toBe('forward');
+  });
+
+  it('DEAD_LETTER_RETENTION_DAYS=0 keeps dead letters forever', () => {
+    expect(loadConfig({ DEAD_LETTER_RETENTION_DAYS: '0' }).deadLetterRetentionMs).toBeNull();
+  });
+
+  it('documents every setting it reads', () => {
+    const source = loadConfig.toString() + require('node:fs').readFileSync(require.resolve('../../shared/config.ts'), 'utf8');
+    const read = new Set([...source.matchAll(/(?:str|num|bool)\('([A-Z_]+)'/g)].map((m) => m[1]));
+    read.add('SQL_PASSWORD');
+    const documented = new Set(SETTINGS.map((s) => s.name));
+    for (const name of read) expect(documented, name).toContain(name);
+  });
+});

@@ -1,0 +1,143 @@
+import { describe, expect, it } from 'vitest';
+import { silentLogger } from '../../shared/log';
+import { drainQueue, type DrainOptions } from '../../shared/transport/drain-loop';
+import type { TransportStore } from '../../shared/transport/types';
+import { WakeSignal } from '../../shared/transport/wake';
+import { MemoryStore } from '../support/memory-store';
+import { message, sleep } from '../support/messages';
+
+function options(store: MemoryStore, extra: Partial<DrainOptions> = {}): DrainOptions {
+  return {
+    store: store as unknown as TransportStore,
+    queue: 'q',
+    handler: async () => undefined,
+    policy: { maxDeliveryAttempts: 3, redeliveryDelayMs: 0, redeliveryMaxDelayMs: 0 },
+    deadLetterQueue: 'dlq',
+    lockTimeoutMs: 30_000,
+    batchSize: 4,
+    concurrency: 4,
+    budgetMs: 5_000,
+    idleGraceMs: 100,
+    emptyPollDelayMs: 20,
+    wake: new WakeSignal(),
+    logger: silentLogger,
+    ...extra,
+  };
+}
+
+describe('drain loop', () => {
+  it('drains everything, acks in batches, and stops after the idle grace', async () => {
+    const store = new MemoryStore();
+    await store.publish(Array.from({ length: 40 }, (_, i) => message('q', i)));
+    const report = await drainQueue(options(store));
+    expect(report).toMatchObject({ claimed: 40, completed: 40, stoppedBy: 'idle' });
+    expect(store.inQueue('q')).toHaveLength(0);
+    expect(store.calls.ack).toBeLessThan(40);
+  });
+
+  it('never runs more handlers at once than its concurrency', async () => {
+    const store = new MemoryStore();
+    await store.publish(Array.from({ length: 30 }, (_, i) => message('q', i)));
+    let running = 0;
+    let peak = 0;
+    await drainQueue(
+      options(store, {
+        concurrency: 3,
+        batchSize: 10,
+        handler: async () => {
+          peak = Math.max(peak, ++running);
+          await sleep(5);
+          running--;
+        },
+      }),
+    );
+    expect(peak).toBe(3);
+  });
+
+  it('stops claiming at its budget, lets started handlers finish, and leaves nothing leased', async () => {
+    const store = new MemoryStore();
+    await store.publish(Array.from({ length: 100 }, (_, i) => message('q', i)));
+    const started = Date.now();
+    const report = await drainQueue(
+      options(store, { budgetMs: 150, concurrency: 2, batchSize: 2, handler: () => sleep(40) }),
+    );
+    expect(report.stoppedBy).toBe('budget');
+    expect(report.completed).toBe(report.claimed - report.released);
+    expect(Date.now() - started).toBeLessThan(1000);
+    expect(store.inQueue('q').every((r) => r.lockId === null)).toBe(true);
+    expect(store.inQueue('q').length).toBe(100 - report.completed);
+  });
+
+  it('on shutdown, releases claims it has not started with zero delay and lets running handlers finish', async () => {
+    const store = new MemoryStore();
+    await store.publish(Array.from({ length: 8 }, (_, i) => message('q', i)));
+    const stop = new AbortController();
+    let finished = 0;
+    const handler = async () => {
+      stop.abort();
+      await sleep(30);
+      finished++;
+    };
+    // The first handler to start signals shutdown: the other three of its batch must not start.
+    const report = await drainQueue(options(store, { stopping: stop.signal, handler, batchSize: 4, concurrency: 4 }));
+    expect(report.stoppedBy).toBe('shutdown');
+    expect(report.completed).toBe(1);
+    expect(report.released).toBe(3);
+    expect(finished).toBe(1);
+    expect(store.inQueue('q').every((r) => r.lockId === null)).toBe(true);
+    expect(store.inQueue('q')).toHaveLength(8 - report.completed);
+  });
+
+  it('a claim already in hand when the budget ends is released unstarted (attempt spent, delay zero)', async () => {
+    const store = new MemoryStore();
+    await store.publish(Array.from({ length: 3 }, (_, i) => message('q', i)));
+    const realClaim = store.claim.bind(store);
+    store.claim = async (...args) => {
+      const batch = await realClaim(...args);
+      await sleep(120); // the claim comes back after the budget has ended
+      return batch;
+    };
+    let ran = 0;
+    const report = await drainQueue(options(store, { budgetMs: 50, handler: async () => void ran++ }));
+    expect(ran).toBe(0);
+    expect(report.released).toBe(3);
+    expect(store.calls.release.every((r) => r.delayMs === 0)).toBe(true);
+    expect(store.inQueue('q').map((r) => [r.attempts, r.lockId])).toEqual([
+      [1, null],
+      [1, null],
+      [1, null],
+    ]);
+  });
+
+  it('a same-process publish wakes an idle drain at once instead of after its poll delay', async () => {
+    const store = new MemoryStore();
+    const wake = new WakeSignal();
+    let handledAt = 0;
+    const drain = drainQueue(
+      options(store, { wake, emptyPollDelayMs: 5_000, idleGraceMs: 10_000, budgetMs: 1_000, handler: async () => void (handledAt = Date.now()) }),
+    );
+    await sleep(50);
+    const publishedAt = Date.now();
+    await store.publish([message('q')]);
+    wake.notify('q');
+    await drain;
+    expect(handledAt).toBeGreaterThan(0);
+    expect(handledAt - publishedAt).toBeLessThan(200);
+  });
+
+  it('retries a transient claim failure on a backoff and ends on a permanent one', async () => {
+    const store = new MemoryStore();
+    await store.publish([message('q')]);
+    store.failClaims = 2;
+    const report = await drainQueue(options(store));
+    expect(report.claimFailures).toBe(2);
+    expect(report.completed).toBe(1);
+
+    const broken = new MemoryStore();
+    broken.failClaims = 1;
+    broken.claimError = new Error('permission denied on table');
+    const failed = await drainQueue(options(broken));
+    expect(failed.stoppedBy).toBe('error');
+    expect(broken.calls.claim).toBe(1);
+  });
+});

@@ -1,0 +1,56 @@
+import { describe, expect, it } from 'vitest';
+import { parsePublishBody } from '../../shared/transport/publish-request';
+
+const MAX = 1000;
+
+describe('publish request validation', () => {
+  it('turns one message into a row with a fresh id, correlation header and delay', () => {
+    const r = parsePublishBody({ payload: { n: 1 }, correlationId: 'c-1', headers: { a: 'b' }, delaySeconds: 1.5 }, 'worker', MAX);
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(r.batch).toBe(false);
+    expect(r.messages[0]).toMatchObject({ queue: 'worker', payloadJson: '{"n":1}', delayMs: 1500, headers: { a: 'b', 'AR-Correlation-Id': 'c-1' } });
+    expect(r.messages[0]!.id).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('keeps the caller id (lower-cased) so a retried publish is idempotent', () => {
+    const r = parsePublishBody({ payload: 1, id: 'AAAAAAAA-BBBB-4CCC-8DDD-EEEEEEEEEEEE' }, 'worker', MAX);
+    expect(r.ok && r.messages[0]!.id).toBe('aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee');
+  });
+
+  it('accepts null as a payload but not a missing one', () => {
+    expect(parsePublishBody({ payload: null }, 'w', MAX).ok).toBe(true);
+    expect(parsePublishBody({}, 'w', MAX)).toMatchObject({ ok: false, status: 400, errors: [{ field: 'payload', message: 'is required' }] });
+  });
+
+  it('reports every bad field with its path, in batches too', () => {
+    const r = parsePublishBody(
+      [
+        { payload: 1, id: 'nope', delaySeconds: -1, headers: { x: 1, 'AR-DeadLetter-Reason': 'forged' }, extra: true },
+        { payload: 2, correlationId: ' padded' },
+        'not an object',
+      ],
+      'w',
+      MAX,
+    );
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.status).toBe(400);
+    expect(r.errors.map((e) => e.field).sort()).toEqual(
+      ['[0].id', '[0].delaySeconds', '[0].headers.x', '[0].headers.AR-DeadLetter-Reason', '[0].extra', '[1].correlationId', '[2]'].sort(),
+    );
+  });
+
+  it('rejects empty and oversized batches and repeated ids', () => {
+    expect(parsePublishBody([], 'w', MAX)).toMatchObject({ ok: false, status: 400 });
+    expect(parsePublishBody(Array.from({ length: 101 }, () => ({ payload: 1 })), 'w', MAX)).toMatchObject({ ok: false, status: 400 });
+    const id = '11111111-2222-4333-8444-555555555555';
+    expect(parsePublishBody([{ payload: 1, id }, { payload: 2, id }], 'w', MAX)).toMatchObject({ ok: false, errors: [{ field: '[1].id' }] });
+  });
+
+  it('answers 413 when a payload is over the byte limit (UTF-8 bytes, not characters)', () => {
+    const r = parsePublishBody({ payload: 'é'.repeat(600) }, 'w', MAX);
+    expect(r).toMatchObject({ ok: false, status: 413 });
+    expect(parsePublishBody({ payload: 'e'.repeat(600) }, 'w', MAX).ok).toBe(true);
+  });
+});
