@@ -1,0 +1,191 @@
+// npm run bench — throughput and latency of the transport on the configured store.
+// Store: BENCH_STORE=postgres|pglite|sqlserver (default: postgres when PG_URL/DATABASE_URL is set, else pglite).
+// Sizes: BENCH_JOBS (default 20000), BENCH_LARGE_ROWS (default 100000). Each run uses its own schema and drops it.
+
+import { randomBytes, randomUUID } from 'node:crypto';
+import { silentLogger } from '../shared/log';
+import { drainQueue } from '../shared/transport/drain-loop';
+import type { OutgoingMessage, TransportStore } from '../shared/transport/types';
+import { WakeSignal } from '../shared/transport/wake';
+import { openBenchStores, type BenchStores } from './stores';
+
+const JOBS = Number(process.env.BENCH_JOBS ?? 20_000);
+const LARGE = Number(process.env.BENCH_LARGE_ROWS ?? 100_000);
+const POLICY = { maxDeliveryAttempts: 5, redeliveryDelayMs: 1000, redeliveryMaxDelayMs: 10_000 };
+
+const msg = (queue: string, i: number): OutgoingMessage => ({ id: randomUUID(), queue, payloadJson: JSON.stringify({ i }), headers: {}, delayMs: 0 });
+
+function pct(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+const fmt = (n: number) => (Number.isFinite(n) ? n.toFixed(n < 10 ? 2 : 0) : '-');
+const rows: string[][] = [];
+function record(what: string, value: string, note = '') {
+  rows.push([what, value, note]);
+  console.log(`  ${what.padEnd(52)} ${value.padStart(14)}  ${note}`);
+}
+
+async function publishBatched(store: TransportStore, queue: string, n: number, batch = 100, concurrency = 4): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < n) {
+        const start = next;
+        next += batch;
+        const size = Math.min(batch, n - start);
+        await store.publish(Array.from({ length: size }, (_, k) => msg(queue, start + k)));
+      }
+    }),
+  );
+}
+
+async function benchPublish(s: BenchStores) {
+  const n = Math.min(JOBS, 10_000);
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: s.concurrent ? 16 : 1 }, async () => {
+      while (next++ < n) await s.store.publish([msg('pub_single', next)]);
+    }),
+  );
+  const single = n / ((performance.now() - t0) / 1000);
+  record('publish, one message per statement', `${fmt(single)} jobs/s`, `${n} jobs, ${s.concurrent ? 16 : 1} concurrent publishers`);
+  const t1 = performance.now();
+  await publishBatched(s.store, 'pub_batch', JOBS);
+  record('publish, batches of 100', `${fmt(JOBS / ((performance.now() - t1) / 1000))} jobs/s`, `${JOBS} jobs, 4 concurrent publishers`);
+}
+
+async function benchDrain(s: BenchStores) {
+  for (const batchSize of [1, 16, 64]) {
+    const queue = `drain_${batchSize}`;
+    await publishBatched(s.store, queue, JOBS);
+    const t0 = performance.now();
+    const r = await drainQueue({
+      store: s.store,
+      queue,
+      handler: async () => undefined,
+      policy: POLICY,
+      deadLetterQueue: 'deadletter',
+      lockTimeoutMs: 30_000,
+      batchSize,
+      concurrency: Math.max(32, batchSize),
+      budgetMs: 600_000,
+      idleGraceMs: 0,
+      emptyPollDelayMs: 1,
+      wake: new WakeSignal(),
+      logger: silentLogger,
+    });
+    const secs = (performance.now() - t0) / 1000;
+    record(`drain (claim → no-op → batched ack), batch ${batchSize}`, `${fmt(r.completed / secs)} jobs/s`, `${r.completed} jobs in ${fmt(secs)} s`);
+  }
+  if (!s.concurrent) return;
+  const queue = 'drain_multi';
+  await publishBatched(s.store, queue, JOBS);
+  const drainers = await Promise.all([s.openPeer(), s.openPeer()]);
+  const t0 = performance.now();
+  const reports = await Promise.all(
+    drainers.map((store) =>
+      drainQueue({
+        store,
+        queue,
+        handler: async () => undefined,
+        policy: POLICY,
+        deadLetterQueue: 'deadletter',
+        lockTimeoutMs: 30_000,
+        batchSize: 64,
+        concurrency: 64,
+        budgetMs: 600_000,
+        idleGraceMs: 0,
+        emptyPollDelayMs: 1,
+        wake: new WakeSignal(),
+        logger: silentLogger,
+      }),
+    ),
+  );
+  const done = reports.reduce((a, r) => a + r.completed, 0);
+  const secs = (performance.now() - t0) / 1000;
+  record('drain, 2 concurrent drainers (own pools), batch 64', `${fmt(done / secs)} jobs/s`, `${done} jobs; split ${reports.map((r) => r.completed).join('/')}`);
+}
+
+async function claimLatency(store: TransportStore, queue: string, samples = 300): Promise<{ p50: number; p95: number }> {
+  const times: number[] = [];
+  for (let i = 0; i < samples; i++) {
+    const t0 = performance.now();
+    const [c] = await store.claim(queue, 1, 30_000);
+    times.push(performance.now() - t0);
+    if (c) await store.ack([c]);
+  }
+  times.sort((a, b) => a - b);
+  return { p50: pct(times, 50), p95: pct(times, 95) };
+}
+
+async function benchClaimFlatness(s: BenchStores) {
+  await publishBatched(s.store, 'flat', 1_000);
+  const small = await claimLatency(s.store, 'flat');
+  record('claim latency, 1k rows in the table', `p50 ${fmt(small.p50)} ms`, `p95 ${fmt(small.p95)} ms`);
+  await publishBatched(s.store, 'flat', LARGE - 700, 500, 4);
+  await publishBatched(s.store, 'deadletter', LARGE, 500, 4);
+  const large = await claimLatency(s.store, 'flat');
+  record(`claim latency, ${LARGE / 1000}k rows + ${LARGE / 1000}k dead letters`, `p50 ${fmt(large.p50)} ms`, `p95 ${fmt(large.p95)} ms (${fmt((large.p50 / small.p50 - 1) * 100)}% vs 1k)`);
+}
+
+async function benchWake(s: BenchStores) {
+  const wake = new WakeSignal();
+  const started = new Map<string, number>();
+  const latencies: number[] = [];
+  const stop = new AbortController();
+  const drain = drainQueue({
+    store: s.store,
+    queue: 'wake',
+    handler: async (job) => {
+      const t = started.get(job.id);
+      if (t !== undefined) latencies.push(performance.now() - t);
+    },
+    policy: POLICY,
+    deadLetterQueue: 'deadletter',
+    lockTimeoutMs: 30_000,
+    batchSize: 16,
+    concurrency: 16,
+    budgetMs: 600_000,
+    idleGraceMs: 600_000,
+    emptyPollDelayMs: 250,
+    wake,
+    logger: silentLogger,
+    stopping: stop.signal,
+  });
+  for (let i = 0; i < 200; i++) {
+    const m = msg('wake', i);
+    started.set(m.id, performance.now());
+    await s.store.publish([m]);
+    wake.notify('wake');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  await new Promise((r) => setTimeout(r, 500));
+  stop.abort();
+  await drain;
+  latencies.sort((a, b) => a - b);
+  record('publish → handler start, same process (wake)', `p50 ${fmt(pct(latencies, 50))} ms`, `p99 ${fmt(pct(latencies, 99))} ms, ${latencies.length} jobs`);
+}
+
+async function main() {
+  const schema = `ar_bench_${randomBytes(4).toString('hex')}`;
+  const s = await openBenchStores(schema);
+  console.log(`asyncresponse-functions bench — store ${s.store.kind}, schema ${schema}, ${JOBS} jobs, node ${process.version}`);
+  try {
+    await s.store.ensureSchema();
+    await benchPublish(s);
+    await benchDrain(s);
+    await benchWake(s);
+    await benchClaimFlatness(s);
+    const rss = process.memoryUsage().rss / 1024 / 1024;
+    record('resident memory at the end', `${fmt(rss)} MB`);
+  } finally {
+    await s.close();
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,27 @@
+// Starts the real function app (functions/index.ts) in our local host on a free port, with the given
+// settings, and captures its log lines.
+import { loadFunctionApp } from '../../local/functions-core';
+import { startLocalHost, type LocalHost } from '../../local/host';
+
+export interface RunningApp {
+  url: string;
+  api: (path: string, init?: RequestInit) => Promise<Response>;
+  logs: string[];
+  host: LocalHost;
+  close(): Promise<void>;
+}
+
+export async function startApp(settings: Record<string, string>, options: { functionKey?: string } = {}): Promise<RunningApp> {
+  Object.assign(process.env, settings);
+  const table = await loadFunctionApp(() => import('../../functions/index'));
+  const logs: string[] = [];
+  const host = await startLocalHost({ table, port: 0, timers: true, logger: (l) => logs.push(l), functionKey: options.functionKey });
+  const api = (path: string, init?: RequestInit) => fetch(`${host.url}/api/${path}`, init);
+  return { url: host.url, api, logs, host, close: () => host.close() };
+}
+
+export const postJson = (body: unknown, extra: Record<string, string> = {}): RequestInit => ({
+  method: 'POST',
+  headers: { 'content-type': 'application/json', ...extra },
+  body: typeof body === 'string' ? body : JSON.stringify(body),
+});

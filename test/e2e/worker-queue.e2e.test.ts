@@ -1,0 +1,94 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually } from '../support/messages';
+import { postJson, startApp, type RunningApp } from './app-harness';
+
+let app: RunningApp;
+
+beforeAll(async () => {
+  app = await startApp(
+    {
+      PGLITE_DATA_DIR: 'memory://',
+      DRAIN_WORKER_SCHEDULE: '*/1 * * * * *',
+      DRAIN_BUDGET_SECONDS: '5',
+      DRAIN_IDLE_GRACE_SECONDS: '0.5',
+      MAX_MESSAGE_BYTES: '2048',
+      LOG_LEVEL: 'warn',
+    },
+    { functionKey: 'test-key' },
+  );
+});
+afterAll(async () => {
+  await app?.close();
+});
+
+const key = { 'x-functions-key': 'test-key' };
+const stats = async () => (await (await app.api('queues/worker', { headers: key })).json()) as Record<string, number>;
+
+describe('worker queue over HTTP (local host, embedded PGlite)', () => {
+  it('health answers without a key; other routes need it', async () => {
+    const health = await app.api('health');
+    expect(health.status).toBe(200);
+    expect(await health.json()).toMatchObject({ status: 'ok', store: 'pglite', schema: 'ready' });
+    expect((await app.api('queues/worker')).status).toBe(401);
+    expect((await app.api('queues/worker?code=test-key')).status).toBe(200);
+  });
+
+  it('a published job is claimed by the drain timer and the echo handler runs', async () => {
+    const res = await app.api('queues/worker/messages', postJson({ payload: { hello: 'world' } }, key));
+    expect(res.status).toBe(201);
+    const body = (await res.json()) as { id: string; queue: string; availableAt: string };
+    expect(body).toMatchObject({ queue: 'worker' });
+    expect(Date.parse(body.availableAt)).not.toBeNaN();
+    await eventually(() => app.logs.some((l) => l.includes(`echo: job ${body.id}`) && l.includes('{"hello":"world"}')), 'the echo handler log line', 8000);
+    await eventually(async () => (await stats()).ready === 0 && (await stats()).leased === 0, 'the job to be acked', 5000);
+  });
+
+  it('a duplicate id answers 200 with duplicate: true and enqueues nothing new', async () => {
+    const id = '0b7f7d6e-1c2a-4b3c-8d4e-5f6a7b8c9d0e';
+    const first = await app.api('queues/worker/messages', postJson({ payload: 1, id, delaySeconds: 3600 }, key));
+    const again = await app.api('queues/worker/messages', postJson({ payload: 2, id, delaySeconds: 3600 }, key));
+    expect(first.status).toBe(201);
+    expect(again.status).toBe(200);
+    expect(await again.json()).toMatchObject({ id, duplicate: true });
+    expect((await stats()).delayed).toBe(1);
+  });
+
+  it('a batch publish answers every item', async () => {
+    const res = await app.api('queues/worker/messages', postJson([{ payload: 1, delaySeconds: 3600 }, { payload: 2, delaySeconds: 3600 }], key));
+    expect(res.status).toBe(201);
+    const body = (await res.json()) as { items: Array<{ id: string }> };
+    expect(body.items).toHaveLength(2);
+  });
+
+  it('bad input gets a problem answer and writes nothing (400, 404, 413, 415)', async () => {
+    const before = await stats();
+    const cases: Array<[string, RequestInit, number]> = [
+      ['queues/worker/messages', postJson('{not json', key), 400],
+      ['queues/worker/messages', postJson({ payload: 1, id: 'nope', delaySeconds: -5 }, key), 400],
+      ['queues/worker/messages', postJson([{ payload: 1 }, { nope: true }], key), 400],
+      ['queues/nosuchqueue/messages', postJson({ payload: 1 }, key), 404],
+      ['queues/worker/messages', postJson({ payload: 'x'.repeat(5000) }, key), 413],
+      ['queues/worker/messages', { method: 'POST', headers: { 'content-type': 'text/plain', ...key }, body: 'hello' }, 415],
+    ];
+    for (const [path, init, status] of cases) {
+      const res = await app.api(path, init);
+      expect(res.status, `${path} ${String(init.body).slice(0, 40)}`).toBe(status);
+      expect(res.headers.get('content-type')).toBe('application/problem+json');
+      const problem = (await res.json()) as { status: number; title: string; detail: string };
+      expect(problem.status).toBe(status);
+      expect(problem.detail.length).toBeGreaterThan(0);
+    }
+    const invalid = await (await app.api('queues/worker/messages', postJson({ payload: 1, id: 'nope' }, key))).json();
+    expect(invalid).toMatchObject({ errors: [{ field: 'id', message: 'must be a UUID' }] });
+    expect(await stats()).toEqual(before);
+  });
+
+  it('curl -d (form content type) with a JSON body is accepted', async () => {
+    const res = await app.api('queues/worker/messages', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', ...key },
+      body: '{"payload":{"n":1},"delaySeconds":3600}',
+    });
+    expect(res.status).toBe(201);
+  });
+});
