@@ -8,7 +8,16 @@ import { DEFAULT_TRANSPORT_TABLE } from './stores/options';
 export type Env = Record<string, string | undefined>;
 
 export type StoreSelection =
-  | { kind: 'sqlserver'; connectionString?: string; server?: string; database?: string; user?: string; password?: string; port?: number }
+  | {
+      kind: 'sqlserver';
+      connectionString?: string;
+      server?: string;
+      database?: string;
+      user?: string;
+      password?: string;
+      port?: number;
+      trustServerCertificate?: boolean;
+    }
   | { kind: 'postgres'; url: string }
   | { kind: 'pglite'; dataDir: string };
 
@@ -53,6 +62,7 @@ export const SETTINGS: readonly Setting[] = [
   { name: 'SQL_USER', default: '', description: 'SQL auth user for SQL_SERVER (dev containers).' },
   { name: 'SQL_PASSWORD', default: '', description: 'SQL auth password for SQL_SERVER (dev containers).' },
   { name: 'SQL_PORT', default: '1433', description: 'SQL Server port for SQL_SERVER.' },
+  { name: 'SQL_TRUST_SERVER_CERTIFICATE', default: 'false', description: 'Accept a self-signed certificate (dev containers only) with SQL_SERVER.' },
   { name: 'DATABASE_URL', default: '', description: 'postgres://… selects the PostgreSQL store (Azure Database for PostgreSQL works the same).' },
   { name: 'PGLITE_DATA_DIR', default: '.data/pglite', description: 'Embedded PGlite data directory, used when no database is configured (memory:// = in memory).' },
   { name: 'SQL_SCHEMA', default: 'dbo (SQL Server) / public (PostgreSQL)', description: 'Schema holding the tables.' },
@@ -221,6 +231,7 @@ function selectStore(env: Env, str: (n: string) => string | undefined, problems:
     if (databaseUrl) problems.push('set either a SQL Server (SQL_CONNECTION_STRING / SQL_SERVER) or DATABASE_URL, not both');
     if (server && !connectionString && !str('SQL_DATABASE')) problems.push('SQL_SERVER needs SQL_DATABASE');
     const port = str('SQL_PORT');
+    if (port !== undefined && !/^\d{1,5}$/.test(port)) problems.push(`SQL_PORT='${port}' must be a port number`);
     return {
       kind: 'sqlserver',
       connectionString,
@@ -229,6 +240,7 @@ function selectStore(env: Env, str: (n: string) => string | undefined, problems:
       user: str('SQL_USER'),
       password: env.SQL_PASSWORD,
       port: port ? Number(port) : undefined,
+      trustServerCertificate: /^(true|1|yes)$/i.test(str('SQL_TRUST_SERVER_CERTIFICATE') ?? ''),
     };
   }
   if (databaseUrl) {

@@ -22,6 +22,7 @@ export async function openTransportStore(config: AppConfig, logger: Logger): Pro
         user: sel.user,
         password: sel.password,
         port: sel.port,
+        trustServerCertificate: sel.trustServerCertificate,
         poolMax: config.pool.max,
         poolMin: config.pool.min,
         connectTimeoutMs: config.pool.connectTimeoutMs,

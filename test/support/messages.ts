@@ -8,7 +8,7 @@ export function message(queue: string, payload: unknown = { n: 1 }, extra: Parti
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Polls until check() returns a truthy value or the timeout passes (then fails with the label). */
-export async function eventually<T>(check: () => Promise<T> | T, label: string, timeoutMs = 10_000, everyMs = 50): Promise<T> {
+export async function eventually<T>(check: () => Promise<T | undefined> | T | undefined, label: string, timeoutMs = 10_000, everyMs = 50): Promise<T> {
   const end = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {

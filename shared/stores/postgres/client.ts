@@ -11,7 +11,8 @@ export interface QueryResult<R> {
 }
 
 export interface Queryable {
-  query<R = Record<string, unknown>>(text: string, values?: unknown[]): Promise<QueryResult<R>>;
+  /** `name` makes it a server-side prepared statement on a pg connection (parsed and planned once). */
+  query<R = Record<string, unknown>>(text: string, values?: unknown[], name?: string): Promise<QueryResult<R>>;
 }
 
 export interface PgClient extends Queryable {
@@ -25,8 +26,8 @@ export function pgPoolClient(pool: Pool): PgClient {
   const release = trackOpen('pg pool');
   return {
     kind: 'postgres',
-    async query<R>(text: string, values?: unknown[]) {
-      const r = await pool.query(text, values as unknown[]);
+    async query<R>(text: string, values?: unknown[], name?: string) {
+      const r = await pool.query({ text, values: values as unknown[], name });
       return { rows: r.rows as R[], rowCount: r.rowCount ?? 0 };
     },
     async transaction<T>(fn: (tx: Queryable) => Promise<T>) {

@@ -2,6 +2,14 @@ import { mkdirSync } from 'node:fs';
 import { Pool } from 'pg';
 import { pgPoolClient, pgliteClient, type PgClient } from './client';
 
+/**
+ * The claim must walk the dequeue index in order and stop at the first unleased rows. With stale statistics
+ * (a burst into a table analyzed while nearly empty) the planner prefers a bitmap scan plus a sort of the
+ * whole ready set: measured here at 15 ms per claim over 20k rows instead of 0.2 ms. Bitmap scans never
+ * help this app's statements, so its sessions turn them off.
+ */
+export const PLANNER_SETTINGS = 'SET enable_bitmapscan = off';
+
 export function openPgPool(url: string, pool: { max: number; min: number; connectTimeoutMs: number; requestTimeoutMs: number }): PgClient {
   const p = new Pool({
     connectionString: url,
@@ -13,6 +21,9 @@ export function openPgPool(url: string, pool: { max: number; min: number; connec
   });
   // An idle client's socket error must not crash the process; the pool replaces the client.
   p.on('error', () => undefined);
+  p.on('connect', (client) => {
+    client.query(PLANNER_SETTINGS).catch(() => undefined);
+  });
   return pgPoolClient(p);
 }
 
@@ -23,5 +34,6 @@ export async function openPglite(dataDir: string): Promise<PgClient> {
   if (!inMemory) mkdirSync(dataDir, { recursive: true });
   const db = inMemory ? new PGlite() : new PGlite(dataDir);
   await db.waitReady;
+  await db.query(PLANNER_SETTINGS);
   return pgliteClient(db);
 }

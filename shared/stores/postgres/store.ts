@@ -1,4 +1,4 @@
-import { randomInt } from 'node:crypto';
+import { createHash, randomInt } from 'node:crypto';
 import { transportNames, type TransportNames } from '../../sql/identifiers';
 import { parseHeadersLenient } from '../../transport/headers';
 import type {
@@ -40,6 +40,8 @@ export class PostgresTransportStore implements TransportStore {
   readonly kind: StoreKind;
   readonly names: TransportNames;
   private readonly sql: PgStatements;
+  /** Prepared-statement names, derived from the text so two stores sharing a pool never clash. */
+  private readonly prepared: Record<keyof PgStatements, string>;
   private ready = false;
   private attempt?: Promise<void>;
   private retryAfter = 0;
@@ -53,6 +55,9 @@ export class PostgresTransportStore implements TransportStore {
     this.kind = client.kind;
     this.names = transportNames(options.schema, options.table, 'postgres');
     this.sql = pgStatements(this.names);
+    this.prepared = Object.fromEntries(
+      Object.entries(this.sql).map(([k, text]) => [k, `ar_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`]),
+    ) as Record<keyof PgStatements, string>;
   }
 
   ensureSchema(): Promise<void> {
@@ -121,7 +126,7 @@ export class PostgresTransportStore implements TransportStore {
       messages.map((m) => m.payloadJson),
       messages.map((m) => JSON.stringify(m.headers)),
       messages.map((m) => Math.max(0, Math.round(m.delayMs))),
-    ]);
+    ], this.prepared.publish);
     const byId = new Map(inserted.rows.map((r) => [r.id, r.available_at]));
     const duplicates = messages.filter((m) => !byId.has(m.id.toLowerCase()));
     const existing = new Map<string, Date>();
@@ -138,7 +143,7 @@ export class PostgresTransportStore implements TransportStore {
 
   async claim(queue: string, max: number, lockTimeoutMs: number): Promise<ClaimedMessage[]> {
     await this.ensureSchema();
-    const r = await this.client.query<ClaimRow>(this.sql.claim, [queue, max, Math.round(lockTimeoutMs)]);
+    const r = await this.client.query<ClaimRow>(this.sql.claim, [queue, max, Math.round(lockTimeoutMs)], this.prepared.claim);
     return r.rows
       .sort((a, b) => a.available_at.getTime() - b.available_at.getTime() || a.created_at.getTime() - b.created_at.getTime())
       .map((row) => ({
@@ -155,19 +160,19 @@ export class PostgresTransportStore implements TransportStore {
   async ack(settlements: readonly Settlement[]): Promise<number> {
     if (settlements.length === 0) return 0;
     await this.ensureSchema();
-    const r = await this.client.query(this.sql.ack, [settlements.map((s) => s.id), settlements.map((s) => s.lockId)]);
+    const r = await this.client.query(this.sql.ack, [settlements.map((s) => s.id), settlements.map((s) => s.lockId)], this.prepared.ack);
     return r.rowCount;
   }
 
   async release(s: Settlement, delayMs: number): Promise<boolean> {
     await this.ensureSchema();
-    const r = await this.client.query(this.sql.release, [s.id, s.lockId, Math.max(0, Math.round(delayMs))]);
+    const r = await this.client.query(this.sql.release, [s.id, s.lockId, Math.max(0, Math.round(delayMs))], this.prepared.release);
     return r.rowCount > 0;
   }
 
   async renew(s: Settlement, lockTimeoutMs: number): Promise<boolean> {
     await this.ensureSchema();
-    const r = await this.client.query(this.sql.renew, [s.id, s.lockId, Math.round(lockTimeoutMs)]);
+    const r = await this.client.query(this.sql.renew, [s.id, s.lockId, Math.round(lockTimeoutMs)], this.prepared.renew);
     return r.rowCount > 0;
   }
 
@@ -181,7 +186,7 @@ export class PostgresTransportStore implements TransportStore {
       move.payloadJson,
       JSON.stringify(move.headers),
       withoutNul(move.reason),
-    ]);
+    ], this.prepared.deadLetter);
     return r.rows.length === 1;
   }
 

@@ -5,6 +5,7 @@
 import * as sql from 'mssql';
 import type { DefaultAzureCredential, ManagedIdentityCredential } from '@azure/identity';
 import type { Logger } from '../../log';
+import { trackOpen } from '../open-handles';
 
 export interface SqlServerConnectionOptions {
   connectionString?: string;
@@ -343,7 +344,14 @@ export function createSqlServerPool(options: SqlServerConnectionOptions, logger?
   const { config, ignoredKeys } = buildSqlServerConfig(options);
   if (ignoredKeys.length > 0) logger?.debug(`SQL Server connection string: ignored ${ignoredKeys.join(', ')}`);
   const pool = new sql.ConnectionPool(config);
-  pool.on('error', (err: unknown) => logger?.warn('SQL Server pool error', err));
+  // acquire failures also reach the caller; this only keeps an idle connection's error from crashing the process
+  pool.on('error', (err: unknown) => logger?.debug('SQL Server pool error', err));
+  const release = trackOpen('mssql pool');
+  const close = pool.close.bind(pool) as () => Promise<void>;
+  (pool as unknown as { close: () => Promise<void> }).close = async () => {
+    release();
+    await close();
+  };
   return pool;
 }
 

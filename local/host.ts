@@ -1,0 +1,210 @@
+// The local Functions host: serves the captured HTTP functions under /api with node:http, fires the
+// timer functions on their schedules, and runs the app hooks around start and shutdown.
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { timingSafeEqual } from 'node:crypto';
+import { getCoreLogSink, setCoreLogSink, type FunctionTable, type HttpFunction, type TimerFunction } from './functions-core';
+import { readBody, sendProblem, toHttpRequest, writeHandlerResult } from './http-adapter';
+import { activeHooks, invokeFunction, type InvokeEnv } from './invoke';
+import { consoleLogger, logLine, type HostLogger } from './log';
+import { nextOccurrence, parseSchedule, type Schedule } from './ncrontab';
+import { RouteTable } from './routes';
+import { startTimer, type RunningTimer } from './timers';
+
+export interface LocalHostOptions {
+  table: FunctionTable;
+  /** 0 picks a free port. Default 7071. */
+  port?: number;
+  host?: string;
+  /** host.json extensions.http.routePrefix; default "api". */
+  prefix?: string;
+  /** When set, functions with authLevel function/admin need it in x-functions-key or ?code=. */
+  functionKey?: string;
+  logger?: HostLogger;
+  /** Fire timer functions (default true). Schedules are validated either way. */
+  timers?: boolean;
+  /** App settings for %Name% expressions in schedules; default process.env. */
+  env?: Record<string, string | undefined>;
+  /** Requests with a larger body get 413 before any handler runs. Default 4 MiB. */
+  maxBodyBytes?: number;
+  /** How long close() waits for in-flight invocations. Default 30 s. */
+  drainTimeoutMs?: number;
+  /** AppStartContext.functionAppDirectory; default the cwd. */
+  functionAppDirectory?: string;
+}
+
+export interface LocalHost {
+  /** Origin, e.g. http://127.0.0.1:7071 (routes live under `${url}/${prefix}/`). */
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+const DEFAULT_MAX_BODY = 4 * 1024 * 1024;
+
+/** Replaces %Name% with the app setting, as the host does for trigger properties. */
+export function resolveAppSettings(value: string, env: Record<string, string | undefined>, owner: string): string {
+  return value.replace(/%([^%]+)%/g, (_, name: string) => {
+    const setting = env[name];
+    if (setting === undefined) throw new Error(`${owner}: app setting "${name}" is not set.`);
+    return setting;
+  });
+}
+
+function prepareTimers(timers: readonly TimerFunction[], env: Record<string, string | undefined>) {
+  return timers.map((fn) => {
+    const owner = `Timer function "${fn.name}"`;
+    try {
+      const schedule: Schedule = parseSchedule(resolveAppSettings(fn.schedule, env, owner));
+      nextOccurrence(schedule, new Date()); // throws when it can never fire
+      return { fn, schedule };
+    } catch (err) {
+      throw new Error(`${owner} has an invalid schedule "${fn.schedule}": ${(err as Error).message}`);
+    }
+  });
+}
+
+function keyMatches(given: string | null | undefined, expected: string): boolean {
+  if (!given) return false;
+  const a = Buffer.from(given);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+export async function startLocalHost(options: LocalHostOptions): Promise<LocalHost> {
+  const { table, functionKey } = options;
+  const logger = options.logger ?? consoleLogger;
+  const prefix = (options.prefix ?? 'api').replace(/^\/+|\/+$/g, '');
+  const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY;
+  const drainTimeoutMs = options.drainTimeoutMs ?? 30_000;
+  const bindHost = options.host ?? '127.0.0.1';
+  const timers = prepareTimers(table.timers, options.env ?? process.env);
+  const routes = new RouteTable(table.http);
+  const appHookData: Record<string, unknown> = {};
+  const env: InvokeEnv = { logger, hooks: table.hooks, appHookData };
+  const inflight = new Set<Promise<unknown>>();
+  const track = <T>(p: Promise<T>): Promise<T> => {
+    inflight.add(p);
+    const done = (): void => void inflight.delete(p);
+    p.then(done, done);
+    return p;
+  };
+  let closing = false;
+
+  const coreLogSink = (level: string, category: string, message: string): void => {
+    if (level !== 'trace' && level !== 'debug') logLine(logger, category, level, [message]);
+  };
+  setCoreLogSink(coreLogSink);
+  for (const hook of activeHooks(table.hooks, 'appStart')) {
+    await hook.callback({ hookData: {}, appHookData, functionAppDirectory: options.functionAppDirectory ?? process.cwd() });
+  }
+
+  const handle = async (req: IncomingMessage, res: ServerResponse, origin: string): Promise<void> => {
+    const method = (req.method ?? 'GET').toUpperCase();
+    const url = new URL(req.url ?? '/', origin);
+    if (closing) {
+      return sendProblem(res, 503, 'Service Unavailable', 'The local host is shutting down.', { connection: 'close' });
+    }
+    const path = url.pathname;
+    const lowerPrefix = `/${prefix}`.toLowerCase();
+    const inPrefix = prefix === '' || path.toLowerCase() === lowerPrefix || path.toLowerCase().startsWith(`${lowerPrefix}/`);
+    const lookup = inPrefix ? routes.find(method, prefix === '' ? path : path.slice(lowerPrefix.length)) : { kind: 'not-found' as const };
+    if (lookup.kind === 'not-found') {
+      return sendProblem(res, 404, 'Not Found', `No function serves ${method} ${path}.`);
+    }
+    if (lookup.kind === 'method-not-allowed') {
+      return sendProblem(res, 405, 'Method Not Allowed', `${path} does not accept ${method}.`, { allow: lookup.allowed.join(', ') });
+    }
+    const fn: HttpFunction = lookup.fn;
+    if (functionKey !== undefined && fn.authLevel !== 'anonymous') {
+      const given = req.headers['x-functions-key'];
+      if (!keyMatches(Array.isArray(given) ? given[0] : given ?? url.searchParams.get('code'), functionKey)) {
+        return sendProblem(res, 401, 'Unauthorized', 'A valid function key is required (x-functions-key header or ?code=).');
+      }
+    }
+    const body = await readBody(req, maxBody);
+    if (!body.ok) {
+      return sendProblem(res, 413, 'Payload Too Large', `The request body exceeds ${maxBody} bytes.`);
+    }
+    const request = toHttpRequest(req, url.toString(), body.body, lookup.params);
+    let result: unknown;
+    try {
+      result = await invokeFunction(fn, request, `HTTP ${method} ${path}`, env);
+    } catch {
+      return sendProblem(res, 500, 'Internal Server Error', `Function '${fn.name}' failed; see the host log.`);
+    }
+    try {
+      await writeHandlerResult(res, method, result);
+    } catch (err) {
+      logLine(logger, fn.name, 'error', [`Could not convert the response: ${(err as Error).message}`]);
+      if (!res.headersSent) sendProblem(res, 500, 'Internal Server Error', `Function '${fn.name}' returned an invalid response.`);
+      else res.destroy();
+    }
+  };
+
+  const server = createServer((req, res) => {
+    const origin = `http://${req.headers.host ?? `${bindHost}:${port}`}`;
+    const finished = new Promise<void>((resolve) => {
+      res.on('close', resolve);
+      res.on('finish', resolve);
+    });
+    void track(
+      handle(req, res, origin)
+        .catch((err: unknown) => {
+          if (req.socket.destroyed) {
+            logLine(logger, undefined, 'warning', [`${req.method} ${req.url}: the client went away (${(err as Error).message}).`]);
+            return;
+          }
+          logLine(logger, undefined, 'error', [`Request failed: ${(err as Error).stack ?? String(err)}`]);
+          if (!res.headersSent) sendProblem(res, 500, 'Internal Server Error', 'The local host failed.');
+          else res.destroy();
+        })
+        .then(() => finished),
+    );
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 7071, bindHost, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+
+  const running: RunningTimer[] = options.timers === false
+    ? []
+    : timers.map(({ fn, schedule }) =>
+        startTimer(schedule, fn.runOnStartup, ({ timer, reason }) => track(invokeFunction(fn, timer, reason, env))),
+      );
+
+  let closed: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    closed ??= (async () => {
+      closing = true;
+      running.forEach((t) => t.stop());
+      const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      let timeout: NodeJS.Timeout | undefined;
+      const drained = await Promise.race([
+        Promise.allSettled([...inflight]).then(() => true),
+        new Promise<boolean>((resolve) => (timeout = setTimeout(() => resolve(false), drainTimeoutMs))),
+      ]);
+      clearTimeout(timeout);
+      if (!drained) logLine(logger, undefined, 'warning', [`${inflight.size} invocation(s) still running after ${drainTimeoutMs} ms; closing anyway.`]);
+      server.closeAllConnections();
+      await serverClosed;
+      if (getCoreLogSink() === coreLogSink) setCoreLogSink(undefined);
+      for (const hook of activeHooks(table.hooks, 'appTerminate')) {
+        try {
+          await hook.callback({ hookData: {}, appHookData });
+        } catch (err) {
+          logLine(logger, undefined, 'error', [`appTerminate hook failed: ${(err as Error).stack ?? String(err)}`]);
+        }
+      }
+    })();
+    return closed;
+  };
+
+  return { url: `http://${bindHost.includes(':') ? `[${bindHost}]` : bindHost}:${port}`, port, close };
+}

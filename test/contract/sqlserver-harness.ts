@@ -1,0 +1,93 @@
+// The SQL Server harness of the contract suite (loaded only when MSSQL_CONNECTION_STRING is set): a store on
+// its own schema, raw table manipulations in T-SQL, and cleanup that drops the schema.
+
+import * as sql from 'mssql';
+import { silentLogger } from '../../shared/log';
+import { createSqlServerPool } from '../../shared/stores/sqlserver/connection';
+import { SqlServerTransportStore } from '../../shared/stores/sqlserver/store';
+import type { Harness, RawOps } from './fixtures';
+
+const TABLE = 'asyncresponse_transport_messages';
+const EXACT = "queue = @queue AND queue + N'.' = @queue + N'.' COLLATE Latin1_General_100_BIN2";
+
+type Params = Record<string, [sql.ISqlType, unknown]>;
+
+export async function sqlServerHarness(connectionString: string, schema: string, autoCreateSchema: boolean): Promise<Harness> {
+  const pools: sql.ConnectionPool[] = [];
+  const open = (poolMax: number) => {
+    const pool = createSqlServerPool({ connectionString, poolMax, poolMin: 0, connectTimeoutMs: 15_000, requestTimeoutMs: 30_000 });
+    pools.push(pool);
+    return pool;
+  };
+  const storeOn = (pool: sql.ConnectionPool, auto = autoCreateSchema) =>
+    new SqlServerTransportStore(pool, { schema, table: TABLE, autoCreateSchema: auto, logger: silentLogger });
+
+  const admin = open(2);
+  await admin.connect();
+  const t = `[${schema}].[${TABLE}]`;
+  const q = async (text: string, params: Params = {}) => {
+    const request = admin.request();
+    for (const [name, [type, value]] of Object.entries(params)) request.input(name, type, value);
+    return request.query(text);
+  };
+  const id = (value: string): [sql.ISqlType, unknown] => [sql.UniqueIdentifier(), value];
+
+  const raw: RawOps = {
+    insert: async (rowId, queue) => {
+      await q(`INSERT INTO ${t} (id, queue, payload_json) VALUES (@id, @queue, N'{}')`, {
+        id: id(rowId),
+        queue: [sql.NVarChar(200), queue],
+      });
+    },
+    row: async (rowId) => {
+      const r = await q(`SELECT queue, attempts, lock_id FROM ${t} WHERE id = @id`, { id: id(rowId) });
+      const row = r.recordset[0] as { queue: string; attempts: number; lock_id: string | null } | undefined;
+      return row && { queue: row.queue, attempts: row.attempts, lockId: row.lock_id === null ? null : row.lock_id.toLowerCase() };
+    },
+    countQueue: async (queue) => {
+      const r = await q(`SELECT COUNT(*) AS n FROM ${t} WHERE ${EXACT}`, { queue: [sql.NVarChar(200), queue] });
+      return Number((r.recordset[0] as { n: number }).n);
+    },
+    setLockId: async (rowId, lockId) => {
+      await q(`UPDATE ${t} SET lock_id = @lock_id WHERE id = @id`, { id: id(rowId), lock_id: id(lockId) });
+    },
+    makeDue: async (rowId) => {
+      await q(`UPDATE ${t} SET available_at = DATEADD(SECOND, -1, SYSUTCDATETIME()) WHERE id = @id`, { id: id(rowId) });
+    },
+    expireLease: async (rowId) => {
+      await q(`UPDATE ${t} SET locked_until = DATEADD(SECOND, -1, SYSUTCDATETIME()) WHERE id = @id`, { id: id(rowId) });
+    },
+    ageCreated: async (rowId, ms) => {
+      await q(
+        `UPDATE ${t} SET created_at = DATEADD(SECOND, -CAST(@ms / 1000 AS int), DATEADD(MILLISECOND, -CAST(@ms % 1000 AS int), created_at)) WHERE id = @id`,
+        { id: id(rowId), ms: [sql.BigInt(), ms] },
+      );
+    },
+    createMisshapenTable: async () => {
+      await q(`IF SCHEMA_ID(N'${schema}') IS NULL EXEC (N'CREATE SCHEMA [${schema}]');`);
+      await q(
+        `CREATE TABLE ${t} (id uniqueidentifier NOT NULL PRIMARY KEY NONCLUSTERED,
+           queue nvarchar(200) NOT NULL, payload_json nvarchar(200) NOT NULL,
+           headers_json nvarchar(max) NOT NULL DEFAULT N'{}', created_at datetime2 NOT NULL DEFAULT SYSUTCDATETIME(),
+           available_at datetime2 NOT NULL DEFAULT SYSUTCDATETIME(), locked_until datetime2 NULL,
+           lock_id uniqueidentifier NULL, attempts int NOT NULL DEFAULT 0, dead_letter_reason nvarchar(max) NULL)`,
+      );
+    },
+  };
+
+  const store = storeOn(open(10));
+  return {
+    store,
+    raw,
+    schema,
+    openPeer: async () => storeOn(open(4)),
+    openWith: async (o) => storeOn(open(2), o.autoCreateSchema),
+    close: async () => {
+      try {
+        await q(`DROP TABLE IF EXISTS ${t}; IF SCHEMA_ID(N'${schema}') IS NOT NULL EXEC (N'DROP SCHEMA [${schema}]');`);
+      } finally {
+        for (const pool of pools) await pool.close().catch(() => undefined);
+      }
+    },
+  };
+}

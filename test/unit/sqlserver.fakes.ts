@@ -1,0 +1,180 @@
+// Test doubles for the SQL Server store: a scripted mssql pool (no server here) and catalog rows of a table
+// shaped exactly like the spec's DDL, to be bent per test.
+
+import * as sql from 'mssql';
+import type { TransportNames } from '../../shared/sql/identifiers';
+import type {
+  CatalogColumnRow,
+  CatalogIndexRow,
+  CatalogKeyColumnRow,
+  CatalogObjectRow,
+  TransportCatalog,
+} from '../../shared/stores/sqlserver/verify';
+
+/** An error shaped exactly as mssql's tedious driver builds it (Error + info → RequestError 'EREQUEST'). */
+export function sqlError(number: number, severity: number, message = `error ${number}`): sql.RequestError {
+  const inner = Object.assign(new Error(message), { info: { number, class: severity, state: 1, message } });
+  return new sql.RequestError(inner, 'EREQUEST');
+}
+
+export interface FakeCall {
+  text: string;
+  inputs: Record<string, { type: unknown; value: unknown }>;
+  requestTimeout?: number;
+  inTransaction: boolean;
+}
+
+export type Row = Record<string, unknown>;
+export type FakeHandler = (call: FakeCall) => Row[][] | Promise<Row[][]>;
+
+class FakeRequest {
+  private readonly inputs: FakeCall['inputs'] = {};
+  constructor(
+    private readonly pool: FakePool,
+    private readonly inTransaction: boolean,
+    private readonly requestTimeout?: number,
+  ) {}
+  input(name: string, type: unknown, value: unknown) {
+    this.inputs[name] = { type, value };
+    return this;
+  }
+  async query(text: string) {
+    const call: FakeCall = { text, inputs: this.inputs, requestTimeout: this.requestTimeout, inTransaction: this.inTransaction };
+    this.pool.calls.push(call);
+    const recordsets = await this.pool.handler(call);
+    return { recordsets, recordset: recordsets[0] ?? [], rowsAffected: [], output: {} };
+  }
+}
+
+class FakeTransaction {
+  constructor(private readonly pool: FakePool) {}
+  async begin() {
+    this.pool.events.push('begin');
+    return this;
+  }
+  async commit() {
+    this.pool.events.push('commit');
+  }
+  async rollback() {
+    this.pool.events.push('rollback');
+  }
+  request(conf?: { requestTimeout?: number }) {
+    return new FakeRequest(this.pool, true, conf?.requestTimeout);
+  }
+}
+
+export class FakePool {
+  connected = true;
+  connectCalls = 0;
+  calls: FakeCall[] = [];
+  events: string[] = [];
+  closed = false;
+  constructor(public handler: FakeHandler) {}
+  async connect() {
+    this.connectCalls++;
+    this.connected = true;
+    return this;
+  }
+  request(conf?: { requestTimeout?: number }) {
+    return new FakeRequest(this, false, conf?.requestTimeout);
+  }
+  transaction() {
+    return new FakeTransaction(this);
+  }
+  async close() {
+    this.closed = true;
+  }
+  /** The store's constructor type. */
+  asPool(): sql.ConnectionPool {
+    return this as unknown as sql.ConnectionPool;
+  }
+}
+
+export const isCatalogQuery = (c: FakeCall) => c.text.includes('FROM sys.objects');
+export const isPhase1 = (c: FakeCall) => c.text.includes('CREATE TABLE');
+export const isTableLock = (c: FakeCall) => c.text.includes('its table lock');
+export const isIndexBuild = (c: FakeCall) => c.text.startsWith('SET LOCK_TIMEOUT');
+
+function column(
+  name: string,
+  type_name: string,
+  extra: Partial<CatalogColumnRow> = {},
+): CatalogColumnRow {
+  return {
+    name,
+    type_name,
+    max_length: 0,
+    precision: 0,
+    scale: 0,
+    is_nullable: false,
+    collation_name: null,
+    is_identity: false,
+    is_computed: false,
+    default_object_id: 0,
+    default_definition: null,
+    ...extra,
+  };
+}
+
+/** The columns SQL Server reports for the spec's CREATE TABLE. */
+export function specColumns(): CatalogColumnRow[] {
+  return [
+    column('id', 'uniqueidentifier', { max_length: 16 }),
+    column('queue', 'nvarchar', { max_length: 400, collation_name: 'Latin1_General_100_BIN2' }),
+    column('payload_json', 'nvarchar', { max_length: -1, collation_name: 'SQL_Latin1_General_CP1_CI_AS' }),
+    column('headers_json', 'nvarchar', {
+      max_length: -1,
+      collation_name: 'SQL_Latin1_General_CP1_CI_AS',
+      default_object_id: 101,
+      default_definition: "(N'{}')",
+    }),
+    column('created_at', 'datetime2', { max_length: 8, precision: 27, scale: 7, default_object_id: 102, default_definition: '(sysutcdatetime())' }),
+    column('available_at', 'datetime2', { max_length: 8, precision: 27, scale: 7, default_object_id: 103, default_definition: '(sysutcdatetime())' }),
+    column('locked_until', 'datetime2', { max_length: 8, precision: 27, scale: 7, is_nullable: true }),
+    column('lock_id', 'uniqueidentifier', { max_length: 16, is_nullable: true }),
+    column('attempts', 'int', { max_length: 4, precision: 10, default_object_id: 104, default_definition: '((0))' }),
+    column('dead_letter_reason', 'nvarchar', { max_length: -1, is_nullable: true, collation_name: 'SQL_Latin1_General_CP1_CI_AS' }),
+  ];
+}
+
+export function indexRows(
+  name: string,
+  keys: readonly string[],
+  flags: Partial<Omit<CatalogIndexRow, 'index_name' | 'column_name' | 'key_ordinal'>> = {},
+): CatalogIndexRow[] {
+  return keys.map((key, i) => ({
+    index_name: name,
+    type_desc: 'NONCLUSTERED',
+    is_unique: false,
+    is_primary_key: false,
+    is_disabled: false,
+    is_hypothetical: false,
+    has_filter: false,
+    is_descending_key: false,
+    is_included_column: false,
+    ...flags,
+    column_name: key,
+    key_ordinal: i + 1,
+  }));
+}
+
+export function specCatalog(names: TransportNames, options: { indexes?: boolean } = {}): TransportCatalog {
+  const objects: CatalogObjectRow[] = [{ name: names.table, type: 'U ', type_desc: 'USER_TABLE', is_target: true }];
+  const primaryKey: CatalogKeyColumnRow[] = [{ constraint_name: 'PK__x', column_name: 'id', key_ordinal: 1 }];
+  const indexes: CatalogIndexRow[] = [
+    ...indexRows('PK__x', ['id'], { is_unique: true, is_primary_key: true }),
+    ...(options.indexes === false
+      ? []
+      : [
+          ...indexRows(names.readyIndex, ['queue', 'available_at', 'created_at']),
+          ...indexRows(names.createdIndex, ['created_at']),
+        ]),
+  ];
+  return { objects, columns: specColumns(), primaryKey, indexes };
+}
+
+export function catalogRecordsets(catalog: TransportCatalog): Row[][] {
+  return [catalog.objects, catalog.columns, catalog.primaryKey, catalog.indexes] as unknown as Row[][];
+}
+
+export const absentCatalog: TransportCatalog = { objects: [], columns: [], primaryKey: [], indexes: [] };
