@@ -8,6 +8,7 @@ export async function drainWorker(_timer: Timer, context: InvocationContext): Pr
   const c = rt.config;
   const reports = await Promise.all(
     c.queues.map((queue) =>
+      rt.track(
       drainQueue({
         store: rt.store,
         queue,
@@ -24,6 +25,7 @@ export async function drainWorker(_timer: Timer, context: InvocationContext): Pr
         logger: context,
         stopping: rt.stopping,
       }),
+      ),
     ),
   );
   for (const r of reports) {

@@ -185,6 +185,17 @@ export async function startLocalHost(options: LocalHostOptions): Promise<LocalHo
       running.forEach((t) => t.stop());
       const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
+      // Like the Functions worker on WorkerTerminate, appTerminate hooks run while invocations may still be
+      // in flight: that is the app's signal to stop long work (drain loops) and hand back what it holds.
+      const terminated = (async () => {
+        for (const hook of activeHooks(table.hooks, 'appTerminate')) {
+          try {
+            await hook.callback({ hookData: {}, appHookData });
+          } catch (err) {
+            logLine(logger, undefined, 'error', [`appTerminate hook failed: ${(err as Error).stack ?? String(err)}`]);
+          }
+        }
+      })();
       let timeout: NodeJS.Timeout | undefined;
       const drained = await Promise.race([
         Promise.allSettled([...inflight]).then(() => true),
@@ -194,14 +205,8 @@ export async function startLocalHost(options: LocalHostOptions): Promise<LocalHo
       if (!drained) logLine(logger, undefined, 'warning', [`${inflight.size} invocation(s) still running after ${drainTimeoutMs} ms; closing anyway.`]);
       server.closeAllConnections();
       await serverClosed;
+      await terminated;
       if (getCoreLogSink() === coreLogSink) setCoreLogSink(undefined);
-      for (const hook of activeHooks(table.hooks, 'appTerminate')) {
-        try {
-          await hook.callback({ hookData: {}, appHookData });
-        } catch (err) {
-          logLine(logger, undefined, 'error', [`appTerminate hook failed: ${(err as Error).stack ?? String(err)}`]);
-        }
-      }
     })();
     return closed;
   };

@@ -19,11 +19,24 @@ export interface Runtime {
   logger: Logger;
   /** Aborted at shutdown: drain loops stop claiming and hand back what they have not started. */
   stopping: AbortSignal;
+  /** Registers work that must finish (settle its claims) before the pool closes at shutdown. */
+  track<T>(work: Promise<T>): Promise<T>;
 }
 
 let config: AppConfig | undefined;
 let runtime: Promise<Runtime> | undefined;
 let stopper = new AbortController();
+const activeWork = new Set<Promise<unknown>>();
+
+function track<T>(work: Promise<T>): Promise<T> {
+  const settled = work.then(
+    () => undefined,
+    () => undefined,
+  );
+  activeWork.add(settled);
+  void settled.finally(() => activeWork.delete(settled));
+  return work;
+}
 
 /** Settings are read once per process; a bad setting fails loudly at the first function load. */
 export function appConfig(env: Env = process.env): AppConfig {
@@ -32,6 +45,7 @@ export function appConfig(env: Env = process.env): AppConfig {
 
 export function getRuntime(): Promise<Runtime> {
   runtime ??= (async () => {
+    const stopping = stopper.signal; // captured now: a shutdown during start-up must still reach this runtime
     const cfg = appConfig();
     const logger = safeLogger(consoleLogger(cfg.logLevel));
     const store = await openTransportStore(cfg, logger);
@@ -43,7 +57,8 @@ export function getRuntime(): Promise<Runtime> {
       publisher: new Publisher(store, wake, cfg.publish, logger),
       handlers: buildHandlers(cfg),
       logger,
-      stopping: stopper.signal,
+      stopping,
+      track,
     };
   })().catch((err) => {
     runtime = undefined;
@@ -52,9 +67,13 @@ export function getRuntime(): Promise<Runtime> {
   return runtime;
 }
 
-/** Stops drains and closes the pool; the next getRuntime() starts afresh (tests reuse the process). */
+/**
+ * Stops drains (they stop claiming, release what they have not started, finish what they started), waits for
+ * them to settle, then closes the pool. The next getRuntime() starts afresh (tests reuse the process).
+ */
 export async function shutdownRuntime(): Promise<void> {
   stopper.abort(new Error('shutting down'));
+  while (activeWork.size > 0) await Promise.all([...activeWork]);
   const current = runtime;
   runtime = undefined;
   config = undefined;

@@ -1,0 +1,43 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { loadFunctionApp, type FunctionTable } from '../../local/functions-core';
+
+// Pins what the app registers with the Functions library, as captured through our @azure/functions-core:
+// a library change that breaks capture, or a route edit that breaks the API, fails here.
+let table: FunctionTable;
+
+beforeAll(async () => {
+  process.env.PGLITE_DATA_DIR = 'memory://';
+  table = await loadFunctionApp(() => import('../../functions/index'));
+});
+
+describe('function table', () => {
+  it('registers every HTTP route with its methods and auth level', () => {
+    const http = table.http.map((f) => [f.name, f.methods.join(','), f.route, f.authLevel]).sort();
+    expect(http).toEqual(
+      [
+        ['delete-deadletter', 'DELETE', 'queues/{queue}/deadletters/{id}', 'function'],
+        ['get-queue', 'GET', 'queues/{queue}', 'function'],
+        ['health', 'GET', 'health', 'anonymous'],
+        ['list-deadletters', 'GET', 'queues/{queue}/deadletters', 'function'],
+        ['publish-message', 'POST', 'queues/{queue}/messages', 'function'],
+        ['requeue-deadletter', 'POST', 'queues/{queue}/deadletters/{id}/requeue', 'function'],
+      ].sort(),
+    );
+  });
+
+  it('every route but health needs a function key in Azure', () => {
+    for (const f of table.http) expect([f.name, f.authLevel]).toEqual([f.name, f.name === 'health' ? 'anonymous' : 'function']);
+  });
+
+  it('registers the timers on their default schedules, never run on startup', () => {
+    const timers = table.timers.map((t) => [t.name, t.schedule, t.runOnStartup]).sort();
+    expect(timers).toEqual([
+      ['drain-worker', '*/10 * * * * *', false],
+      ['prune-deadletters', '0 * * * * *', false],
+    ]);
+  });
+
+  it('registers an appTerminate hook that closes the pools', () => {
+    expect(table.hooks.some((h) => h.name === 'appTerminate' && !h.disposed)).toBe(true);
+  });
+});
