@@ -1,6 +1,8 @@
 // Identifier rules from the spec (§3.5): simple ASCII identifiers, bracket/double-quote quoted, and derived
 // names that keep their suffix by truncating the table stem.
 
+import type { ChannelNames } from '../channel/types';
+
 export type Dialect = 'sqlserver' | 'postgres';
 
 /** sysname is 128 characters; PostgreSQL silently truncates past 63 (NAMEDATALEN - 1). */
@@ -82,4 +84,34 @@ export function validateQueueName(queue: string): string | null {
   // eslint-disable-next-line no-control-regex
   if (/[\u0000-\u001f\u007f]/.test(queue)) return 'queue name must not contain control characters';
   return null;
+}
+
+
+/** The channel's three tables, its sequence and index names; all pairwise distinct (case-insensitively). */
+export function channelNames(
+  schema: string,
+  tables: { recoveryTable: string; messageTable: string; subscriberTable: string },
+  dialect: Dialect,
+): ChannelNames {
+  validateIdentifier(schema, 'Schema name', dialect);
+  validateIdentifier(tables.recoveryTable, 'Recovery state table name', dialect);
+  validateIdentifier(tables.messageTable, 'Channel message table name', dialect);
+  validateIdentifier(tables.subscriberTable, 'Channel subscriber table name', dialect);
+  const cap = IDENTIFIER_CAP[dialect];
+  const names: ChannelNames = {
+    schema,
+    ...tables,
+    ackSequence: derivedName(tables.messageTable, '_ack_seq', cap),
+    recoveryExpiresIndex: derivedName(tables.recoveryTable, '_expires_idx', cap),
+    messageCorrelationCreatedIndex: derivedName(tables.messageTable, '_correlation_created_idx', cap),
+    messageExpiresIndex: derivedName(tables.messageTable, '_expires_idx', cap),
+    subscriberExpiresIndex: derivedName(tables.subscriberTable, '_expires_idx', cap),
+  };
+  assertDistinct([
+    ['RecoveryStateTable table', names.recoveryTable],
+    ['MessageTable table', names.messageTable],
+    ['SubscriberTable table', names.subscriberTable],
+    ['ack sequence', names.ackSequence],
+  ]);
+  return names;
 }

@@ -2,7 +2,7 @@ import type { Logger } from '../log';
 import type { AckBatcher } from './ack-batcher';
 import { exceedsCap, isLastAttempt, redeliveryDelay, type DeliveryPolicy } from './delivery-policy';
 import { deadLetterHeaders, getHeader } from './headers';
-import type { Job, JobHandler } from './job';
+import { PermanentJobError, type Job, type JobHandler } from './job';
 import { startHeartbeat } from './lease-heartbeat';
 import { CORRELATION_ID_HEADER, type ClaimedMessage, type TransportStore } from './types';
 
@@ -66,8 +66,8 @@ export async function dispatchDelivery(msg: ClaimedMessage, handler: JobHandler,
   } catch (err) {
     heartbeat.stop();
     const reason = err instanceof Error ? err.message || err.name : String(err);
-    if (isLastAttempt(msg.attempt, deps.policy)) {
-      deps.logger.warn(`${what} failed on its last attempt; dead-lettering: ${reason}`);
+    if (err instanceof PermanentJobError || isLastAttempt(msg.attempt, deps.policy)) {
+      deps.logger.warn(`${what} failed ${err instanceof PermanentJobError ? 'for good' : 'on its last attempt'}; dead-lettering: ${reason}`);
       return (await bury(msg, job, reason, deps)) ? 'dead-lettered' : 'retried';
     }
     const delay = redeliveryDelay(msg.attempt, deps.policy);

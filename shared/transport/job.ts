@@ -21,3 +21,14 @@ export interface JobContext {
 
 /** Resolves with the job's result (success) or throws (failure → NAK with backoff, or dead letter). */
 export type JobHandler = (job: Job, ctx: JobContext) => Promise<unknown>;
+
+/**
+ * Thrown by a handler for a job that can never succeed (e.g. a response without a usable correlation id):
+ * it is dead-lettered at once instead of being retried up to MAX_DELIVERY_ATTEMPTS.
+ */
+export class PermanentJobError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'PermanentJobError';
+  }
+}

@@ -1,0 +1,107 @@
+// The channel store port: correlated responses, live-waiter (subscriber) rows and recovery registrations,
+// implemented once per dialect (stores/sqlserver/channel-*, stores/postgres/channel-*).
+
+export interface ChannelNames {
+  schema: string;
+  recoveryTable: string;
+  messageTable: string;
+  subscriberTable: string;
+  /** {messageTable}_ack_seq */
+  ackSequence: string;
+  recoveryExpiresIndex: string;
+  messageCorrelationCreatedIndex: string;
+  messageExpiresIndex: string;
+  subscriberExpiresIndex: string;
+}
+
+export interface Registration {
+  correlationId: string;
+  registrationId: string;
+  stateJson: string;
+  registeredAt: Date;
+  expiresAt: Date;
+}
+
+/** A stored message row. `envelopeJson` is null for acknowledged rows read by a page (header-only). */
+export interface ChannelMessage {
+  id: string;
+  correlationId: string;
+  envelopeJson: string | null;
+  createdAt: Date;
+  ackedAt: Date | null;
+  /** bigint as a decimal string (sequence values can pass 2^53). */
+  ackedSeq: string | null;
+  recoveryClaimed: boolean;
+}
+
+export interface InsertedMessage {
+  id: string;
+  /** false: a row with this id existed; the settlement columns are the stored row's. */
+  inserted: boolean;
+  createdAt: Date;
+  ackedAt: Date | null;
+  ackedSeq: string | null;
+}
+
+/** A waiter's watermark: the database clock and a sequence draw taken when it registered. */
+export interface SubscriptionStart {
+  startedAt: Date;
+  startedSeq: string;
+}
+
+export interface OverdueMessage {
+  id: string;
+  correlationId: string;
+  envelopeJson: string;
+}
+
+export type ChannelTable = 'messages' | 'subscribers' | 'recovery';
+
+export interface ChannelStore {
+  ensureSchema(): Promise<void>;
+
+  /** Upsert (MERGE HOLDLOCK / ON CONFLICT) keyed by (correlation_id, registration_id); returns expires_at. */
+  saveRegistration(correlationId: string, registrationId: string, stateJson: string, ttlMs: number): Promise<Date>;
+  /** Unexpired registrations of one correlation id, oldest first. */
+  loadRegistrations(correlationId: string): Promise<Registration[]>;
+  deleteRegistration(correlationId: string, registrationId: string): Promise<boolean>;
+
+  /** Insert-if-absent with expires_at = now + retentionMs; a duplicate returns the stored row's columns. */
+  insertMessage(id: string, correlationId: string, envelopeJson: string, retentionMs: number): Promise<InsertedMessage>;
+  /**
+   * Keyset page (created_at, id) of one correlation id's unexpired, not recovery-claimed messages that a
+   * waiter registered at `ackedSince` may still see: unacknowledged ones, and ones acknowledged at or after
+   * `ackedSince`. Acknowledged rows come back header-only (envelopeJson null).
+   */
+  loadPending(correlationId: string, ackedSince: Date, limit: number, after?: { createdAt: Date; id: string }): Promise<ChannelMessage[]>;
+  /** Hydrates header-only rows (at most 1000 ids per statement). */
+  loadMessagesById(correlationId: string, ids: readonly string[]): Promise<ChannelMessage[]>;
+  /** Stamps acked_at/acked_seq on first delivery; true also for an already-acked row (fan-out); false once recovery owns it or it expired. */
+  claimForDelivery(id: string): Promise<boolean>;
+  /** recovery_claimed = 1 WHERE acked_at IS NULL: true = recovery owns the message. */
+  claimForRecovery(id: string): Promise<boolean>;
+  isAcknowledged(id: string): Promise<boolean>;
+  /** SELECT SYSUTCDATETIME(), NEXT VALUE FOR {msg}_ack_seq. */
+  subscriptionStart(): Promise<SubscriptionStart>;
+  /**
+   * Unacked, not recovery-claimed, unexpired messages created more than olderThanMs ago whose correlation
+   * id has at least one unexpired registration, oldest first.
+   */
+  findOverdueWithRegistrations(olderThanMs: number, limit: number): Promise<OverdueMessage[]>;
+
+  upsertSubscriber(correlationId: string, registrationId: string, instanceId: string, ttlMs: number): Promise<void>;
+  /** Extends (and re-creates, if deleted or pruned) the rows of one instance's live waiters. */
+  heartbeatSubscribers(instanceId: string, registrations: ReadonlyArray<{ correlationId: string; registrationId: string }>, ttlMs: number): Promise<void>;
+  deleteSubscriber(correlationId: string, registrationId: string): Promise<void>;
+  countActiveSubscribers(correlationId: string): Promise<number>;
+
+  /** One bounded batch (≤ 1000 rows) of `DELETE … WHERE expires_at <= now`; returns rows deleted. */
+  pruneExpiredBatch(table: ChannelTable): Promise<number>;
+  close(): Promise<void>;
+}
+
+export const DEFAULT_CHANNEL_TABLES = {
+  recoveryTable: 'asyncresponse_recovery_state',
+  messageTable: 'asyncresponse_channel_messages',
+  subscriberTable: 'asyncresponse_channel_subscribers',
+} as const;
