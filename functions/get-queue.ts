@@ -7,7 +7,7 @@ import { unknownQueue } from '../shared/transport/queue-routes';
 /** GET /api/queues/{queue} — depth by state and the age of the oldest ready job. */
 export async function getQueue(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
   const rt = await getRuntime();
-  const notFound = unknownQueue(rt.config, request.params.queue);
+  const notFound = unknownQueue(rt.config, request.params.queue, { internal: true });
   if (notFound) return notFound;
   try {
     return json(200, await rt.store.queueStats(request.params.queue!, rt.config.deadLetterQueue));

@@ -11,6 +11,13 @@ import './delete-deadletter';
 import './health';
 import './drain-worker';
 import './prune-deadletters';
+import './post-response';
+import './get-response';
+import './register-waiter';
+import './delete-waiter';
+import './drain-responses';
+import './drain-callbacks';
+import './sweep-channel';
 
 app.hook.appTerminate(async () => {
   await shutdownRuntime();

@@ -8,7 +8,7 @@ import { unknownQueue } from '../shared/transport/queue-routes';
 export async function listDeadLetters(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
   const rt = await getRuntime();
   const queue = request.params.queue;
-  const notFound = unknownQueue(rt.config, queue);
+  const notFound = unknownQueue(rt.config, queue, { internal: true });
   if (notFound) return notFound;
   const rawTop = request.query.get('top') ?? '50';
   const top = Number(rawTop);

@@ -8,7 +8,7 @@ import { unknownQueue } from '../shared/transport/queue-routes';
 export async function requeueDeadLetter(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
   const rt = await getRuntime();
   const { queue, id } = request.params;
-  const notFound = unknownQueue(rt.config, queue);
+  const notFound = unknownQueue(rt.config, queue, { internal: true });
   if (notFound) return notFound;
   if (!id || !UUID_PATTERN.test(id)) return problem(404, `no dead letter '${id}' from queue '${queue}'`);
   try {

@@ -46,7 +46,41 @@ export interface AppConfig {
   workerForwardUrl?: string;
   workerForwardTimeoutMs: number;
   logLevel: LogLevel;
+  channel: ChannelConfig;
 }
+
+export interface ChannelConfig {
+  recoveryTable: string;
+  messageTable: string;
+  subscriberTable: string;
+  messageRetentionMs: number;
+  deliveryConfirmationTimeoutMs: number;
+  deliveryConfirmationPollMs: number;
+  activePollIntervalMs: number;
+  heartbeatIntervalMs: number;
+  heartbeatTimeoutMs: number;
+  pruneIntervalMs: number;
+  recoveryStateExpiryMs: number;
+  maxWaitSeconds: number;
+  callbackAllowedHosts: string[];
+  callbackSigningSecret?: string;
+  callbackTimeoutMs: number;
+  correlationIdJsonPaths: string[];
+  drainResponsesSchedule: string;
+  drainCallbacksSchedule: string;
+  sweepSchedule: string;
+}
+
+export const RESPONSE_QUEUE = 'response';
+export const CALLBACK_QUEUE = 'callbacks';
+export const DEFAULT_CORRELATION_ID_JSON_PATHS = [
+  'CorrelationId',
+  'CustomParameters',
+  'CustomParameters.CorrelationId',
+  'PubSubParams.CustomParameters',
+  'PubSubParams.CustomParameters.CorrelationId',
+  'DagJsonParameters.CorrelationId',
+];
 
 interface Setting {
   name: string;
@@ -95,6 +129,25 @@ export const SETTINGS: readonly Setting[] = [
   { name: 'WORKER_FORWARD_URL', default: '', description: 'When set, the worker handler POSTs each job here; 2xx = success.' },
   { name: 'WORKER_FORWARD_TIMEOUT_SECONDS', default: '30', description: 'Timeout of one forwarded job.' },
   { name: 'LOG_LEVEL', default: 'info', description: 'debug | info | warn | error.' },
+  { name: 'RECOVERY_STATE_TABLE', default: 'asyncresponse_recovery_state', description: 'Channel table of recovery (callback) registrations.' },
+  { name: 'CHANNEL_MESSAGE_TABLE', default: 'asyncresponse_channel_messages', description: 'Channel table of responses; its sequence is {table}_ack_seq.' },
+  { name: 'CHANNEL_SUBSCRIBER_TABLE', default: 'asyncresponse_channel_subscribers', description: 'Channel table of live waiters.' },
+  { name: 'MESSAGE_RETENTION_SECONDS', default: '3600', description: 'How long a response is kept for a GET that has not arrived yet.' },
+  { name: 'DELIVERY_CONFIRMATION_TIMEOUT_MS', default: '5000', description: 'How long a response may wait for a live waiter before it is routed to its callback registrations.' },
+  { name: 'DELIVERY_CONFIRMATION_POLL_MS', default: '50', description: 'How often POST /api/responses checks whether a live waiter took the response.' },
+  { name: 'ACTIVE_POLL_INTERVAL_MS', default: '250', description: 'How often a waiting GET looks for a response from another process.' },
+  { name: 'SUBSCRIBER_HEARTBEAT_INTERVAL_SECONDS', default: '10', description: 'How often a waiting GET extends its live-waiter row.' },
+  { name: 'SUBSCRIBER_HEARTBEAT_TIMEOUT_SECONDS', default: '30', description: 'A live-waiter row expires this long after its last heartbeat.' },
+  { name: 'PRUNE_INTERVAL_SECONDS', default: '30', description: 'Minimum time between expired-row prunes of the channel tables (0 = every sweep).' },
+  { name: 'RECOVERY_STATE_EXPIRY_SECONDS', default: '604800', description: 'Default lifetime of a callback registration (7 days).' },
+  { name: 'MAX_WAIT_SECONDS', default: '120', description: 'Cap of waitSeconds on GET /api/responses (below the 230 s HTTP limit of Azure).' },
+  { name: 'CALLBACK_ALLOWED_HOSTS', default: '', description: 'Comma-separated hosts callbacks may target (host, host:port or *.domain); empty = none.' },
+  { name: 'CALLBACK_SIGNING_SECRET', default: '', description: 'HMAC-SHA256 key of the X-Signature header on callbacks; required to register waiters.' },
+  { name: 'CALLBACK_TIMEOUT_SECONDS', default: '30', description: 'Timeout of one callback POST.' },
+  { name: 'CORRELATION_ID_JSON_PATHS', default: DEFAULT_CORRELATION_ID_JSON_PATHS.join(','), description: 'Where response ingress looks for the correlation id when the AR-Correlation-Id header is absent.' },
+  { name: 'DRAIN_RESPONSES_SCHEDULE', default: '*/10 * * * * *', description: 'NCRONTAB schedule of the drain-responses timer (response ingress queue).' },
+  { name: 'DRAIN_CALLBACKS_SCHEDULE', default: '*/10 * * * * *', description: 'NCRONTAB schedule of the drain-callbacks timer (recovery callbacks).' },
+  { name: 'SWEEP_CHANNEL_SCHEDULE', default: '*/5 * * * * *', description: 'NCRONTAB schedule of the sweep-channel timer.' },
 ];
 
 export class ConfigError extends Error {
@@ -104,7 +157,7 @@ export class ConfigError extends Error {
   }
 }
 
-const RESERVED_QUEUES = ['response', 'callbacks'];
+const RESERVED_QUEUES = [RESPONSE_QUEUE, CALLBACK_QUEUE];
 
 export function loadConfig(env: Env = process.env): AppConfig {
   const problems: string[] = [];
@@ -217,8 +270,10 @@ export function loadConfig(env: Env = process.env): AppConfig {
     workerForwardUrl: forwardUrl,
     workerForwardTimeoutMs: num('WORKER_FORWARD_TIMEOUT_SECONDS', 30, { min: 1, max: 600 }) * 1000,
     logLevel: logLevel as LogLevel,
+    channel: undefined as unknown as ChannelConfig,
   };
   if (config.pool.min > config.pool.max) problems.push('SQL_POOL_MIN must not exceed SQL_POOL_MAX');
+  config.channel = loadChannelConfig(str, num, problems, dialect);
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
 }
@@ -248,4 +303,51 @@ function selectStore(env: Env, str: (n: string) => string | undefined, problems:
     return { kind: 'postgres', url: databaseUrl };
   }
   return { kind: 'pglite', dataDir: str('PGLITE_DATA_DIR') ?? '.data/pglite' };
+}
+
+function loadChannelConfig(
+  str: (n: string) => string | undefined,
+  num: (n: string, d: number, o?: { min?: number; max?: number; integer?: boolean }) => number,
+  problems: string[],
+  dialect: Dialect,
+): ChannelConfig {
+  const tables = {
+    recoveryTable: str('RECOVERY_STATE_TABLE') ?? 'asyncresponse_recovery_state',
+    messageTable: str('CHANNEL_MESSAGE_TABLE') ?? 'asyncresponse_channel_messages',
+    subscriberTable: str('CHANNEL_SUBSCRIBER_TABLE') ?? 'asyncresponse_channel_subscribers',
+  };
+  for (const [what, value] of Object.entries(tables)) {
+    try {
+      validateIdentifier(value, what, dialect);
+    } catch (e) {
+      problems.push((e as Error).message);
+    }
+  }
+  const heartbeatIntervalMs = num('SUBSCRIBER_HEARTBEAT_INTERVAL_SECONDS', 10, { min: 0.01, max: 3600 }) * 1000;
+  const heartbeatTimeoutMs = num('SUBSCRIBER_HEARTBEAT_TIMEOUT_SECONDS', 30, { min: 0.02, max: 7200 }) * 1000;
+  if (heartbeatIntervalMs >= heartbeatTimeoutMs) problems.push('SUBSCRIBER_HEARTBEAT_INTERVAL_SECONDS must be lower than SUBSCRIBER_HEARTBEAT_TIMEOUT_SECONDS');
+  const hosts = (str('CALLBACK_ALLOWED_HOSTS') ?? '').split(',').map((h) => h.trim().toLowerCase()).filter((h) => h !== '');
+  for (const h of hosts) if (!/^(\*\.)?[a-z0-9.-]+(:\d{1,5})?$/.test(h)) problems.push(`CALLBACK_ALLOWED_HOSTS entry '${h}' is not a host, host:port or *.domain`);
+  const paths = (str('CORRELATION_ID_JSON_PATHS') ?? DEFAULT_CORRELATION_ID_JSON_PATHS.join(',')).split(',').map((p) => p.trim()).filter((p) => p !== '');
+  const secret = str('CALLBACK_SIGNING_SECRET');
+  if (secret !== undefined && secret.length < 16) problems.push('CALLBACK_SIGNING_SECRET must be at least 16 characters');
+  return {
+    ...tables,
+    messageRetentionMs: num('MESSAGE_RETENTION_SECONDS', 3600, { min: 1, max: 3650 * 86400 }) * 1000,
+    deliveryConfirmationTimeoutMs: num('DELIVERY_CONFIRMATION_TIMEOUT_MS', 5000, { min: 1, max: 600_000 }),
+    deliveryConfirmationPollMs: num('DELIVERY_CONFIRMATION_POLL_MS', 50, { min: 1, max: 60_000 }),
+    activePollIntervalMs: num('ACTIVE_POLL_INTERVAL_MS', 250, { min: 1, max: 60_000 }),
+    heartbeatIntervalMs,
+    heartbeatTimeoutMs,
+    pruneIntervalMs: num('PRUNE_INTERVAL_SECONDS', 30, { max: 86400 }) * 1000,
+    recoveryStateExpiryMs: num('RECOVERY_STATE_EXPIRY_SECONDS', 604800, { min: 1, max: 3650 * 86400 }) * 1000,
+    maxWaitSeconds: num('MAX_WAIT_SECONDS', 120, { min: 0, max: 220 }),
+    callbackAllowedHosts: hosts,
+    callbackSigningSecret: secret,
+    callbackTimeoutMs: num('CALLBACK_TIMEOUT_SECONDS', 30, { min: 1, max: 600 }) * 1000,
+    correlationIdJsonPaths: paths,
+    drainResponsesSchedule: str('DRAIN_RESPONSES_SCHEDULE') ?? '*/10 * * * * *',
+    drainCallbacksSchedule: str('DRAIN_CALLBACKS_SCHEDULE') ?? '*/10 * * * * *',
+    sweepSchedule: str('SWEEP_CHANNEL_SCHEDULE') ?? '*/5 * * * * *',
+  };
 }

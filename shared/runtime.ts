@@ -1,21 +1,35 @@
-// Composition root: one store, one publisher, one wake signal and the handler table per process. Functions
-// get it lazily (the first invocation opens the pool); app hooks close it.
+// Composition root: one pool shared by the transport and channel stores, one publisher, one wake signal,
+// the response channel and the handler table, per process. Functions get it lazily (the first invocation
+// opens the pool); the appTerminate hook closes it.
 
-import { loadConfig, type AppConfig, type Env } from './config';
+import { ResponseChannel } from './channel/response-channel';
+import { workerResponseHooks } from './channel/worker-responses';
+import { CALLBACK_QUEUE, loadConfig, RESPONSE_QUEUE, type AppConfig, type Env } from './config';
+import { callbackSender } from './handlers/callback-sender';
 import { buildHandlers } from './handlers/registry';
+import { responseIngressHandler } from './handlers/response-ingress';
 import { consoleLogger, safeLogger, type Logger } from './log';
-import { openTransportStore } from './stores/open';
+import { openStores, type Stores } from './stores/open';
+import type { DispatchDeps } from './transport/dispatcher';
 import type { JobHandler } from './transport/job';
 import { Publisher } from './transport/publisher';
 import type { TransportStore } from './transport/types';
 import { WakeSignal } from './transport/wake';
 
+export interface QueueRoute {
+  handler: JobHandler;
+  hooks: Pick<DispatchDeps, 'onCompleted' | 'onDeadLettered'>;
+}
+
 export interface Runtime {
   config: AppConfig;
   store: TransportStore;
+  stores: Stores;
+  channel: ResponseChannel;
   publisher: Publisher;
   wake: WakeSignal;
-  handlers: Map<string, JobHandler>;
+  /** Handler and settlement hooks of every queue a drain timer serves (worker queues, response, callbacks). */
+  routes: Map<string, QueueRoute>;
   logger: Logger;
   /** Aborted at shutdown: drain loops stop claiming and hand back what they have not started. */
   stopping: AbortSignal;
@@ -48,18 +62,19 @@ export function getRuntime(): Promise<Runtime> {
     const stopping = stopper.signal; // captured now: a shutdown during start-up must still reach this runtime
     const cfg = appConfig();
     const logger = safeLogger(consoleLogger(cfg.logLevel));
-    const store = await openTransportStore(cfg, logger);
+    const stores = await openStores(cfg, logger);
     const wake = new WakeSignal();
-    return {
-      config: cfg,
-      store,
-      wake,
-      publisher: new Publisher(store, wake, cfg.publish, logger),
-      handlers: buildHandlers(cfg),
-      logger,
-      stopping,
-      track,
-    };
+    const publisher = new Publisher(stores.transport, wake, cfg.publish, logger);
+    const channel = new ResponseChannel(stores.channel, publisher, cfg.channel, logger);
+    const routes = new Map<string, QueueRoute>();
+    const workerHooks = workerResponseHooks(channel, logger);
+    for (const [queue, handler] of buildHandlers(cfg)) routes.set(queue, { handler, hooks: workerHooks });
+    routes.set(RESPONSE_QUEUE, { handler: responseIngressHandler(channel, cfg.channel.correlationIdJsonPaths), hooks: {} });
+    routes.set(CALLBACK_QUEUE, {
+      handler: callbackSender({ allowedHosts: cfg.channel.callbackAllowedHosts, secret: cfg.channel.callbackSigningSecret, timeoutMs: cfg.channel.callbackTimeoutMs }),
+      hooks: {},
+    });
+    return { config: cfg, store: stores.transport, stores, channel, publisher, wake, routes, logger, stopping, track };
   })().catch((err) => {
     runtime = undefined;
     throw err;
@@ -80,6 +95,6 @@ export async function shutdownRuntime(): Promise<void> {
   stopper = new AbortController();
   if (current) {
     const rt = await current.catch(() => undefined);
-    await rt?.store.close();
+    await rt?.stores.close();
   }
 }

@@ -22,12 +22,21 @@ export interface Registration {
   expiresAt: Date;
 }
 
+/**
+ * Database timestamps the app hands back to the database (watermarks, keyset cursors) travel as the
+ * database's own text (full precision: 100 ns on SQL Server, 1 µs on PostgreSQL). A JS Date keeps only
+ * milliseconds: a cursor or watermark built from one would re-read or misjudge rows within the same millisecond.
+ */
+export type DbTimestamp = string;
+
 /** A stored message row. `envelopeJson` is null for acknowledged rows read by a page (header-only). */
 export interface ChannelMessage {
   id: string;
   correlationId: string;
   envelopeJson: string | null;
   createdAt: Date;
+  /** created_at at full precision, for keyset cursors. */
+  createdAtExact: DbTimestamp;
   ackedAt: Date | null;
   /** bigint as a decimal string (sequence values can pass 2^53). */
   ackedSeq: string | null;
@@ -43,9 +52,9 @@ export interface InsertedMessage {
   ackedSeq: string | null;
 }
 
-/** A waiter's watermark: the database clock and a sequence draw taken when it registered. */
+/** A waiter's watermark: the database clock (full precision) and a sequence draw taken when it registered. */
 export interface SubscriptionStart {
-  startedAt: Date;
+  startedAt: DbTimestamp;
   startedSeq: string;
 }
 
@@ -70,10 +79,11 @@ export interface ChannelStore {
   insertMessage(id: string, correlationId: string, envelopeJson: string, retentionMs: number): Promise<InsertedMessage>;
   /**
    * Keyset page (created_at, id) of one correlation id's unexpired, not recovery-claimed messages that a
-   * waiter registered at `ackedSince` may still see: unacknowledged ones, and ones acknowledged at or after
-   * `ackedSince`. Acknowledged rows come back header-only (envelopeJson null).
+   * waiter with this watermark may receive: unacknowledged ones always; acknowledged ones only when acked
+   * after it registered (acked_at > startedAt, or the same tick with acked_seq > startedSeq), so history is
+   * never replayed. Acknowledged rows come back header-only (envelopeJson null).
    */
-  loadPending(correlationId: string, ackedSince: Date, limit: number, after?: { createdAt: Date; id: string }): Promise<ChannelMessage[]>;
+  loadPending(correlationId: string, watermark: SubscriptionStart, limit: number, after?: { createdAtExact: DbTimestamp; id: string }): Promise<ChannelMessage[]>;
   /** Hydrates header-only rows (at most 1000 ids per statement). */
   loadMessagesById(correlationId: string, ids: readonly string[]): Promise<ChannelMessage[]>;
   /** Stamps acked_at/acked_seq on first delivery; true also for an already-acked row (fan-out); false once recovery owns it or it expired. */

@@ -8,7 +8,7 @@ import { loadConfig } from '../config';
 import { consoleLogger } from '../log';
 import { transportNames, type Dialect } from '../sql/identifiers';
 import { DEFAULT_TRANSPORT_TABLE } from '../stores/options';
-import { openTransportStore } from '../stores/open';
+import { openStores } from '../stores/open';
 import { printPostgresSchema } from '../stores/postgres/ddl';
 import { printSqlServerSchema } from '../stores/sqlserver/statements';
 
@@ -44,12 +44,13 @@ async function main(argv: string[]): Promise<number> {
   if (args._ === 'apply') {
     const config = { ...loadConfig(), autoCreateSchema: true };
     const logger = consoleLogger('info');
-    const store = await openTransportStore(config, logger);
+    const stores = await openStores(config, logger);
     try {
-      await store.ensureSchema();
-      console.log(`schema ready: ${config.schema}.${config.transportTable} on ${store.kind}`);
+      await stores.transport.ensureSchema();
+      await stores.channel.ensureSchema();
+      console.log(`schema ready on ${stores.transport.kind}: ${config.schema}.${config.transportTable} and the channel tables`);
     } finally {
-      await store.close();
+      await stores.close();
     }
     return 0;
   }

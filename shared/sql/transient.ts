@@ -1,5 +1,16 @@
 // Transient-fault classification for both drivers (spec §4.1–4.2). "Transient" means: the same statement may
-// succeed if retried on a fresh connection after a short backoff. Cancellation is never transient.
+// succeed if retried on a fresh connection after a backoff. Cancellation is never transient.
+//
+// classifyTransient() also says WHICH kind of transient fault it is, because the right wait differs by orders of
+// magnitude (see DEFAULT_RETRY_CLASSES in retry.ts):
+//   lock        a deadlock victim (1205) or a lock wait that timed out (1222): the other transaction is usually
+//               gone within milliseconds, so retry almost at once.
+//   throttling  Azure SQL resource governance (40501 "service is busy", 10928/10929 resource limits,
+//               49918–49920 "too many operations", 1204 out of lock resources): back off for seconds.
+//   failover    the database is moving or reconfiguring (40613, 40197, 40540, 40143, 4060, 4221): back off for
+//               seconds; reconfigurations usually finish within 60 s.
+//   connection  the connection, not the statement, failed (resets, socket errors, timeouts, pool acquire timeouts,
+//               severity >= 20, the client-side network numbers): retry on a fresh connection after a short wait.
 
 /** The spec's curated SQL Server / Azure SQL error numbers (§4.1), exactly 24. */
 export const SQLSERVER_TRANSIENT_NUMBERS: readonly number[] = Object.freeze([
@@ -8,6 +19,35 @@ export const SQLSERVER_TRANSIENT_NUMBERS: readonly number[] = Object.freeze([
 ]);
 
 const SQLSERVER_NUMBERS = new Set(SQLSERVER_TRANSIENT_NUMBERS);
+
+export type TransientClass = 'lock' | 'throttling' | 'failover' | 'connection';
+
+/** The class of every curated number (the remaining ones are connection-level: -2, 20, 64, 121, 233, 997, 1005x, 10060). */
+const SQLSERVER_NUMBER_CLASS: ReadonlyMap<number, TransientClass> = new Map<number, TransientClass>([
+  [1205, 'lock'],
+  [1222, 'lock'],
+  [1204, 'throttling'],
+  [10928, 'throttling'],
+  [10929, 'throttling'],
+  [40501, 'throttling'],
+  [49918, 'throttling'],
+  [49919, 'throttling'],
+  [49920, 'throttling'],
+  [4060, 'failover'],
+  [4221, 'failover'],
+  [40143, 'failover'],
+  [40197, 'failover'],
+  [40540, 'failover'],
+  [40613, 'failover'],
+]);
+
+/** When one error carries several transient records, the one asking for the longest wait decides. */
+const CLASS_PRIORITY: readonly TransientClass[] = ['throttling', 'failover', 'lock', 'connection'];
+
+function strongest(classes: ReadonlySet<TransientClass>): TransientClass | null {
+  for (const c of CLASS_PRIORITY) if (classes.has(c)) return c;
+  return null;
+}
 
 /** Connection-level codes from mssql/tedious/net: the socket or the pool failed, not the statement. */
 const SQLSERVER_CONNECTION_CODES = new Set(['ESOCKET', 'ETIMEOUT', 'ECONNRESET', 'ECONNCLOSED', 'ECONNREFUSED']);
@@ -23,7 +63,11 @@ const POOL_TIMEOUT_MESSAGES = [
  * Azure login failures that tedious stops retrying lose their error number (ELOGIN keeps only the text), so
  * the server's own retry advice is recognised by its wording.
  */
-const TRANSIENT_LOGIN_MESSAGES = [/is not currently available/i, /retry the connection later/i, /service is (currently )?busy/i];
+const TRANSIENT_LOGIN_MESSAGES: ReadonlyArray<readonly [RegExp, TransientClass]> = [
+  [/service is (currently )?busy/i, 'throttling'],
+  [/is not currently available/i, 'failover'],
+  [/retry the connection later/i, 'failover'],
+];
 
 type Bag = Record<string, unknown>;
 
@@ -31,10 +75,16 @@ function asBag(value: unknown): Bag | undefined {
   return value !== null && typeof value === 'object' ? (value as Bag) : undefined;
 }
 
+/**
+ * tedious reads an ERROR token's number as an unsigned 32-bit integer, so a negative number (e.g. -2) arrives as
+ * 2^32 - 2; it is read back as the signed int32 the server sent.
+ */
 function numberOf(value: unknown): number | undefined {
-  if (typeof value === 'number' && Number.isFinite(value)) return value;
-  if (typeof value === 'string' && /^-?\d+$/.test(value.trim())) return Number(value);
-  return undefined;
+  let n: number | undefined;
+  if (typeof value === 'number' && Number.isFinite(value)) n = value;
+  else if (typeof value === 'string' && /^-?\d+$/.test(value.trim())) n = Number(value);
+  if (n !== undefined && Number.isInteger(n) && n >= 2 ** 31 && n < 2 ** 32) n -= 2 ** 32;
+  return n;
 }
 
 /** The error itself, its driver error, and the driver error's server info — where mssql spreads number/class. */
@@ -100,24 +150,37 @@ function messageOf(layer: Bag): string {
   return typeof layer.message === 'string' ? layer.message : '';
 }
 
-export function isTransientSqlServerError(err: unknown): boolean {
+/** The transient class of a SQL Server / mssql error, or null when it is permanent (or a cancellation). */
+export function classifySqlServerTransient(err: unknown): TransientClass | null {
   const bag = asBag(err);
-  if (!bag || isCancellation(bag)) return false;
+  if (!bag || isCancellation(bag)) return null;
+  const found = new Set<TransientClass>();
   for (const record of sqlRecords(bag)) {
     const n = numberOf(record.number);
-    if (n !== undefined && SQLSERVER_NUMBERS.has(n)) return true;
+    if (n !== undefined && SQLSERVER_NUMBERS.has(n)) found.add(SQLSERVER_NUMBER_CLASS.get(n) ?? 'connection');
+  }
+  const byNumber = strongest(found);
+  if (byNumber) return byNumber;
+  for (const record of sqlRecords(bag)) {
     const severity = numberOf(record.class) ?? numberOf(record.severity);
-    if (severity !== undefined && severity >= 20) return true;
+    if (severity !== undefined && severity >= 20) return 'connection';
   }
   for (const layer of layers(bag)) {
-    if (typeof layer.code === 'string' && SQLSERVER_CONNECTION_CODES.has(layer.code)) return true;
-    // tedious marks login errors it considers retryable (4060, 40613, …) while it still has retries left.
-    if (layer.isTransient === true) return true;
     const message = messageOf(layer);
-    if (isTarnTimeout(layer) || POOL_TIMEOUT_MESSAGES.some((re) => re.test(message))) return true;
-    if (layer.code === 'ELOGIN' && TRANSIENT_LOGIN_MESSAGES.some((re) => re.test(message))) return true;
+    if (layer.code === 'ELOGIN') {
+      for (const [re, cls] of TRANSIENT_LOGIN_MESSAGES) if (re.test(message)) found.add(cls);
+    }
+    // tedious marks login errors it considers retryable (4060, 10928, 10929, 40197, 40501, 40613) while it still
+    // has retries left; the number itself is not kept, so the class is the likeliest one.
+    if (layer.isTransient === true) found.add('failover');
+    if (typeof layer.code === 'string' && SQLSERVER_CONNECTION_CODES.has(layer.code)) found.add('connection');
+    if (isTarnTimeout(layer) || POOL_TIMEOUT_MESSAGES.some((re) => re.test(message))) found.add('connection');
   }
-  return false;
+  return strongest(found);
+}
+
+export function isTransientSqlServerError(err: unknown): boolean {
+  return classifySqlServerTransient(err) !== null;
 }
 
 /** tarn's TimeoutError does not set `name`, so its class name is the reliable mark. */
@@ -127,14 +190,14 @@ function isTarnTimeout(layer: Bag): boolean {
 }
 
 // PostgreSQL: SQLSTATE classes and node/pg connection failures.
-const PG_TRANSIENT_SQLSTATES = new Set([
-  '40001', // serialization_failure
-  '40P01', // deadlock_detected
-  '55P03', // lock_not_available: a lock timeout, like SQL Server's 1222
-  '57P01', // admin_shutdown
-  '57P02', // crash_shutdown
-  '57P03', // cannot_connect_now
-  '53300', // too_many_connections
+const PG_TRANSIENT_SQLSTATES: ReadonlyMap<string, TransientClass> = new Map<string, TransientClass>([
+  ['40001', 'lock'], // serialization_failure
+  ['40P01', 'lock'], // deadlock_detected
+  ['55P03', 'lock'], // lock_not_available: a lock timeout, like SQL Server's 1222
+  ['57P01', 'failover'], // admin_shutdown
+  ['57P02', 'failover'], // crash_shutdown
+  ['57P03', 'failover'], // cannot_connect_now
+  ['53300', 'throttling'], // too_many_connections
 ]);
 
 const NODE_CONNECTION_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'ETIMEDOUT', 'EPIPE']);
@@ -145,24 +208,38 @@ const PG_TRANSIENT_MESSAGES = [
   /^query read timeout$/i,
 ];
 
-export function isTransientPostgresError(err: unknown): boolean {
+/** The transient class of a PostgreSQL (pg / PGlite / node net) error, or null when it is permanent. */
+export function classifyPostgresTransient(err: unknown): TransientClass | null {
   let layer = asBag(err);
   // pg-pool wraps connect timeouts with `cause`; follow a short chain.
   for (let depth = 0; layer && depth < 4; depth++) {
-    if (layer.name === 'AbortError' || layer.code === 'ABORT_ERR') return false;
+    if (layer.name === 'AbortError' || layer.code === 'ABORT_ERR') return null;
     const code = layer.code;
     if (typeof code === 'string') {
-      if (PG_TRANSIENT_SQLSTATES.has(code)) return true;
-      if (/^08[0-9A-Z]{3}$/.test(code)) return true; // connection_exception class
-      if (NODE_CONNECTION_CODES.has(code)) return true;
+      const cls = PG_TRANSIENT_SQLSTATES.get(code);
+      if (cls) return cls;
+      if (/^08[0-9A-Z]{3}$/.test(code)) return 'connection'; // connection_exception class
+      if (NODE_CONNECTION_CODES.has(code)) return 'connection';
     }
     const message = messageOf(layer);
-    if (PG_TRANSIENT_MESSAGES.some((re) => re.test(message))) return true;
+    if (PG_TRANSIENT_MESSAGES.some((re) => re.test(message))) return 'connection';
     layer = asBag(layer.cause);
   }
-  return false;
+  return null;
+}
+
+export function isTransientPostgresError(err: unknown): boolean {
+  return classifyPostgresTransient(err) !== null;
+}
+
+/**
+ * Which kind of transient fault `err` is (either driver), or null when retrying cannot help: permanent errors,
+ * cancellations and aborts. Every store call's failure goes through this one function.
+ */
+export function classifyTransient(err: unknown): TransientClass | null {
+  return classifySqlServerTransient(err) ?? classifyPostgresTransient(err);
 }
 
 export function isTransientError(err: unknown): boolean {
-  return isTransientSqlServerError(err) || isTransientPostgresError(err);
+  return classifyTransient(err) !== null;
 }

@@ -1,20 +1,35 @@
+import type { ChannelStore } from '../channel/types';
 import type { AppConfig } from '../config';
 import type { Logger } from '../log';
+import { channelNames } from '../sql/identifiers';
 import type { TransportStore } from '../transport/types';
 import type { TransportStoreOptions } from './options';
 
+export interface Stores {
+  transport: TransportStore;
+  channel: ChannelStore;
+  /** Closes the one pool both stores share. */
+  close(): Promise<void>;
+}
+
 /** Picks the store the settings name; drivers load lazily so an unused one costs no start-up time. */
-export async function openTransportStore(config: AppConfig, logger: Logger): Promise<TransportStore> {
-  const options: TransportStoreOptions = {
+export async function openStores(config: AppConfig, logger: Logger): Promise<Stores> {
+  const transportOptions: TransportStoreOptions = {
     schema: config.schema,
     table: config.transportTable,
     autoCreateSchema: config.autoCreateSchema,
     logger,
   };
   const sel = config.store;
+  const dialect = sel.kind === 'sqlserver' ? 'sqlserver' : 'postgres';
+  const channelOptions = {
+    names: channelNames(config.schema, config.channel, dialect),
+    autoCreateSchema: config.autoCreateSchema,
+    logger,
+  };
   if (sel.kind === 'sqlserver') {
-    const { openSqlServerTransportStore } = await import('./sqlserver/store');
-    return openSqlServerTransportStore(
+    const { openSqlServerStores } = await import('./sqlserver/open');
+    return openSqlServerStores(
       {
         connectionString: sel.connectionString,
         server: sel.server,
@@ -29,14 +44,17 @@ export async function openTransportStore(config: AppConfig, logger: Logger): Pro
         requestTimeoutMs: config.pool.requestTimeoutMs,
         clientId: config.azureClientId,
       },
-      options,
+      transportOptions,
+      channelOptions,
     );
   }
   const { PostgresTransportStore } = await import('./postgres/store');
-  if (sel.kind === 'postgres') {
-    const { openPgPool } = await import('./postgres/connect');
-    return new PostgresTransportStore(openPgPool(sel.url, config.pool), options);
-  }
-  const { openPglite } = await import('./postgres/connect');
-  return new PostgresTransportStore(await openPglite(sel.dataDir), options);
+  const { PostgresChannelStore } = await import('./postgres/channel-store');
+  const { openPgPool, openPglite } = await import('./postgres/connect');
+  const client = sel.kind === 'postgres' ? openPgPool(sel.url, config.pool) : await openPglite(sel.dataDir);
+  return {
+    transport: new PostgresTransportStore(client, transportOptions),
+    channel: new PostgresChannelStore(client, channelOptions),
+    close: () => client.close(),
+  };
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../log';
-import { backoffDelay, sleep } from '../sql/retry';
-import { isTransientError } from '../sql/transient';
+import { classDelay, DEFAULT_RETRY_CLASSES, sleep, type RetryPolicy } from '../sql/retry';
+import { classifyTransient } from '../sql/transient';
 import { AckBatcher } from './ack-batcher';
 import type { DeliveryPolicy } from './delivery-policy';
 import { dispatchDelivery, type DeliveryOutcome, type DispatchDeps } from './dispatcher';
@@ -29,6 +29,8 @@ export interface DrainOptions {
   stopping?: AbortSignal;
   onCompleted?: DispatchDeps['onCompleted'];
   onDeadLettered?: DispatchDeps['onDeadLettered'];
+  /** Backoff per transient class after a failed claim; DEFAULT_RETRY_CLASSES when absent. */
+  claimRetry?: RetryPolicy;
   now?: () => number;
 }
 
@@ -110,14 +112,16 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
     } catch (err) {
       report.claimFailures++;
       claimErrors++;
-      const transient = isTransientError(err);
-      const delay = backoffDelay(claimErrors, { baseMs: 100, maxMs: 5000 });
-      if (!transient || now() + delay >= claimDeadline) {
-        o.logger.error(`claiming from '${o.queue}' failed${transient ? ' (transient; the next run retries)' : ''}`, err);
+      // The class of the fault picks the wait (a deadlock: ms; throttling / failover: seconds); the exponent
+      // counts consecutive claim failures. No wait may run past the claim budget: give up and let the next run retry.
+      const cls = classifyTransient(err);
+      const delay = cls === null ? 0 : classDelay(cls, claimErrors, o.claimRetry ?? DEFAULT_RETRY_CLASSES);
+      if (cls === null || now() + delay >= claimDeadline) {
+        o.logger.error(`claiming from '${o.queue}' failed${cls ? ` (transient: ${cls}; the next run retries)` : ''}`, err);
         report.stoppedBy = 'error';
         break;
       }
-      o.logger.warn(`claiming from '${o.queue}' failed transiently; retrying in ${Math.round(delay)} ms`, err);
+      o.logger.warn(`claiming from '${o.queue}' failed transiently (${cls}); retrying in ${Math.round(delay)} ms`, err);
       await sleep(delay, o.stopping).catch(() => undefined);
       continue;
     }

@@ -1,17 +1,25 @@
 import type { Logger } from '../log';
-import { withRetry, type BackoffPolicy } from '../sql/retry';
-import { isTransientError } from '../sql/transient';
+import { DEFAULT_RETRY_CLASSES, withRetry, type BackoffPolicy, type RetryPolicy } from '../sql/retry';
+import { classifyTransient } from '../sql/transient';
 import type { OutgoingMessage, PublishOutcome, TransportStore } from './types';
 import type { WakeSignal } from './wake';
 
-export interface PublishPolicy extends BackoffPolicy {
+export interface PublishPolicy extends Partial<BackoffPolicy> {
   maxAttempts: number;
+  /**
+   * Backoff per transient class (lock / throttling / failover / connection); DEFAULT_RETRY_CLASSES when absent.
+   * baseMs / maxMs (PUBLISH_RETRY_BASE_MS / _MAX_MS) are no longer used by the publisher: the class decides.
+   */
+  classes?: RetryPolicy;
+  /** [0, 1); jitters the waits (tests make them deterministic). */
+  random?: () => number;
 }
 
 /**
  * Idempotent publish: the ids are fixed before the first attempt, so a retry after a transient fault (whose
- * first attempt may have committed) never enqueues a job twice. Rows claimable at once wake this process's
- * drain loops.
+ * first attempt may have committed) never enqueues a job twice. Each transient fault waits as its class asks
+ * (a deadlock briefly, throttling and failover for seconds) and no wait runs past the caller's deadline.
+ * Rows claimable at once wake this process's drain loops.
  */
 export class Publisher {
   constructor(
@@ -21,13 +29,25 @@ export class Publisher {
     private readonly logger: Logger,
   ) {}
 
-  async publish(messages: readonly OutgoingMessage[], deadline?: number): Promise<PublishOutcome[]> {
+  /** `deadline` (epoch ms) is the remaining invocation budget: the publish gives up rather than wait past it. */
+  async publish(messages: readonly OutgoingMessage[], deadline?: number, signal?: AbortSignal): Promise<PublishOutcome[]> {
     const outcomes = await withRetry(() => this.store.publish(messages), {
-      ...this.policy,
-      isTransient: isTransientError,
+      maxAttempts: this.policy.maxAttempts,
+      policy: this.policy.classes ?? DEFAULT_RETRY_CLASSES,
+      classify: classifyTransient,
       deadline,
-      onRetry: (err, attempt, delay) =>
-        this.logger.warn(`publish attempt ${attempt} failed transiently; retrying in ${Math.round(delay)} ms with the same ids`, err),
+      signal,
+      random: this.policy.random,
+      onRetry: (err, attempt, delay, cls) =>
+        this.logger.warn(
+          `publish attempt ${attempt} failed transiently (${cls}); retrying in ${Math.round(delay)} ms with the same ids`,
+          err,
+        ),
+      onGiveUp: (err, attempt, reason) =>
+        this.logger.warn(
+          `publish gave up after ${attempt} attempt(s): ${reason === 'deadline' ? 'the next wait would pass the invocation budget' : reason === 'attempts' ? 'no attempts left' : 'cancelled'}`,
+          err,
+        ),
     });
     const woken = new Set<string>();
     messages.forEach((m, i) => {

@@ -76,4 +76,16 @@ describe('failing handler → dead letter → requeue (local host over HTTP)', (
     expect((await app.api(`queues/worker/deadletters/${dead!.id}`, { method: 'DELETE' })).status).toBe(404);
     expect(await deadLetters()).toEqual([]);
   });
+
+  it('a correlated job that is dead-lettered answers its waiter with an error response', async () => {
+    failing = true;
+    const waiting = app.api('responses?correlationId=doomed-1&waitSeconds=20');
+    await app.api('queues/worker/messages', postJson({ payload: { order: 9 }, correlationId: 'doomed-1' }));
+    const res = await waiting;
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { error?: string; final: boolean; payload: unknown };
+    expect(body.final).toBe(true);
+    expect(body.error).toMatch(/answered 500/);
+    expect(body.payload).toBeNull();
+  });
 });

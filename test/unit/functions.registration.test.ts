@@ -16,6 +16,10 @@ describe('function table', () => {
     expect(http).toEqual(
       [
         ['delete-deadletter', 'DELETE', 'queues/{queue}/deadletters/{id}', 'function'],
+        ['delete-waiter', 'DELETE', 'waiters/{registrationId}', 'function'],
+        ['get-response', 'GET', 'responses', 'function'],
+        ['post-response', 'POST', 'responses', 'function'],
+        ['register-waiter', 'POST', 'waiters', 'function'],
         ['get-queue', 'GET', 'queues/{queue}', 'function'],
         ['health', 'GET', 'health', 'anonymous'],
         ['list-deadletters', 'GET', 'queues/{queue}/deadletters', 'function'],
@@ -32,8 +36,11 @@ describe('function table', () => {
   it('registers the timers on their default schedules, never run on startup', () => {
     const timers = table.timers.map((t) => [t.name, t.schedule, t.runOnStartup]).sort();
     expect(timers).toEqual([
+      ['drain-callbacks', '*/10 * * * * *', false],
+      ['drain-responses', '*/10 * * * * *', false],
       ['drain-worker', '*/10 * * * * *', false],
       ['prune-deadletters', '0 * * * * *', false],
+      ['sweep-channel', '*/5 * * * * *', false],
     ]);
   });
 

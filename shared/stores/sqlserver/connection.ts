@@ -20,6 +20,11 @@ export interface SqlServerConnectionOptions {
   poolMin: number;
   connectTimeoutMs: number;
   requestTimeoutMs: number;
+  /**
+   * After a request timeout tedious sends an attention (cancel) and waits this long for the server's ack before it
+   * drops the connection; the failed request is reported only then. tedious's default is 5000 ms.
+   */
+  cancelTimeoutMs?: number;
   /** user-assigned managed identity; defaults to AZURE_CLIENT_ID. */
   clientId?: string;
 }
@@ -311,6 +316,7 @@ export function buildSqlServerConfig(
       trustServerCertificate: parsed.trustServerCertificate ?? options.trustServerCertificate ?? false,
       appName: parsed.applicationName ?? 'asyncresponse-functions',
       ...(instanceName ? { instanceName } : {}),
+      ...(options.cancelTimeoutMs !== undefined ? { cancelTimeout: options.cancelTimeoutMs } : {}),
     },
     pool: {
       max: parsed.poolMax ?? options.poolMax,
@@ -340,17 +346,28 @@ export function buildSqlServerConfig(
  * A pool that connects on first use (the store calls connect()). Pool-level errors (a connection that dies
  * while idle) are logged instead of reaching the process as an unhandled 'error' event.
  */
-export function createSqlServerPool(options: SqlServerConnectionOptions, logger?: Logger): sql.ConnectionPool {
-  const { config, ignoredKeys } = buildSqlServerConfig(options);
+export function createSqlServerPool(
+  options: SqlServerConnectionOptions,
+  logger?: Logger,
+  credentialFor?: (kind: CredentialKind, clientId?: string) => SqlCredential,
+): sql.ConnectionPool {
+  const { config, ignoredKeys } = buildSqlServerConfig(options, credentialFor);
   if (ignoredKeys.length > 0) logger?.debug(`SQL Server connection string: ignored ${ignoredKeys.join(', ')}`);
   const pool = new sql.ConnectionPool(config);
   // acquire failures also reach the caller; this only keeps an idle connection's error from crashing the process
   pool.on('error', (err: unknown) => logger?.debug('SQL Server pool error', err));
-  const release = trackOpen('mssql pool');
+  // open from creation until close(); a pool reconnected after close() (an in-place rebuild) is open again
+  let release: (() => void) | null = trackOpen('mssql pool');
   const close = pool.close.bind(pool) as () => Promise<void>;
+  const connect = pool.connect.bind(pool) as () => Promise<sql.ConnectionPool>;
   (pool as unknown as { close: () => Promise<void> }).close = async () => {
-    release();
+    release?.();
+    release = null;
     await close();
+  };
+  (pool as unknown as { connect: () => Promise<sql.ConnectionPool> }).connect = () => {
+    release ??= trackOpen('mssql pool');
+    return connect();
   };
   return pool;
 }

@@ -18,6 +18,7 @@ import type {
 import type { Logger } from '../../log';
 import { DDL_TABLE_LOCK_TIMEOUT_MS, INDEX_BUILD_COMMAND_TIMEOUT_S, type TransportStoreOptions } from '../options';
 import { createSqlServerPool, newRequest, type SqlServerConnectionOptions } from './connection';
+import { createPoolHolder, existingPoolHolder, isPoolHolder, poolHolderFor, withPoolGuard, type PoolHolder } from './pool-guard';
 import { qualifiedTable, transportStatements, type Statement, type TransportStatements } from './statements';
 import { evaluateTransportCatalog, missingIndexes, readTransportCatalog, VERIFICATION_FIX_HINT } from './verify';
 
@@ -26,6 +27,21 @@ export interface SqlServerStoreDeps {
   now?: () => number;
   /** [0, 1); jitters the retry-after window. */
   random?: () => number;
+  /** false: the pool is shared (open.ts: one pool for the transport and the channel) and close() leaves it open. Default true. */
+  ownsPool?: boolean;
+}
+
+// One connect attempt per pool, shared by every store on it, and one rebuild when the server refuses the pool's
+// connections: both go through the pool's PoolHolder (pool-guard.ts), whichever store asks.
+
+/** Connects a connect-on-first-use pool once, however many stores share it. */
+export async function connectPool(pool: sql.ConnectionPool): Promise<void> {
+  await poolHolderFor(pool).get();
+}
+
+/** Waits for an in-flight connect (or rebuild) to settle (mssql refuses to close a pool while it is connecting). */
+export async function settlePoolConnect(pool: sql.ConnectionPool): Promise<void> {
+  await existingPoolHolder(pool)?.settle();
 }
 
 /** Spec §1.4: delays up to 3650 days (the DATEADD split stays exact up to there). */
@@ -104,10 +120,13 @@ export class SqlServerTransportStore implements TransportStore {
   private schemaReady = false;
   private schemaAttempt: Promise<void> | null = null;
   private retryWindow: RetryWindow | null = null;
-  private connecting: Promise<unknown> | null = null;
+  private readonly ownsPool: boolean;
+
+  /** The holder of this store's pool: share it with other stores so a rebuild serves them all. */
+  readonly poolHolder: PoolHolder;
 
   constructor(
-    private readonly pool: sql.ConnectionPool,
+    pool: sql.ConnectionPool | PoolHolder,
     private readonly options: TransportStoreOptions,
     deps: SqlServerStoreDeps = {},
   ) {
@@ -116,6 +135,13 @@ export class SqlServerTransportStore implements TransportStore {
     this.logger = options.logger;
     this.clock = deps.now ?? Date.now;
     this.random = deps.random ?? Math.random;
+    this.ownsPool = deps.ownsPool ?? true;
+    this.poolHolder = isPoolHolder(pool) ? pool : poolHolderFor(pool, options.logger);
+  }
+
+  /** The current pool: a rebuild (pool-guard) replaces it, so it is never kept. */
+  private get pool(): sql.ConnectionPool {
+    return this.poolHolder.current;
   }
 
   // ---- schema -------------------------------------------------------------------------------------------
@@ -128,7 +154,8 @@ export class SqlServerTransportStore implements TransportStore {
       if (this.clock() < window.until) throw new Error(window.message, { cause: window.cause });
       this.retryWindow = null;
     }
-    this.schemaAttempt ??= this.runSchemaAttempt().finally(() => {
+    // the schema steps are idempotent, so a refused connection (pool-guard) rebuilds the pool and runs them once more
+    this.schemaAttempt ??= withPoolGuard(this.poolHolder, () => this.runSchemaAttempt(), this.logger).finally(() => {
       this.schemaAttempt = null;
     });
     await this.schemaAttempt;
@@ -245,11 +272,7 @@ export class SqlServerTransportStore implements TransportStore {
   }
 
   private async connect(): Promise<void> {
-    if (this.pool.connected) return;
-    this.connecting ??= this.pool.connect().finally(() => {
-      this.connecting = null;
-    });
-    await this.connecting;
+    await this.poolHolder.get();
   }
 
   private async run<P extends string>(
@@ -257,11 +280,16 @@ export class SqlServerTransportStore implements TransportStore {
     values: Record<P, unknown>,
     opts: { parent?: sql.Transaction; timeoutMs?: number } = {},
   ): Promise<sql.IResult<unknown>> {
-    const request = newRequest(opts.parent ?? this.pool, opts.timeoutMs);
-    for (const name of Object.keys(statement.params) as P[]) {
-      request.input(name, statement.params[name], values[name]);
-    }
-    return request.query(statement.text);
+    const send = (parent: sql.ConnectionPool | sql.Transaction) => {
+      const request = newRequest(parent, opts.timeoutMs);
+      for (const name of Object.keys(statement.params) as P[]) {
+        request.input(name, statement.params[name], values[name]);
+      }
+      return request.query(statement.text);
+    };
+    if (opts.parent) return send(opts.parent);
+    // a refused connection (login failed, token expired) rebuilds the pool and sends the statement once more
+    return withPoolGuard(this.poolHolder, send, this.logger);
   }
 
   // ---- operations ---------------------------------------------------------------------------------------
@@ -443,14 +471,13 @@ export class SqlServerTransportStore implements TransportStore {
 
   /** The database clock. Deliberately schema-free: it is the health probe, and must answer before migration. */
   async now(): Promise<Date> {
-    await this.connect();
     return rows(await this.run(this.statements.now, {}))[0]?.now as Date;
   }
 
   async close(): Promise<void> {
     // mssql refuses to close a pool while it is connecting
-    if (this.connecting) await this.connecting.catch(() => undefined);
-    await this.pool.close();
+    await this.poolHolder.settle();
+    if (this.ownsPool) await this.poolHolder.close();
   }
 }
 
@@ -461,6 +488,6 @@ export function openSqlServerTransportStore(
   deps?: SqlServerStoreDeps,
 ): SqlServerTransportStore {
   transportNames(storeOptions.schema, storeOptions.table, 'sqlserver'); // validate before making a pool
-  const pool = createSqlServerPool(connection, storeOptions.logger);
-  return new SqlServerTransportStore(pool, storeOptions, deps);
+  const holder = createPoolHolder(() => createSqlServerPool(connection, storeOptions.logger), storeOptions.logger);
+  return new SqlServerTransportStore(holder, storeOptions, deps);
 }

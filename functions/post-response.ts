@@ -1,0 +1,23 @@
+import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
+import { parseResponseBody } from '../shared/channel/response-request';
+import { readJsonBody } from '../shared/http/body';
+import { failureAnswer } from '../shared/http/failure';
+import { json, problem } from '../shared/http/problem';
+import { getRuntime } from '../shared/runtime';
+
+/** POST /api/responses — publish a response: 202 { id, delivery: live | stored | recovery }. */
+export async function postResponse(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+  const rt = await getRuntime();
+  const body = await readJsonBody(request.headers.get('content-type'), request.headers.get('content-length'), () => request.text());
+  if (!body.ok) return body.answer;
+  const parsed = parseResponseBody(body.value, rt.config.maxMessageBytes);
+  if (!parsed.ok) return problem(400, 'the response has invalid fields; nothing was published', parsed.errors);
+  try {
+    const result = await rt.channel.publishResponse(parsed.value, { confirm: true });
+    return json(202, { id: result.id, delivery: result.delivery, ...(result.duplicate ? { duplicate: true } : {}) });
+  } catch (err) {
+    return failureAnswer(err, context, 'publishing a response');
+  }
+}
+
+app.http('post-response', { methods: ['POST'], authLevel: 'function', route: 'responses', handler: postResponse });

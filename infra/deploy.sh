@@ -1,0 +1,221 @@
+#!/usr/bin/env bash
+# Deploys asyncresponse-functions to Azure, end to end:
+#   1. infrastructure    az deployment group create (infra/main.bicep)
+#   2. database access   sqlcmd runs infra/sql/grant-app-identity.sql as the Entra admin (you)
+#   3. schema            npm run schema -- apply, as you (Entra, DefaultAzureCredential = your az login)
+#   4. code              build, package with production node_modules, az functionapp deployment source config-zip
+#   5. check             GET /api/health, then prints a publish example with the function key
+#
+# Usage:  AZURE_RESOURCE_GROUP=rg-asyncresp AZURE_LOCATION=swedencentral infra/deploy.sh [--skip-infra]
+#           [--skip-grant] [--skip-schema] [--skip-code]
+#
+# Environment (only the first two are required):
+#   AZURE_RESOURCE_GROUP       resource group (created when missing)
+#   AZURE_LOCATION             region with Flex Consumption (az functionapp list-flexconsumption-locations)
+#   SQL_ADMIN_LOGIN            Entra admin of the SQL server   (default: your signed-in user's UPN)
+#   SQL_ADMIN_OBJECT_ID        its object id                    (default: your signed-in user's object id)
+#   SQL_ADMIN_PRINCIPAL_TYPE   User | Group | Application       (default: User)
+#   DEPLOYER_IP                public IPv4 admitted by the SQL firewall for steps 2-3 (default: looked up)
+#   NAME_PREFIX                resource name prefix             (default: the parameters file's, asyncresp)
+#   QUEUES, CALLBACK_ALLOWED_HOSTS, WORKER_FORWARD_URL, ALERT_EMAIL   app/alert parameters (default: file's)
+#   CALLBACK_SIGNING_SECRET    sets/rotates the signing secret; unset = keep the stored one, or generate one
+#                              on the first deployment
+#   PARAMETERS_FILE            default infra/main.parameters.json
+#
+# Prerequisites: az (logged in: az login; az installs Bicep itself), sqlcmd (the Go version, github.com/microsoft/go-sqlcmd,
+# for --authentication-method ActiveDirectoryDefault), node 20+/npm, zip, curl.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+
+skip_infra=0 skip_grant=0 skip_schema=0 skip_code=0
+for arg in "$@"; do
+  case "$arg" in
+    --skip-infra) skip_infra=1 ;;
+    --skip-grant) skip_grant=1 ;;
+    --skip-schema) skip_schema=1 ;;
+    --skip-code) skip_code=1 ;;
+    -h | --help) sed -n '2,26p' "$0"; exit 0 ;;
+    *) echo "unknown argument: $arg" >&2; exit 2 ;;
+  esac
+done
+
+say() { printf '\n== %s\n' "$*"; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+need() { command -v "$1" >/dev/null 2>&1 || die "$1 is not installed ($2)"; }
+
+need az "https://learn.microsoft.com/cli/azure/install-azure-cli"
+need node "Node.js 20 or later"
+need npm "comes with Node.js"
+[[ $skip_grant -eq 1 ]] || need sqlcmd "go-sqlcmd: https://github.com/microsoft/go-sqlcmd"
+[[ $skip_code -eq 1 ]] || need zip "apt-get install zip / brew install zip"
+need curl "used for the health check"
+
+: "${AZURE_RESOURCE_GROUP:?set AZURE_RESOURCE_GROUP}"
+RG="$AZURE_RESOURCE_GROUP"
+PARAMETERS_FILE="${PARAMETERS_FILE:-infra/main.parameters.json}"
+[[ -f "$PARAMETERS_FILE" ]] || die "no parameters file $PARAMETERS_FILE"
+
+az account show --query id -o tsv >/dev/null 2>&1 || die "not logged in: run az login"
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+outputs="$work/outputs.json"
+
+# Reads one output of the deployment (matched case-insensitively: ARM does not promise to keep the case).
+out() {
+  # shellcheck disable=SC2016 # a JavaScript template literal, not shell
+  node -e 'const o = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+    const k = Object.keys(o).find((n) => n.toLowerCase() === process.argv[2].toLowerCase());
+    if (k === undefined) { console.error(`deployment output ${process.argv[2]} is missing`); process.exit(3); }
+    process.stdout.write(String(o[k].value));' "$outputs" "$1"
+}
+
+# ---------------------------------------------------------------------------------------------------------
+# 1. Infrastructure
+# ---------------------------------------------------------------------------------------------------------
+if [[ $skip_infra -eq 0 ]]; then
+  : "${AZURE_LOCATION:?set AZURE_LOCATION (a region that offers Flex Consumption)}"
+  say "resource group $RG in $AZURE_LOCATION"
+  az group create --name "$RG" --location "$AZURE_LOCATION" --output none
+
+  if [[ -z "${SQL_ADMIN_OBJECT_ID:-}" ]]; then
+    say "SQL Entra admin: the signed-in user"
+    SQL_ADMIN_OBJECT_ID="$(az ad signed-in-user show --query id -o tsv)" ||
+      die "could not read the signed-in user; set SQL_ADMIN_LOGIN, SQL_ADMIN_OBJECT_ID and SQL_ADMIN_PRINCIPAL_TYPE"
+    SQL_ADMIN_LOGIN="${SQL_ADMIN_LOGIN:-$(az ad signed-in-user show --query userPrincipalName -o tsv)}"
+  fi
+  : "${SQL_ADMIN_LOGIN:?set SQL_ADMIN_LOGIN with SQL_ADMIN_OBJECT_ID}"
+
+  if [[ -z "${DEPLOYER_IP:-}" ]]; then
+    DEPLOYER_IP="$(curl -fsS --max-time 10 https://api.ipify.org 2>/dev/null || true)"
+    [[ -n "$DEPLOYER_IP" ]] || echo "warning: could not find your public IP; set DEPLOYER_IP or the grant/schema steps may be refused by the SQL firewall" >&2
+  fi
+
+  params=(--parameters "@$PARAMETERS_FILE"
+    --parameters "sqlAdminLogin=$SQL_ADMIN_LOGIN" "sqlAdminObjectId=$SQL_ADMIN_OBJECT_ID"
+    "sqlAdminPrincipalType=${SQL_ADMIN_PRINCIPAL_TYPE:-User}" "deployerIpAddress=${DEPLOYER_IP:-}")
+  [[ -n "${NAME_PREFIX:-}" ]] && params+=(--parameters "namePrefix=$NAME_PREFIX")
+  [[ -n "${QUEUES:-}" ]] && params+=(--parameters "queues=$QUEUES")
+  [[ -n "${CALLBACK_ALLOWED_HOSTS:-}" ]] && params+=(--parameters "callbackAllowedHosts=$CALLBACK_ALLOWED_HOSTS")
+  [[ -n "${WORKER_FORWARD_URL:-}" ]] && params+=(--parameters "workerForwardUrl=$WORKER_FORWARD_URL")
+  [[ -n "${ALERT_EMAIL:-}" ]] && params+=(--parameters "alertEmail=$ALERT_EMAIL")
+
+  # The signing secret goes through a private parameters file, never the command line.
+  secret="${CALLBACK_SIGNING_SECRET:-}"
+  if [[ -z "$secret" ]]; then
+    vault_id="$(az resource list -g "$RG" --resource-type Microsoft.KeyVault/vaults --query '[0].id' -o tsv 2>/dev/null || true)"
+    missing=0
+    if [[ -z "$vault_id" ]]; then
+      missing=1
+    elif ! err="$(az resource show --ids "$vault_id/secrets/callback-signing-secret" --output none 2>&1)"; then
+      # Only a definite "not found" may create a secret: generating one by mistake would rotate the key that
+      # callback receivers verify signatures with.
+      if grep -qiE 'not ?found' <<<"$err"; then missing=1; else die "could not check the signing secret: $err"; fi
+    fi
+    if [[ $missing -eq 1 ]]; then
+      say "generating CALLBACK_SIGNING_SECRET (first deployment); it is stored in Key Vault only"
+      secret="$(node -e 'process.stdout.write(require("crypto").randomBytes(48).toString("base64"))')"
+    fi
+  fi
+  if [[ -n "$secret" ]]; then
+    # shellcheck disable=SC2016 # "$schema" is a JSON key, not a shell variable
+    (umask 077 && node -e 'process.stdout.write(JSON.stringify({ "$schema": "https://schema.management.azure.com/schemas/2019-04-01/deploymentParameters.json#",
+      contentVersion: "1.0.0.0", parameters: { callbackSigningSecret: { value: process.argv[1] } } }))' "$secret" >"$work/secret.parameters.json")
+    params+=(--parameters "@$work/secret.parameters.json")
+  fi
+  unset secret
+
+  say "deploying infra/main.bicep (a few minutes)"
+  az deployment group create --resource-group "$RG" --name "asyncresponse-$(date -u +%Y%m%d%H%M%S)" \
+    --template-file infra/main.bicep "${params[@]}" --query properties.outputs --output json >"$outputs"
+else
+  say "reading the outputs of the latest deployment in $RG"
+  last="$(az deployment group list -g "$RG" --query "sort_by([?starts_with(name, 'asyncresponse-') && properties.provisioningState=='Succeeded'], &properties.timestamp)[-1].name" -o tsv)"
+  [[ -n "$last" ]] || die "no successful asyncresponse-* deployment in $RG; run without --skip-infra first"
+  az deployment group show -g "$RG" -n "$last" --query properties.outputs --output json >"$outputs"
+fi
+
+APP="$(out FUNCTION_APP_NAME)"
+APP_HOST="$(out FUNCTION_APP_HOST)"
+SQL_SERVER_FQDN="$(out SQL_SERVER)"
+SQL_DATABASE_NAME="$(out SQL_DATABASE)"
+APP_IDENTITY_NAME="$(out APP_IDENTITY_NAME)"
+APP_IDENTITY_CLIENT_ID="$(out APP_IDENTITY_CLIENT_ID)"
+echo "function app $APP ($APP_HOST), database $SQL_DATABASE_NAME on $SQL_SERVER_FQDN, identity $APP_IDENTITY_NAME"
+
+[[ "$APP_IDENTITY_NAME" =~ ^[A-Za-z0-9_.-]+$ ]] || die "unexpected identity name '$APP_IDENTITY_NAME'"
+[[ "$APP_IDENTITY_CLIENT_ID" =~ ^[0-9a-fA-F-]{36}$ ]] || die "unexpected client id '$APP_IDENTITY_CLIENT_ID'"
+
+# Every local step authenticates as YOU (az login), never as the app: a stray AZURE_CLIENT_ID would make the
+# app's credential code (and azidentity) try a managed identity that does not exist on this machine, and a
+# stray DATABASE_URL / SQL_CONNECTION_STRING would point the schema step at another database.
+as_deployer=(env -u AZURE_CLIENT_ID -u AZURE_CLIENT_SECRET -u DATABASE_URL -u SQL_CONNECTION_STRING -u SQL_USER -u SQL_PASSWORD)
+
+# ---------------------------------------------------------------------------------------------------------
+# 2. The app identity's database user (data roles only)
+# ---------------------------------------------------------------------------------------------------------
+if [[ $skip_grant -eq 0 ]]; then
+  say "granting $APP_IDENTITY_NAME db_datareader + db_datawriter in $SQL_DATABASE_NAME"
+  for attempt in 1 2 3 4 5; do
+    # A new firewall rule or a resuming serverless database can refuse the first connections.
+    if "${as_deployer[@]}" sqlcmd -S "tcp:$SQL_SERVER_FQDN,1433" -d "$SQL_DATABASE_NAME" \
+      --authentication-method ActiveDirectoryDefault -b \
+      -v "APP_IDENTITY_NAME=$APP_IDENTITY_NAME" -v "APP_IDENTITY_CLIENT_ID=$APP_IDENTITY_CLIENT_ID" \
+      -i infra/sql/grant-app-identity.sql; then
+      break
+    fi
+    [[ $attempt -lt 5 ]] || die "the grant failed 5 times (firewall? are you the server's Entra admin?)"
+    echo "retrying in 20 s ..."; sleep 20
+  done
+fi
+
+# ---------------------------------------------------------------------------------------------------------
+# 3. Schema (DDL as the deployer; the app only verifies it)
+# ---------------------------------------------------------------------------------------------------------
+if [[ $skip_schema -eq 0 || $skip_code -eq 0 ]]; then
+  say "npm ci"
+  npm ci --no-audit --no-fund
+fi
+if [[ $skip_schema -eq 0 ]]; then
+  say "npm run schema -- apply on $SQL_SERVER_FQDN/$SQL_DATABASE_NAME"
+  "${as_deployer[@]}" SQL_SERVER="$SQL_SERVER_FQDN" SQL_DATABASE="$SQL_DATABASE_NAME" npm run schema -- apply
+fi
+
+# ---------------------------------------------------------------------------------------------------------
+# 4. Code: build, package (dist + production node_modules), zip deploy to the Flex Consumption app
+# ---------------------------------------------------------------------------------------------------------
+if [[ $skip_code -eq 0 ]]; then
+  say "building"
+  npm run build
+  stage="$work/package"
+  mkdir -p "$stage"
+  cp host.json package.json package-lock.json "$stage/"
+  cp -R dist "$stage/dist"
+  (cd "$stage" && npm ci --omit=dev --no-audit --no-fund)
+  (cd "$stage" && zip -qr "$work/app.zip" host.json package.json dist node_modules)
+  say "deploying the package ($(du -h "$work/app.zip" | cut -f1)) to $APP"
+  az functionapp deployment source config-zip --resource-group "$RG" --name "$APP" --src "$work/app.zip" --output none
+fi
+
+# ---------------------------------------------------------------------------------------------------------
+# 5. Check
+# ---------------------------------------------------------------------------------------------------------
+say "waiting for https://$APP_HOST/api/health"
+healthy=0
+for _ in $(seq 1 24); do
+  if body="$(curl -fsS --max-time 30 "https://$APP_HOST/api/health" 2>/dev/null)"; then
+    echo "$body"; healthy=1; break
+  fi
+  sleep 10
+done
+[[ $healthy -eq 1 ]] || echo "warning: /api/health did not answer 200 yet; see docs/azure.md (Deploy to Azure, step 6)" >&2
+
+cat <<EOF
+
+Done. Try it:
+  KEY=\$(az functionapp keys list -g $RG -n $APP --query functionKeys.default -o tsv)
+  curl -X POST "https://$APP_HOST/api/queues/worker/messages" -H "x-functions-key: \$KEY" \\
+       -H 'content-type: application/json' -d '{"payload":{"hello":"azure"}}'
+  curl "https://$APP_HOST/api/queues/worker" -H "x-functions-key: \$KEY"
+EOF

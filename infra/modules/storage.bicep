@@ -1,0 +1,82 @@
+// Host storage for the Functions runtime (AzureWebJobsStorage) and the Flex Consumption deployment package.
+//
+// Identity only: shared-key access is disabled, so no connection string or account key exists anywhere. The app
+// reaches the account with its user-assigned identity (AzureWebJobsStorage__accountName / __credential /
+// __clientId). The identity gets Storage Blob Data Owner on the account, which the docs name as covering the
+// basic needs of host storage: timer singleton leases (blob leases), the host id lock, function keys
+// (azure-webjobs-secrets) and reading the deployment package. Storage Queue Data Contributor is only needed
+// for the blob trigger (poison queue) and Durable Functions; this app has HTTP and timer triggers only, so it
+// is not granted.
+
+@description('Storage account name: 3-24 lowercase letters and digits, globally unique.')
+@minLength(3)
+@maxLength(24)
+param name string
+
+@description('Azure region.')
+param location string
+
+@description('Tags for the resources.')
+param tags object = {}
+
+@description('Blob container that holds the deployment package (one container per function app).')
+param deploymentContainerName string
+
+@description('Object (principal) id of the function app identity.')
+param principalId string
+
+// Built-in role: Storage Blob Data Owner.
+var storageBlobDataOwnerRoleId = 'b7e6dc6d-f1e8-4753-8033-0f276bb0955b'
+
+resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' = {
+  name: name
+  location: location
+  tags: tags
+  kind: 'StorageV2'
+  sku: {
+    name: 'Standard_LRS'
+  }
+  properties: {
+    accessTier: 'Hot'
+    allowBlobPublicAccess: false
+    allowSharedKeyAccess: false
+    defaultToOAuthAuthentication: true
+    minimumTlsVersion: 'TLS1_2'
+    supportsHttpsTrafficOnly: true
+    publicNetworkAccess: 'Enabled'
+    networkAcls: {
+      defaultAction: 'Allow'
+      bypass: 'AzureServices'
+    }
+  }
+}
+
+resource blobService 'Microsoft.Storage/storageAccounts/blobServices@2023-05-01' = {
+  parent: storage
+  name: 'default'
+}
+
+resource deploymentContainer 'Microsoft.Storage/storageAccounts/blobServices/containers@2023-05-01' = {
+  parent: blobService
+  name: deploymentContainerName
+  properties: {
+    publicAccess: 'None'
+  }
+}
+
+resource blobDataOwner 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(storage.id, principalId, storageBlobDataOwnerRoleId)
+  scope: storage
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', storageBlobDataOwnerRoleId)
+    principalId: principalId
+    principalType: 'ServicePrincipal'
+    description: 'Functions host storage (timer leases, keys) and the deployment package, by managed identity'
+  }
+}
+
+@description('Storage account name (AzureWebJobsStorage__accountName).')
+output name string = storage.name
+
+@description('URL of the deployment package container (functionAppConfig.deployment.storage.value).')
+output deploymentContainerUrl string = '${storage.properties.primaryEndpoints.blob}${deploymentContainer.name}'

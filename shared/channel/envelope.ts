@@ -1,0 +1,40 @@
+// The response envelope stored in envelope_json: AsyncResponse's wire shape (SchemaVersion 1), plus Final.
+
+export interface ResponseBody {
+  payload: unknown;
+  /** set: the work failed; the message travels as ExceptionMessage (Success false). */
+  error?: string;
+  /** false = a progress/checkpoint message: a callback registration stays for the terminal one. */
+  final: boolean;
+}
+
+interface Envelope {
+  SchemaVersion: number;
+  Success: boolean;
+  Payload: unknown;
+  ExceptionMessage: string | null;
+  ExceptionStackTrace: string | null;
+  Final?: boolean;
+}
+
+export function buildEnvelope(body: ResponseBody): string {
+  const envelope: Envelope = {
+    SchemaVersion: 1,
+    Success: body.error === undefined,
+    Payload: body.payload ?? null,
+    ExceptionMessage: body.error ?? null,
+    ExceptionStackTrace: null,
+    Final: body.final,
+  };
+  return JSON.stringify(envelope);
+}
+
+/** Reads an envelope; throws on anything that is not a SchemaVersion 1 envelope (never guesses). */
+export function readEnvelope(json: string): ResponseBody {
+  const e = JSON.parse(json) as Partial<Envelope> | null;
+  if (e === null || typeof e !== 'object') throw new Error('the response envelope is not an object');
+  if (e.SchemaVersion !== 1) throw new Error(`unsupported response envelope schema version ${String(e.SchemaVersion)}`);
+  const body: ResponseBody = { payload: e.Payload ?? null, final: e.Final !== false };
+  if (e.Success === false) body.error = e.ExceptionMessage ?? 'Unknown error during asynchronous processing.';
+  return body;
+}

@@ -1,0 +1,242 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { CALLBACK_QUEUE, type ChannelConfig } from '../config';
+import type { Logger } from '../log';
+import { sleep, withRetry, type SimpleRetryOptions } from '../sql/retry';
+import { isTransientError } from '../sql/transient';
+import type { Publisher } from '../transport/publisher';
+import type { OutgoingMessage } from '../transport/types';
+import { buildEnvelope, readEnvelope, type ResponseBody } from './envelope';
+import { derivedUuid } from './ids';
+import { LocalWaiters } from './local-waiters';
+import type { ChannelMessage, ChannelStore, Registration, SubscriptionStart } from './types';
+
+export type Delivery = 'live' | 'stored' | 'recovery';
+
+export interface DeliveredResponse {
+  correlationId: string;
+  id: string;
+  payload: unknown;
+  final: boolean;
+  error?: string;
+  createdAt: Date;
+}
+
+export interface PublishResponseInput extends ResponseBody {
+  correlationId: string;
+  id?: string;
+}
+
+/** What a callback registration stores (state_json). */
+export interface RegistrationState {
+  SchemaVersion: 1;
+  RegistrationId: string;
+  CorrelationId: string;
+  CallbackUrl: string;
+}
+
+/** The payload of a job on the internal callbacks queue. */
+export interface CallbackJob {
+  callbackUrl: string;
+  registrationId: string;
+  response: { correlationId: string; id: string; payload: unknown; final: boolean; error?: string };
+}
+
+const PAGE = 64;
+const PAGES_PER_POLL = 16;
+
+/**
+ * The correlated response channel for a serverless host: a waiter is one long-poll request; responses are
+ * rows; a response nobody takes within DeliveryConfirmationTimeout goes to the correlation id's callback
+ * registrations through the transport's callbacks queue (retries and dead letters included).
+ */
+export class ResponseChannel {
+  readonly local = new LocalWaiters();
+  readonly instanceId = `${hostname()}-${process.pid}-${randomUUID().replace(/-/g, '')}`;
+
+  constructor(
+    readonly store: ChannelStore,
+    private readonly publisher: Publisher,
+    private readonly config: ChannelConfig,
+    private readonly logger: Logger,
+  ) {}
+
+  /** The spec's publish policy for the response insert and the recovery claim: 3 attempts, 50 ms → 1 s. */
+  private retry(deadline?: number): SimpleRetryOptions {
+    return { maxAttempts: 3, baseMs: 50, maxMs: 1000, isTransient: isTransientError, deadline };
+  }
+
+  /**
+   * Waits up to waitMs for the next response this waiter may receive (unacked ones; acked ones only when
+   * acked after it registered), claims its delivery and returns it; null when nothing arrived in time.
+   */
+  async waitForResponse(correlationId: string, waitMs: number, signal?: AbortSignal): Promise<DeliveredResponse | null> {
+    const watermark = await this.store.subscriptionStart();
+    const registrationId = randomUUID();
+    await this.store.upsertSubscriber(correlationId, registrationId, this.instanceId, this.config.heartbeatTimeoutMs);
+    let wake: (() => void) | undefined;
+    let signalled = false; // a publish landed while we were scanning: scan again instead of sleeping
+    const unregister = this.local.add(correlationId, () => {
+      signalled = true;
+      wake?.();
+    });
+    const seen = new Set<string>();
+    const deadline = Date.now() + waitMs;
+    let lastBeat = Date.now();
+    try {
+      for (;;) {
+        signalled = false;
+        const found = await this.findNext(correlationId, watermark, seen);
+        if (found) return found;
+        const now = Date.now();
+        if (now >= deadline || signal?.aborted) return null;
+        if (signalled) continue;
+        if (now - lastBeat >= this.config.heartbeatIntervalMs) {
+          lastBeat = now;
+          await this.store
+            .heartbeatSubscribers(this.instanceId, [{ correlationId, registrationId }], this.config.heartbeatTimeoutMs)
+            .catch((err) => this.logger.warn(`waiter heartbeat for '${correlationId}' failed`, err));
+        }
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(done, Math.min(this.config.activePollIntervalMs, deadline - now));
+          signal?.addEventListener('abort', done, { once: true });
+          wake = done;
+          function done() {
+            clearTimeout(timer);
+            signal?.removeEventListener('abort', done);
+            wake = undefined;
+            resolve();
+          }
+        });
+      }
+    } finally {
+      unregister();
+      await this.store
+        .deleteSubscriber(correlationId, registrationId)
+        .catch((err) => this.logger.warn(`could not delete the waiter row of '${correlationId}'; it expires on its own`, err));
+    }
+  }
+
+  private async findNext(correlationId: string, watermark: SubscriptionStart, seen: Set<string>): Promise<DeliveredResponse | null> {
+    let after: { createdAtExact: string; id: string } | undefined;
+    for (let page = 0; page < PAGES_PER_POLL; page++) {
+      const rows = await this.store.loadPending(correlationId, watermark, PAGE, after);
+      for (const row of rows) {
+        if (seen.has(row.id)) continue;
+        seen.add(row.id);
+        if (!(await this.store.claimForDelivery(row.id))) continue; // recovery owns it
+        this.local.delivered(row.id);
+        const full = row.envelopeJson === null ? (await this.store.loadMessagesById(correlationId, [row.id]))[0] : row;
+        if (!full?.envelopeJson) continue; // expired between the claim and the read
+        return toDelivered(full);
+      }
+      if (rows.length < PAGE) return null;
+      const last = rows[rows.length - 1]!;
+      after = { createdAtExact: last.createdAtExact, id: last.id };
+    }
+    return null;
+  }
+
+  /**
+   * Stores a response (insert-if-absent, so a retried publish with the same id never replays it), wakes local
+   * waiters, and answers how it was delivered. With `confirm`, it waits up to DeliveryConfirmationTimeout for
+   * a live waiter to take it before routing it to the callback registrations; without, an unacked response is
+   * left to the sweep, which routes it once it is older than that timeout.
+   */
+  async publishResponse(input: PublishResponseInput, options: { confirm: boolean; deadline?: number } = { confirm: true }): Promise<{ id: string; delivery: Delivery; duplicate: boolean }> {
+    const id = (input.id ?? randomUUID()).toLowerCase();
+    const corr = input.correlationId;
+    const envelope = buildEnvelope(input);
+    const live = this.local.has(corr) || (await this.store.countActiveSubscribers(corr)) > 0;
+    const stored = await withRetry(() => this.store.insertMessage(id, corr, envelope, this.config.messageRetentionMs), this.retry(options.deadline));
+    if (stored.ackedAt !== null) return { id, delivery: 'live', duplicate: !stored.inserted };
+    this.local.notify(corr);
+    if (live) {
+      if (!options.confirm) return { id, delivery: 'live', duplicate: !stored.inserted };
+      if (await this.confirmDelivery(id)) return { id, delivery: 'live', duplicate: !stored.inserted };
+    }
+    const registrations = await this.store.loadRegistrations(corr);
+    if (registrations.length === 0) return { id, delivery: 'stored', duplicate: !stored.inserted };
+    const routed = await this.routeToRecovery(id, corr, envelope, registrations, options.deadline);
+    return { id, delivery: routed ? 'recovery' : 'live', duplicate: !stored.inserted };
+  }
+
+  /** Waits for a live waiter (this process: at once; others: the acked_at poll) until the confirmation timeout. */
+  private async confirmDelivery(id: string): Promise<boolean> {
+    let delivered = false;
+    const stop = this.local.onDelivered(id, () => (delivered = true));
+    const deadline = Date.now() + this.config.deliveryConfirmationTimeoutMs;
+    try {
+      while (!delivered && Date.now() < deadline) {
+        try {
+          if (await this.store.isAcknowledged(id)) return true;
+        } catch (err) {
+          if (!isTransientError(err)) throw err; // a transient fault reads as "not yet"
+        }
+        await sleep(Math.min(this.config.deliveryConfirmationPollMs, Math.max(0, deadline - Date.now())));
+      }
+      return delivered;
+    } finally {
+      stop();
+    }
+  }
+
+  /**
+   * The race guard (recovery_claimed = 1 WHERE acked_at IS NULL), then one callback job per registration with
+   * a deterministic id, so a repeat enqueues nothing new. A final response consumes the registrations.
+   * Returns false when a live waiter acked the response first.
+   */
+  async routeToRecovery(id: string, correlationId: string, envelopeJson: string, registrations?: Registration[], deadline?: number): Promise<boolean> {
+    const claimed = await withRetry(() => this.store.claimForRecovery(id), this.retry(deadline));
+    if (!claimed) return false;
+    const regs = registrations ?? (await this.store.loadRegistrations(correlationId));
+    const body = readEnvelope(envelopeJson);
+    const jobs: OutgoingMessage[] = [];
+    for (const reg of regs) {
+      let state: RegistrationState;
+      try {
+        state = JSON.parse(reg.stateJson) as RegistrationState;
+      } catch {
+        this.logger.error(`callback registration ${reg.registrationId} of '${correlationId}' is unreadable; skipped`);
+        continue;
+      }
+      const job: CallbackJob = {
+        callbackUrl: state.CallbackUrl,
+        registrationId: reg.registrationId,
+        response: { correlationId, id, payload: body.payload, final: body.final, ...(body.error !== undefined ? { error: body.error } : {}) },
+      };
+      jobs.push({
+        id: derivedUuid(`callback:${id}:${reg.registrationId}`),
+        queue: CALLBACK_QUEUE,
+        payloadJson: JSON.stringify(job),
+        headers: { 'AR-Correlation-Id': correlationId },
+        delayMs: 0,
+      });
+    }
+    if (jobs.length > 0) await this.publisher.publish(jobs, deadline);
+    if (body.final) {
+      for (const reg of regs) await this.store.deleteRegistration(correlationId, reg.registrationId);
+    }
+    this.logger.info(`response ${id} for '${correlationId}' routed to ${jobs.length} callback registration(s)`);
+    return true;
+  }
+
+  async registerCallback(correlationId: string, callbackUrl: string, ttlMs: number): Promise<{ registrationId: string; expiresAt: Date }> {
+    const registrationId = randomUUID();
+    const state: RegistrationState = { SchemaVersion: 1, RegistrationId: registrationId, CorrelationId: correlationId, CallbackUrl: callbackUrl };
+    const expiresAt = await this.store.saveRegistration(correlationId, registrationId, JSON.stringify(state), ttlMs);
+    return { registrationId, expiresAt };
+  }
+}
+
+function toDelivered(row: ChannelMessage): DeliveredResponse {
+  const body = readEnvelope(row.envelopeJson!);
+  return {
+    correlationId: row.correlationId,
+    id: row.id,
+    payload: body.payload,
+    final: body.final,
+    ...(body.error !== undefined ? { error: body.error } : {}),
+    createdAt: row.createdAt,
+  };
+}

@@ -1,0 +1,23 @@
+import { extractCorrelationId } from '../channel/correlation-extractor';
+import type { ResponseChannel } from '../channel/response-channel';
+import { correlationIdProblem } from '../correlation-id';
+import { PermanentJobError, type JobHandler } from '../transport/job';
+
+/**
+ * The `response` queue's handler: raw response JSON dropped in by any system (over HTTP or straight into the
+ * table) is published to the channel under its correlation id, with the job id as the response id so a
+ * redelivered job never stores it twice. A message without a usable id is dead-lettered at once.
+ */
+export function responseIngressHandler(channel: ResponseChannel, jsonPaths: readonly string[]): JobHandler {
+  return async (job) => {
+    const correlationId = extractCorrelationId(job.headers, job.payload, jsonPaths);
+    if (correlationId === undefined) {
+      throw new PermanentJobError(`the response has no correlation id: no AR-Correlation-Id header and none at ${jsonPaths.join(', ')}`);
+    }
+    const why = correlationIdProblem(correlationId);
+    if (why) throw new PermanentJobError(`the response's correlation id ${why}`);
+    const final = !(job.payload && typeof job.payload === 'object' && (job.payload as Record<string, unknown>).Final === false);
+    await channel.publishResponse({ correlationId, id: job.id, payload: job.payload, final }, { confirm: false });
+    return undefined;
+  };
+}

@@ -1,0 +1,111 @@
+// PostgreSQL twins of the channel statements (SQL Server: stores/sqlserver/channel-statements.ts).
+// correlation_id uses COLLATE "C" (deterministic, byte order): ids differing only in case stay distinct.
+
+import type { ChannelNames, ChannelTable } from '../../channel/types';
+import { quoteIdentifier } from '../../sql/identifiers';
+
+const q = (n: string) => quoteIdentifier(n, 'postgres');
+const MS = "* interval '1 millisecond'";
+
+export function channelTables(n: ChannelNames) {
+  return {
+    r: `${q(n.schema)}.${q(n.recoveryTable)}`,
+    m: `${q(n.schema)}.${q(n.messageTable)}`,
+    s: `${q(n.schema)}.${q(n.subscriberTable)}`,
+    seq: `${q(n.schema)}.${q(n.ackSequence)}`,
+  };
+}
+
+/** One script, run statement by statement under the schema advisory lock. Idempotent. */
+export function channelDdl(n: ChannelNames): string[] {
+  const { r, m, s, seq } = channelTables(n);
+  return [
+    `CREATE SCHEMA IF NOT EXISTS ${q(n.schema)}`,
+    `CREATE TABLE IF NOT EXISTS ${r} (
+    correlation_id text COLLATE "C" NOT NULL,
+    registration_id uuid NOT NULL,
+    state_json text NOT NULL,
+    expires_at timestamptz NOT NULL,
+    registered_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    PRIMARY KEY (correlation_id, registration_id))`,
+    `CREATE INDEX IF NOT EXISTS ${q(n.recoveryExpiresIndex)} ON ${r} (expires_at)`,
+    `CREATE TABLE IF NOT EXISTS ${m} (
+    id uuid NOT NULL PRIMARY KEY,
+    correlation_id text COLLATE "C" NOT NULL,
+    envelope_json text NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    expires_at timestamptz NOT NULL,
+    acked_at timestamptz NULL,
+    acked_seq bigint NULL,
+    recovery_claimed boolean NOT NULL DEFAULT false)`,
+    `ALTER TABLE ${m} ADD COLUMN IF NOT EXISTS acked_seq bigint NULL`,
+    `CREATE SEQUENCE IF NOT EXISTS ${seq} AS bigint START WITH 1`,
+    `CREATE INDEX IF NOT EXISTS ${q(n.messageCorrelationCreatedIndex)} ON ${m} (correlation_id, created_at)`,
+    `CREATE INDEX IF NOT EXISTS ${q(n.messageExpiresIndex)} ON ${m} (expires_at)`,
+    `CREATE TABLE IF NOT EXISTS ${s} (
+    correlation_id text COLLATE "C" NOT NULL,
+    registration_id uuid NOT NULL,
+    instance_id text NOT NULL,
+    expires_at timestamptz NOT NULL,
+    PRIMARY KEY (correlation_id, registration_id))`,
+    `CREATE INDEX IF NOT EXISTS ${q(n.subscriberExpiresIndex)} ON ${s} (expires_at)`,
+  ];
+}
+
+export function channelStatements(n: ChannelNames) {
+  const { r, m, s, seq } = channelTables(n);
+  const cols = `id, correlation_id, created_at, created_at::text AS created_at_exact, acked_at, acked_seq::text AS acked_seq, recovery_claimed`;
+  return {
+    saveRegistration: `INSERT INTO ${r} (correlation_id, registration_id, state_json, expires_at, registered_at)
+VALUES ($1, $2, $3, clock_timestamp() + $4::bigint ${MS}, clock_timestamp())
+ON CONFLICT (correlation_id, registration_id) DO UPDATE
+SET state_json = EXCLUDED.state_json, expires_at = EXCLUDED.expires_at, registered_at = EXCLUDED.registered_at
+RETURNING expires_at`,
+    loadRegistrations: `SELECT correlation_id, registration_id, state_json, registered_at, expires_at FROM ${r}
+WHERE correlation_id = $1 AND expires_at > now() ORDER BY registered_at, registration_id`,
+    deleteRegistration: `DELETE FROM ${r} WHERE correlation_id = $1 AND registration_id = $2`,
+    // SQL Server: INSERT … WHERE NOT EXISTS (… WITH (UPDLOCK, HOLDLOCK)) OUTPUT inserted.created_at.
+    insertMessage: `INSERT INTO ${m} (id, correlation_id, envelope_json, expires_at)
+VALUES ($1, $2, $3, clock_timestamp() + $4::bigint ${MS})
+ON CONFLICT (id) DO NOTHING
+RETURNING created_at`,
+    storedMessage: `SELECT created_at, acked_at, acked_seq::text AS acked_seq FROM ${m} WHERE id = $1`,
+    loadPending: `SELECT ${cols}, CASE WHEN acked_at IS NULL THEN envelope_json END AS envelope_json FROM ${m}
+WHERE correlation_id = $1 AND expires_at > now() AND NOT recovery_claimed
+  AND (acked_at IS NULL OR acked_at > $2::timestamptz OR (acked_at = $2::timestamptz AND acked_seq > $3::bigint))
+  AND ($5::timestamptz IS NULL OR created_at > $5::timestamptz OR (created_at = $5::timestamptz AND id > $6::uuid))
+ORDER BY created_at, id
+LIMIT $4`,
+    loadById: `SELECT ${cols}, envelope_json FROM ${m}
+WHERE correlation_id = $1 AND id = ANY($2::uuid[]) AND expires_at > now()
+ORDER BY created_at, id`,
+    // Only the first delivery stamps acked_at/acked_seq; later ones (fan-out) still answer true.
+    claimForDelivery: `UPDATE ${m}
+SET acked_at = COALESCE(acked_at, clock_timestamp()),
+    acked_seq = CASE WHEN acked_at IS NULL THEN nextval('${seq.replace(/'/g, "''")}') ELSE acked_seq END
+WHERE id = $1 AND NOT recovery_claimed AND expires_at > now()
+RETURNING id`,
+    // The race guard: a live delivery and recovery cannot both own a response.
+    claimForRecovery: `UPDATE ${m} SET recovery_claimed = true WHERE id = $1 AND acked_at IS NULL RETURNING id`,
+    isAcknowledged: `SELECT EXISTS (SELECT 1 FROM ${m} WHERE id = $1 AND acked_at IS NOT NULL AND expires_at > now()) AS acked`,
+    subscriptionStart: `SELECT clock_timestamp()::text AS started_at, nextval('${seq.replace(/'/g, "''")}')::text AS started_seq`,
+    findOverdue: `SELECT x.id, x.correlation_id, x.envelope_json FROM ${m} AS x
+WHERE x.acked_at IS NULL AND NOT x.recovery_claimed AND x.expires_at > now()
+  AND x.created_at < now() - $1::bigint ${MS}
+  AND EXISTS (SELECT 1 FROM ${r} AS g WHERE g.correlation_id = x.correlation_id AND g.expires_at > now())
+ORDER BY x.created_at
+LIMIT $2`,
+    upsertSubscriber: `INSERT INTO ${s} (correlation_id, registration_id, instance_id, expires_at)
+VALUES ($1, $2, $3, clock_timestamp() + $4::bigint ${MS})
+ON CONFLICT (correlation_id, registration_id) DO UPDATE SET instance_id = EXCLUDED.instance_id, expires_at = EXCLUDED.expires_at`,
+    heartbeatSubscribers: `INSERT INTO ${s} (correlation_id, registration_id, instance_id, expires_at)
+SELECT x.c, x.r, $3, clock_timestamp() + $4::bigint ${MS} FROM unnest($1::text[], $2::uuid[]) AS x(c, r)
+ON CONFLICT (correlation_id, registration_id) DO UPDATE SET instance_id = EXCLUDED.instance_id, expires_at = EXCLUDED.expires_at`,
+    deleteSubscriber: `DELETE FROM ${s} WHERE correlation_id = $1 AND registration_id = $2`,
+    countSubscribers: `SELECT count(*)::int AS n FROM ${s} WHERE correlation_id = $1 AND expires_at > now()`,
+    prune: (table: ChannelTable) => {
+      const t = table === 'messages' ? m : table === 'subscribers' ? s : r;
+      return `DELETE FROM ${t} WHERE ctid IN (SELECT ctid FROM ${t} WHERE expires_at <= now() LIMIT 1000)`;
+    },
+  };
+}

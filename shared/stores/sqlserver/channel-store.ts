@@ -1,0 +1,455 @@
+// The SQL Server channel store: the ChannelStore port over one mssql pool — usually the pool the transport
+// store also uses (open.ts), so close() leaves the pool alone unless the store owns it. Statement text lives
+// in channel-statements.ts, catalog rules in channel-verify.ts; this file binds parameters, maps rows and runs
+// the schema step.
+
+import type * as sql from 'mssql';
+import type {
+  ChannelMessage,
+  ChannelNames,
+  ChannelStore,
+  ChannelTable,
+  DbTimestamp,
+  InsertedMessage,
+  OverdueMessage,
+  Registration,
+  SubscriptionStart,
+} from '../../channel/types';
+import type { Logger } from '../../log';
+import { sqlServerErrorNumbers } from '../../sql/transient';
+import { channelStatements, HEARTBEAT_CHUNK, HYDRATE_CHUNK, type ChannelStatements } from './channel-statements';
+import {
+  CHANNEL_VERIFICATION_FIX_HINT,
+  channelAbsentMessage,
+  evaluateChannelCatalog,
+  readChannelCatalog,
+} from './channel-verify';
+import { newRequest } from './connection';
+import type { Statement } from './statements';
+import { connectPool, settlePoolConnect } from './store';
+
+export interface SqlServerChannelStoreOptions {
+  names: ChannelNames;
+  /** true: create the schema, tables, sequence and indexes under the schema applock; false: verify only. */
+  autoCreateSchema: boolean;
+  logger: Logger;
+  /** true: close() closes the pool. Default false: the pool is shared with the transport store. */
+  ownsPool?: boolean;
+}
+
+/** Spec MaxPersistenceTtl: 3650 days, also where the ms-split DATEADD stays exact. */
+export const MAX_CHANNEL_TTL_MS = 3650 * 24 * 60 * 60 * 1000;
+const MAX_INT = 2_147_483_647;
+const DUPLICATE_KEY_NUMBERS = [2627, 2601];
+const INSERT_DUPLICATE_RACE_ATTEMPTS = 3;
+/**
+ * Style 121 text of a datetime2 (what the store hands out, UTC without a zone), or ISO 8601 with a 'T';
+ * 0–7 fraction digits; an explicit UTC designator (Z, +00, +00:00) is accepted and dropped.
+ */
+const DB_TIMESTAMP = /^(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2}(?:\.\d{1,7})?)(?:Z|[+-]00(?::?00)?)?$/i;
+const GUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+type Row = Record<string, unknown>;
+
+const lower = (value: unknown) => String(value).toLowerCase();
+
+function rows(result: sql.IResult<unknown>, index = 0): Row[] {
+  const sets = result.recordsets as unknown as Row[][];
+  return sets[index] ?? [];
+}
+
+/** The first row of the first non-empty result set (for batches whose answer may come from either branch). */
+function firstRowOfAnySet(result: sql.IResult<unknown>): Row | undefined {
+  const sets = (result.recordsets as unknown as Row[][] | undefined) ?? [];
+  for (const set of sets) if (set.length > 0) return set[0];
+  return undefined;
+}
+
+async function rollbackQuietly(tx: sql.Transaction): Promise<void> {
+  try {
+    await tx.rollback();
+  } catch {
+    /* already rolled back by the server (a batch-aborting error, a broken connection) */
+  }
+}
+
+/** A non-negative duration in whole milliseconds, at most 3650 days (the DATEADD split is exact up to there). */
+export function durationMs(value: number, what: string): number {
+  if (!Number.isFinite(value) || value < 0) throw new RangeError(`${what} must be a non-negative number of milliseconds, not ${value}`);
+  if (value > MAX_CHANNEL_TTL_MS) throw new RangeError(`${what} of ${value} ms exceeds the 3650-day maximum`);
+  return Math.ceil(value);
+}
+
+function limitOf(limit: number): number {
+  const n = Math.floor(limit);
+  return n > 0 ? Math.min(n, MAX_INT) : 0;
+}
+
+/** A DbTimestamp as the parameter text CONVERT(datetime2(7), @p, 121) reads; rejects anything else. */
+export function dbTimestampParam(value: DbTimestamp, what: string): string {
+  const match = typeof value === 'string' ? DB_TIMESTAMP.exec(value) : null;
+  if (!match) {
+    throw new TypeError(
+      `${what} '${String(value)}' is not a UTC timestamp this store can read ('yyyy-mm-dd hh:mi:ss.fffffff', as it hands them out)`,
+    );
+  }
+  return `${match[1]} ${match[2]}`;
+}
+
+function sequenceParam(value: string, what: string): string {
+  if (typeof value !== 'string' || !/^-?\d{1,19}$/.test(value)) throw new TypeError(`${what} '${String(value)}' is not a bigint`);
+  return value;
+}
+
+function seqText(value: unknown): string | null {
+  return value === null || value === undefined ? null : String(value);
+}
+
+/**
+ * SQL Server's uniqueidentifier order (SqlGuid): bytes 10–15, then 8–9, 6–7, 4–5, 0–3 of the .NET byte layout,
+ * whose first three groups are little-endian. Only used to merge hydration chunks that the server ordered
+ * separately; everything else keeps the server's order.
+ */
+export function sqlServerGuidKey(id: string): string {
+  const hex = id.replace(/-/g, '').toLowerCase();
+  const byte = (i: number) => hex.slice(i * 2, i * 2 + 2);
+  // string bytes: 0-3 Data1 (big-endian text), 4-5 Data2, 6-7 Data3, 8-15 Data4
+  return [10, 11, 12, 13, 14, 15, 8, 9, 7, 6, 5, 4, 3, 2, 1, 0].map(byte).join('');
+}
+
+export function compareSqlServerGuids(a: string, b: string): number {
+  const ka = sqlServerGuidKey(a);
+  const kb = sqlServerGuidKey(b);
+  return ka < kb ? -1 : ka > kb ? 1 : 0;
+}
+
+function toMessage(row: Row): ChannelMessage {
+  return {
+    id: lower(row.id),
+    correlationId: String(row.correlation_id),
+    envelopeJson: row.envelope_json === null || row.envelope_json === undefined ? null : String(row.envelope_json),
+    // tedious keeps the sub-millisecond ticks in the Date's non-enumerable nanosecondsDelta; exact text below
+    createdAt: row.created_at as Date,
+    createdAtExact: String(row.created_at_exact),
+    ackedAt: (row.acked_at as Date | null | undefined) ?? null,
+    ackedSeq: seqText(row.acked_seq),
+    recoveryClaimed: row.recovery_claimed === true || row.recovery_claimed === 1,
+  };
+}
+
+export class SqlServerChannelStore implements ChannelStore {
+  readonly kind = 'sqlserver' as const;
+  readonly names: ChannelNames;
+  private readonly statements: ChannelStatements;
+  private readonly logger: Logger;
+  private readonly ownsPool: boolean;
+  private schemaReady = false;
+  private schemaAttempt: Promise<void> | null = null;
+
+  constructor(
+    private readonly pool: sql.ConnectionPool,
+    private readonly options: SqlServerChannelStoreOptions,
+  ) {
+    this.names = options.names;
+    this.statements = channelStatements(options.names); // re-validates every name that reaches SQL text
+    this.logger = options.logger;
+    this.ownsPool = options.ownsPool ?? false;
+  }
+
+  // ---- schema -------------------------------------------------------------------------------------------
+
+  /**
+   * Single-flight; latched after success. AutoCreate: the DDL batch (committed), then verification on a fresh
+   * request outside the transaction. Operator path: verification only; objects not there yet throw a
+   * "does not exist" error and are checked again by the next operation.
+   */
+  async ensureSchema(): Promise<void> {
+    if (this.schemaReady) return;
+    this.schemaAttempt ??= this.runSchemaAttempt().finally(() => {
+      this.schemaAttempt = null;
+    });
+    await this.schemaAttempt;
+  }
+
+  private async runSchemaAttempt(): Promise<void> {
+    await connectPool(this.pool);
+    const autoCreate = this.options.autoCreateSchema;
+    if (autoCreate) await this.runDdl();
+    const result = evaluateChannelCatalog(await readChannelCatalog(this.pool, this.names), this.names, { autoCreate });
+    for (const warning of result.warnings) this.logger.warn(warning);
+    const problems = result.migration ? [...result.problems, result.migration] : result.problems;
+    if (problems.length > 0) throw new Error(`${problems.join(' ')} ${CHANNEL_VERIFICATION_FIX_HINT}`);
+    if (result.absent.length > 0) throw new Error(channelAbsentMessage(result.absent));
+    this.schemaReady = true;
+  }
+
+  /** The whole channel DDL in one transaction under the schema applock. */
+  private async runDdl(): Promise<void> {
+    const tx = this.pool.transaction();
+    try {
+      await tx.begin();
+      await this.run(this.statements.ddl, {}, tx);
+      await tx.commit();
+    } catch (err) {
+      await rollbackQuietly(tx);
+      await this.diagnoseDdlFailure(err);
+    }
+  }
+
+  /**
+   * A DDL failure may be a name collision (another component's table, a view holding a name). Verification on
+   * a fresh request names it; otherwise (nothing found, or the diagnosis itself fails) the original error is
+   * rethrown untouched, so e.g. a permission error stays the driver's error.
+   */
+  private async diagnoseDdlFailure(original: unknown): Promise<never> {
+    let problems: string[];
+    try {
+      const catalog = await readChannelCatalog(this.pool, this.names);
+      // operator mode: an object the failed batch did not get to create is not a collision
+      problems = evaluateChannelCatalog(catalog, this.names, { autoCreate: false, skipIndexes: true }).problems;
+    } catch {
+      throw original;
+    }
+    if (problems.length === 0) throw original;
+    throw new Error(
+      `${problems.join(' ')} Give this component its own object names (or its own schema) so two AsyncResponse ` +
+        'components cannot share one name.',
+      { cause: original },
+    );
+  }
+
+  private async run<P extends string>(
+    statement: Statement<P>,
+    values: Record<P, unknown>,
+    parent?: sql.Transaction,
+  ): Promise<sql.IResult<unknown>> {
+    const request = newRequest(parent ?? this.pool);
+    for (const name of Object.keys(statement.params) as P[]) {
+      request.input(name, statement.params[name], values[name]);
+    }
+    return request.query(statement.text);
+  }
+
+  // ---- recovery registrations ---------------------------------------------------------------------------
+
+  async saveRegistration(correlationId: string, registrationId: string, stateJson: string, ttlMs: number): Promise<Date> {
+    const ttl = durationMs(ttlMs, 'registration TTL');
+    await this.ensureSchema();
+    const result = await this.run(this.statements.saveRegistration, {
+      correlation_id: correlationId,
+      registration_id: registrationId,
+      state_json: stateJson,
+      ttl_ms: ttl,
+    });
+    const expires = rows(result)[0]?.expires_at;
+    if (!(expires instanceof Date)) throw new Error(`saving the registration ${registrationId} returned no expires_at`);
+    return expires;
+  }
+
+  async loadRegistrations(correlationId: string): Promise<Registration[]> {
+    await this.ensureSchema();
+    const result = await this.run(this.statements.loadRegistrations, { correlation_id: correlationId });
+    return rows(result).map((r) => ({
+      correlationId: String(r.correlation_id),
+      registrationId: lower(r.registration_id),
+      stateJson: String(r.state_json),
+      registeredAt: r.registered_at as Date,
+      expiresAt: r.expires_at as Date,
+    }));
+  }
+
+  async deleteRegistration(correlationId: string, registrationId: string): Promise<boolean> {
+    await this.ensureSchema();
+    const result = await this.run(this.statements.deleteRegistration, {
+      correlation_id: correlationId,
+      registration_id: registrationId,
+    });
+    return Number(rows(result)[0]?.affected ?? 0) > 0;
+  }
+
+  // ---- messages -----------------------------------------------------------------------------------------
+
+  async insertMessage(id: string, correlationId: string, envelopeJson: string, retentionMs: number): Promise<InsertedMessage> {
+    const retention = durationMs(retentionMs, 'message retention');
+    await this.ensureSchema();
+    const values = { id, correlation_id: correlationId, envelope_json: envelopeJson, retention_ms: retention };
+    const result = await this.insertWithDuplicateRaceRetry(values);
+    const row = firstRowOfAnySet(result);
+    if (!row) {
+      throw new Error(
+        `channel message ${id} already existed, but its row is gone (it expired and was pruned meanwhile); ` +
+          'publish the response under a new id.',
+      );
+    }
+    return {
+      id: id.toLowerCase(),
+      inserted: row.inserted === true || row.inserted === 1,
+      createdAt: row.created_at as Date,
+      ackedAt: (row.acked_at as Date | null | undefined) ?? null,
+      ackedSeq: seqText(row.acked_seq),
+    };
+  }
+
+  /**
+   * UPDLOCK, HOLDLOCK makes a duplicate-key race rare; when one still happens (2627/2601) the INSERT was
+   * rolled back, so the batch runs again and now reads the stored row as a duplicate.
+   */
+  private async insertWithDuplicateRaceRetry(values: Record<'id' | 'correlation_id' | 'envelope_json' | 'retention_ms', unknown>) {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.run(this.statements.insertMessage, values);
+      } catch (err) {
+        const duplicate = sqlServerErrorNumbers(err).some((n) => DUPLICATE_KEY_NUMBERS.includes(n));
+        if (!duplicate || attempt >= INSERT_DUPLICATE_RACE_ATTEMPTS) throw err;
+        this.logger.debug('channel insert lost a duplicate-key race; re-running the insert-if-absent', err);
+      }
+    }
+  }
+
+  async loadPending(
+    correlationId: string,
+    watermark: SubscriptionStart,
+    limit: number,
+    after?: { createdAtExact: DbTimestamp; id: string },
+  ): Promise<ChannelMessage[]> {
+    const top = limitOf(limit);
+    if (top === 0) return [];
+    const base = {
+      limit: top,
+      correlation_id: correlationId,
+      started_at: dbTimestampParam(watermark.startedAt, 'watermark startedAt'),
+      started_seq: sequenceParam(watermark.startedSeq, 'watermark startedSeq'),
+    };
+    if (after && !GUID.test(after.id)) throw new TypeError(`cursor id '${after.id}' is not a GUID`);
+    const afterText = after ? dbTimestampParam(after.createdAtExact, 'cursor createdAtExact') : undefined;
+    await this.ensureSchema();
+    const result =
+      after && afterText !== undefined
+        ? await this.run(this.statements.loadPendingAfter, { ...base, after_created_at: afterText, after_id: after.id })
+        : await this.run(this.statements.loadPendingFirst, base);
+    return rows(result).map(toMessage);
+  }
+
+  async loadMessagesById(correlationId: string, ids: readonly string[]): Promise<ChannelMessage[]> {
+    const unique = [...new Set(ids.map((id) => id.toLowerCase()))].filter((id) => GUID.test(id));
+    if (unique.length === 0) return [];
+    await this.ensureSchema();
+    const out: ChannelMessage[] = [];
+    for (let i = 0; i < unique.length; i += HYDRATE_CHUNK) {
+      const chunk = unique.slice(i, i + HYDRATE_CHUNK);
+      const result = await this.run(this.statements.loadMessagesById, { correlation_id: correlationId, ids: JSON.stringify(chunk) });
+      out.push(...rows(result).map(toMessage));
+    }
+    if (unique.length > HYDRATE_CHUNK) {
+      // each chunk came back in (created_at, id) order; merge them in the server's order
+      out.sort((a, b) =>
+        a.createdAtExact < b.createdAtExact ? -1 : a.createdAtExact > b.createdAtExact ? 1 : compareSqlServerGuids(a.id, b.id),
+      );
+    }
+    return out;
+  }
+
+  async claimForDelivery(id: string): Promise<boolean> {
+    await this.ensureSchema();
+    return rows(await this.run(this.statements.claimForDelivery, { id })).length > 0;
+  }
+
+  async claimForRecovery(id: string): Promise<boolean> {
+    await this.ensureSchema();
+    return rows(await this.run(this.statements.claimForRecovery, { id })).length > 0;
+  }
+
+  async isAcknowledged(id: string): Promise<boolean> {
+    await this.ensureSchema();
+    const value = rows(await this.run(this.statements.isAcknowledged, { id }))[0]?.acknowledged;
+    return value === true || value === 1;
+  }
+
+  async subscriptionStart(): Promise<SubscriptionStart> {
+    await this.ensureSchema();
+    const row = rows(await this.run(this.statements.subscriptionStart, {}))[0];
+    if (!row) throw new Error('the subscription watermark query returned no row');
+    return { startedAt: String(row.started_at), startedSeq: String(row.started_seq) };
+  }
+
+  async findOverdueWithRegistrations(olderThanMs: number, limit: number): Promise<OverdueMessage[]> {
+    const top = limitOf(limit);
+    if (top === 0) return [];
+    const olderThan = durationMs(olderThanMs, 'overdue age');
+    await this.ensureSchema();
+    const result = await this.run(this.statements.findOverdueWithRegistrations, { limit: top, neg_older_than_ms: -olderThan });
+    return rows(result).map((r) => ({
+      id: lower(r.id),
+      correlationId: String(r.correlation_id),
+      envelopeJson: String(r.envelope_json),
+    }));
+  }
+
+  // ---- subscribers --------------------------------------------------------------------------------------
+
+  async upsertSubscriber(correlationId: string, registrationId: string, instanceId: string, ttlMs: number): Promise<void> {
+    const ttl = durationMs(ttlMs, 'subscriber TTL');
+    await this.ensureSchema();
+    await this.run(this.statements.upsertSubscriber, {
+      correlation_id: correlationId,
+      registration_id: registrationId,
+      instance_id: instanceId,
+      ttl_ms: ttl,
+    });
+  }
+
+  async heartbeatSubscribers(
+    instanceId: string,
+    registrations: ReadonlyArray<{ correlationId: string; registrationId: string }>,
+    ttlMs: number,
+  ): Promise<void> {
+    if (registrations.length === 0) return;
+    const ttl = durationMs(ttlMs, 'subscriber TTL');
+    // a key twice in one MERGE source is error 8672: correlation ids are exact, registration ids case-free
+    const seen = new Set<string>();
+    const unique = registrations.filter((r) => {
+      const key = `${r.correlationId}\u0000${r.registrationId.toLowerCase()}`;
+      if (seen.has(key)) return false;
+      seen.add(key);
+      return true;
+    });
+    await this.ensureSchema();
+    for (let i = 0; i < unique.length; i += HEARTBEAT_CHUNK) {
+      const chunk = unique.slice(i, i + HEARTBEAT_CHUNK).map((r) => ({ c: r.correlationId, r: r.registrationId }));
+      await this.run(this.statements.heartbeatSubscribers, { rows: JSON.stringify(chunk), instance_id: instanceId, ttl_ms: ttl });
+    }
+  }
+
+  async deleteSubscriber(correlationId: string, registrationId: string): Promise<void> {
+    await this.ensureSchema();
+    await this.run(this.statements.deleteSubscriber, { correlation_id: correlationId, registration_id: registrationId });
+  }
+
+  async countActiveSubscribers(correlationId: string): Promise<number> {
+    await this.ensureSchema();
+    const result = await this.run(this.statements.countActiveSubscribers, { correlation_id: correlationId });
+    return Number(rows(result)[0]?.active ?? 0);
+  }
+
+  // ---- prune --------------------------------------------------------------------------------------------
+
+  async pruneExpiredBatch(table: ChannelTable): Promise<number> {
+    const statement =
+      table === 'messages'
+        ? this.statements.pruneMessages
+        : table === 'subscribers'
+          ? this.statements.pruneSubscribers
+          : table === 'recovery'
+            ? this.statements.pruneRecovery
+            : undefined;
+    if (!statement) throw new TypeError(`unknown channel table '${String(table)}'`);
+    await this.ensureSchema();
+    return Number(rows(await this.run(statement, {}))[0]?.deleted ?? 0);
+  }
+
+  async close(): Promise<void> {
+    // mssql refuses to close a pool while it is connecting
+    await settlePoolConnect(this.pool);
+    if (this.ownsPool) await this.pool.close();
+  }
+}

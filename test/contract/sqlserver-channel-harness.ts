@@ -1,0 +1,78 @@
+// The SQL Server channel harness of the contract suite (loaded only when MSSQL_CONNECTION_STRING is set): a
+// channel store on its own schema and pool, raw T-SQL for test manipulations, and cleanup that drops the
+// three tables, the sequence and the schema.
+
+import type * as sql from 'mssql';
+import { DEFAULT_CHANNEL_TABLES, type ChannelNames, type ChannelStore } from '../../shared/channel/types';
+import { silentLogger } from '../../shared/log';
+import { channelNames } from '../../shared/sql/identifiers';
+import { SqlServerChannelStore } from '../../shared/stores/sqlserver/channel-store';
+import { createSqlServerPool } from '../../shared/stores/sqlserver/connection';
+
+export interface SqlServerChannelHarness {
+  store: ChannelStore;
+  names: ChannelNames;
+  raw: {
+    /** Runs test-only T-SQL on an admin connection (no parameters; inputs must be validated by the caller). */
+    exec(text: string): Promise<void>;
+    /** Same, returning the first result set. */
+    query<T = Record<string, unknown>>(text: string): Promise<T[]>;
+  };
+  /** Another channel store on its own pool and the same schema (a second process). */
+  openPeer(options?: { autoCreateSchema?: boolean }): Promise<ChannelStore>;
+  close(): Promise<void>;
+}
+
+export async function sqlServerChannelHarness(
+  connectionString: string,
+  schema: string,
+  options: { autoCreateSchema?: boolean } = {},
+): Promise<SqlServerChannelHarness> {
+  const names = channelNames(schema, DEFAULT_CHANNEL_TABLES, 'sqlserver');
+  const pools: sql.ConnectionPool[] = [];
+  const stores: ChannelStore[] = [];
+  const open = (poolMax: number) => {
+    const pool = createSqlServerPool({ connectionString, poolMax, poolMin: 0, connectTimeoutMs: 15_000, requestTimeoutMs: 30_000 });
+    pools.push(pool);
+    return pool;
+  };
+  const storeOn = (pool: sql.ConnectionPool, autoCreateSchema: boolean) => {
+    const store = new SqlServerChannelStore(pool, { names, autoCreateSchema, logger: silentLogger, ownsPool: false });
+    stores.push(store);
+    return store;
+  };
+
+  const admin = open(2);
+  await admin.connect();
+  const query = async <T,>(text: string): Promise<T[]> => (await admin.request().query(text)).recordset as unknown as T[];
+  const s = `[${schema}]`;
+
+  const store = storeOn(open(10), options.autoCreateSchema ?? true);
+  return {
+    store,
+    names,
+    raw: {
+      exec: async (text) => {
+        await admin.request().query(text);
+      },
+      query,
+    },
+    openPeer: async (peer = {}) => storeOn(open(4), peer.autoCreateSchema ?? true),
+    close: async () => {
+      try {
+        await admin.request().query(
+          [
+            `DROP TABLE IF EXISTS ${s}.[${names.recoveryTable}];`,
+            `DROP TABLE IF EXISTS ${s}.[${names.messageTable}];`,
+            `DROP TABLE IF EXISTS ${s}.[${names.subscriberTable}];`,
+            `DROP SEQUENCE IF EXISTS ${s}.[${names.ackSequence}];`,
+            `IF SCHEMA_ID(N'${schema}') IS NOT NULL EXEC (N'DROP SCHEMA ${s}');`,
+          ].join('\n'),
+        );
+      } finally {
+        for (const st of stores) await st.close().catch(() => undefined);
+        for (const pool of pools) await pool.close().catch(() => undefined);
+      }
+    },
+  };
+}

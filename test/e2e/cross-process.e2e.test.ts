@@ -1,0 +1,102 @@
+// Two local hosts (separate Node processes, as two Function instances) on one PostgreSQL server: a response
+// published on one reaches a waiter on the other through the database alone.
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import * as path from 'node:path';
+import { Client } from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newSchema } from '../contract/fixtures';
+import { eventually, sleep } from '../support/messages';
+
+const PG_URL = process.env.PG_URL;
+if (!PG_URL) console.warn('[e2e:cross-process] skipped: PG_URL is not set (two processes need a shared database server)');
+const root = path.resolve(__dirname, '../..');
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+    s.on('error', reject);
+  });
+}
+
+interface Host {
+  url: string;
+  proc: ChildProcess;
+  output: string[];
+}
+
+async function startHost(schema: string): Promise<Host> {
+  const port = await freePort();
+  const output: string[] = [];
+  const proc = spawn(process.execPath, [path.join(root, 'dist/local/main.js')], {
+    cwd: root,
+    env: {
+      ...process.env,
+      PORT: String(port),
+      DATABASE_URL: PG_URL,
+      SQL_SCHEMA: schema,
+      DRAIN_WORKER_SCHEDULE: '*/1 * * * * *',
+      DRAIN_BUDGET_SECONDS: '5',
+      DRAIN_IDLE_GRACE_SECONDS: '0.5',
+      LOG_LEVEL: 'warn',
+      LOCAL_FUNCTION_KEY: '',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  proc.stdout!.on('data', (d: Buffer) => output.push(d.toString()));
+  proc.stderr!.on('data', (d: Buffer) => output.push(d.toString()));
+  const url = `http://127.0.0.1:${port}/api`;
+  await eventually(async () => (await fetch(`${url}/health`)).status === 200, `host on :${port} to be healthy`, 20_000, 100);
+  return { url, proc, output };
+}
+
+describe.skipIf(!PG_URL)('cross-process delivery (two hosts, one PostgreSQL server)', () => {
+  const schema = newSchema();
+  let a: Host;
+  let b: Host;
+
+  beforeAll(async () => {
+    execFileSync(process.execPath, [path.join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: root });
+    a = await startHost(schema);
+    b = await startHost(schema);
+  }, 90_000);
+
+  afterAll(async () => {
+    for (const h of [a, b]) {
+      if (!h) continue;
+      h.proc.kill('SIGTERM');
+      await new Promise((r) => h.proc.once('exit', r));
+    }
+    const c = new Client({ connectionString: PG_URL });
+    await c.connect();
+    await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await c.end();
+  });
+
+  it('a response published on host A reaches the waiting GET on host B within a poll interval', async () => {
+    const waiting = fetch(`${b.url}/responses?correlationId=xp-1&waitSeconds=20`);
+    await sleep(300);
+    const started = Date.now();
+    const post = await fetch(`${a.url}/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ correlationId: 'xp-1', payload: { from: 'A' } }) });
+    expect(post.status).toBe(202);
+    expect(await post.json()).toMatchObject({ delivery: 'live' });
+    const res = await waiting;
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ correlationId: 'xp-1', payload: { from: 'A' } });
+    expect(Date.now() - started).toBeLessThan(2000);
+  });
+
+  it('a job published on host A is answered to a waiter on host B', async () => {
+    const waiting = fetch(`${b.url}/responses?correlationId=xp-job&waitSeconds=20`);
+    await sleep(200);
+    const pub = await fetch(`${a.url}/queues/worker/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ payload: { n: 7 }, correlationId: 'xp-job' }) });
+    expect(pub.status).toBe(201);
+    const res = await waiting;
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ payload: { n: 7 } });
+  });
+});

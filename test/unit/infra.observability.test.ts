@@ -1,0 +1,56 @@
+// The metric names in infra/modules/observability.bicep: the list at the top of the module is the contract with
+// the telemetry code, and every query in the workbook and the alerts may only use names from that list (a typo
+// in KQL gives an empty chart or an alert that never fires, silently).
+
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const MODULE = join(__dirname, '..', '..', 'infra', 'modules', 'observability.bicep');
+const src = readFileSync(MODULE, 'utf8');
+
+const EXPECTED = [
+  'asyncresponse.jobs.published',
+  'asyncresponse.jobs.claimed',
+  'asyncresponse.jobs.completed',
+  'asyncresponse.jobs.failed',
+  'asyncresponse.jobs.deadlettered',
+  'asyncresponse.jobs.redelivered',
+  'asyncresponse.queue.ready',
+  'asyncresponse.queue.delayed',
+  'asyncresponse.queue.leased',
+  'asyncresponse.queue.deadlettered',
+  'asyncresponse.queue.oldest_ready_age_seconds',
+  'asyncresponse.drain.duration_ms',
+  'asyncresponse.channel.sweep.duration_ms',
+  'asyncresponse.prune.deleted',
+];
+
+/** Names listed in the header comment: lines like `//   asyncresponse.x.y   kind   dims`. */
+function listedNames(): string[] {
+  return [...src.matchAll(/^\/\/\s+(asyncresponse\.[a-z_.]+[a-z_])\s+(counter|gauge|value)\b/gm)].map((m) => m[1]!);
+}
+
+describe('infra: observability metric names', () => {
+  it('lists exactly the metrics the telemetry emits, once each', () => {
+    const listed = listedNames();
+    expect(listed).toEqual(EXPECTED);
+  });
+
+  it('queries only listed metrics (prefixes in replace_string must match a listed name)', () => {
+    const listed = new Set(listedNames());
+    const quoted = [...src.matchAll(/"(asyncresponse\.[a-z_.]*)"/g)].map((m) => m[1]!);
+    expect(quoted.length).toBeGreaterThan(10);
+    for (const name of quoted) {
+      if (name.endsWith('.')) expect([...listed].some((l) => l.startsWith(name)), `prefix ${name}`).toBe(true);
+      else expect(listed.has(name), `metric ${name}`).toBe(true);
+    }
+  });
+
+  it('has the three alerts: dead letters, oldest ready age, drain failures', () => {
+    expect(src).toMatch(/name == "asyncresponse\.jobs\.deadlettered"/);
+    expect(src).toMatch(/name == "asyncresponse\.queue\.oldest_ready_age_seconds"/);
+    expect(src).toMatch(/requests \| where name startswith "drain-" and success == false/);
+    expect([...src.matchAll(/Microsoft\.Insights\/scheduledQueryRules@/g)].length).toBe(3);
+  });
+});
