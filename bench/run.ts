@@ -7,6 +7,9 @@ import { silentLogger } from '../shared/log';
 import { drainQueue } from '../shared/transport/drain-loop';
 import type { OutgoingMessage, TransportStore } from '../shared/transport/types';
 import { WakeSignal } from '../shared/transport/wake';
+import { ResponseChannel } from '../shared/channel/response-channel';
+import { loadConfig } from '../shared/config';
+import { Publisher } from '../shared/transport/publisher';
 import { openBenchStores, type BenchStores } from './stores';
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 20_000);
@@ -168,6 +171,34 @@ async function benchWake(s: BenchStores) {
   record('publish → handler start, same process (wake)', `p50 ${fmt(pct(latencies, 50))} ms`, `p99 ${fmt(pct(latencies, 99))} ms, ${latencies.length} jobs`);
 }
 
+const CHANNEL_CONFIG = loadConfig({}).channel;
+
+async function responseLatency(waiter: ResponseChannel, publisher: ResponseChannel, label: string, samples = 200) {
+  const latencies: number[] = [];
+  for (let i = 0; i < samples; i++) {
+    const corr = `lat-${label}-${i}-${randomUUID()}`;
+    const waiting = waiter.waitForResponse(corr, 10_000);
+    while (!waiter.local.has(corr)) await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setTimeout(r, 2)); // the subscriber row is written right after the local registration
+    const t0 = performance.now();
+    await publisher.publishResponse({ correlationId: corr, payload: { i }, final: true }, { confirm: false });
+    const got = await waiting;
+    if (got) latencies.push(performance.now() - t0);
+  }
+  latencies.sort((a, b) => a - b);
+  record(`POST response → waiting GET returns, ${label}`, `p50 ${fmt(pct(latencies, 50))} ms`, `p95 ${fmt(pct(latencies, 95))} ms, p99 ${fmt(pct(latencies, 99))} ms (${latencies.length}/${samples})`);
+}
+
+async function benchResponses(s: BenchStores) {
+  const publisher = new Publisher(s.store, new WakeSignal(), { maxAttempts: 3, baseMs: 50, maxMs: 1000 }, silentLogger);
+  const a = new ResponseChannel(s.channel, publisher, CHANNEL_CONFIG, silentLogger);
+  await s.channel.ensureSchema();
+  await responseLatency(a, a, 'same process');
+  if (!s.concurrent) return;
+  const b = new ResponseChannel(await s.openChannelPeer(), publisher, CHANNEL_CONFIG, silentLogger);
+  await responseLatency(b, a, `two instances (own pools), poll ${CHANNEL_CONFIG.activePollIntervalMs} ms`, 60);
+}
+
 async function main() {
   const schema = `ar_bench_${randomBytes(4).toString('hex')}`;
   const s = await openBenchStores(schema);
@@ -177,6 +208,7 @@ async function main() {
     await benchPublish(s);
     await benchDrain(s);
     await benchWake(s);
+    await benchResponses(s);
     await benchClaimFlatness(s);
     const rss = process.memoryUsage().rss / 1024 / 1024;
     record('resident memory at the end', `${fmt(rss)} MB`);

@@ -330,7 +330,9 @@ function loadChannelConfig(
   for (const h of hosts) if (!/^(\*\.)?[a-z0-9.-]+(:\d{1,5})?$/.test(h)) problems.push(`CALLBACK_ALLOWED_HOSTS entry '${h}' is not a host, host:port or *.domain`);
   const paths = (str('CORRELATION_ID_JSON_PATHS') ?? DEFAULT_CORRELATION_ID_JSON_PATHS.join(',')).split(',').map((p) => p.trim()).filter((p) => p !== '');
   const secret = str('CALLBACK_SIGNING_SECRET');
-  if (secret !== undefined && secret.length < 16) problems.push('CALLBACK_SIGNING_SECRET must be at least 16 characters');
+  if (secret?.startsWith('@Microsoft.KeyVault(')) {
+    problems.push('CALLBACK_SIGNING_SECRET is an unresolved Key Vault reference: grant the app identity "Key Vault Secrets User" on the vault');
+  } else if (secret !== undefined && secret.length < 16) problems.push('CALLBACK_SIGNING_SECRET must be at least 16 characters');
   return {
     ...tables,
     messageRetentionMs: num('MESSAGE_RETENTION_SECONDS', 3600, { min: 1, max: 3650 * 86400 }) * 1000,

@@ -11,6 +11,10 @@ import { DEFAULT_TRANSPORT_TABLE } from '../stores/options';
 import { openStores } from '../stores/open';
 import { printPostgresSchema } from '../stores/postgres/ddl';
 import { printSqlServerSchema } from '../stores/sqlserver/statements';
+import { printSqlServerChannelSchema } from '../stores/sqlserver/channel-statements';
+import { printPostgresChannelSchema } from '../stores/postgres/channel-statements';
+import { DEFAULT_CHANNEL_TABLES } from '../channel/types';
+import { channelNames } from '../sql/identifiers';
 
 const USAGE = `usage:
   npm run schema -- print --dialect sqlserver|postgres [--schema NAME] [--table NAME]
@@ -31,8 +35,14 @@ export function parseArgs(argv: string[]): Record<string, string> {
 export function printSchema(dialect: string, schema?: string, table?: string): string {
   if (dialect !== 'sqlserver' && dialect !== 'postgres') throw new Error(`--dialect must be sqlserver or postgres\n${USAGE}`);
   const d = dialect as Dialect;
-  const names = transportNames(schema ?? (d === 'sqlserver' ? 'dbo' : 'public'), table ?? DEFAULT_TRANSPORT_TABLE, d);
-  return d === 'sqlserver' ? printSqlServerSchema(names) : printPostgresSchema(names);
+  const schemaName = schema ?? (d === 'sqlserver' ? 'dbo' : 'public');
+  const names = transportNames(schemaName, table ?? DEFAULT_TRANSPORT_TABLE, d);
+  const channel = channelNames(schemaName, DEFAULT_CHANNEL_TABLES, d);
+  return d === 'sqlserver'
+    ? `${printSqlServerSchema(names)}
+${printSqlServerChannelSchema(channel)}`
+    : `${printPostgresSchema(names)}
+${printPostgresChannelSchema(channel)}`;
 }
 
 async function main(argv: string[]): Promise<number> {

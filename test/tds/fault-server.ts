@@ -34,6 +34,8 @@ export interface SqlRequest {
   /** 1-based order among all scripted requests */
   seq: number;
   kind: 'batch' | 'rpc';
+  /** epoch ms when it arrived */
+  at: number;
   /** the request decoded as UCS-2 at both alignments: SQL text and string parameter values are in it */
   text: string;
 }
@@ -50,8 +52,10 @@ export type Reply =
   | { kind: 'error'; error: ErrorSpec; closeAfter?: boolean }
   /** destroy the socket (TCP RST) instead of answering */
   | { kind: 'reset' }
-  /** never answer this request, nor the client's cancel (attention) */
-  | { kind: 'silent' };
+  /** never answer this request, nor the client's cancel (attention): a hung server */
+  | { kind: 'silent' }
+  /** never answer this request, but acknowledge the client's cancel: a slow statement on a live server */
+  | { kind: 'stall' };
 
 export type LoginReply = { kind: 'ok' } | { kind: 'error'; error: ErrorSpec } | { kind: 'reset' } | { kind: 'silent' };
 
@@ -62,6 +66,7 @@ export const fail = (number: number, severity = 16, message?: string): Reply => 
 });
 export const reset = (): Reply => ({ kind: 'reset' });
 export const silent = (): Reply => ({ kind: 'silent' });
+export const stall = (): Reply => ({ kind: 'stall' });
 
 export interface FaultServerOptions {
   /** the scripted answer to every request after login (default: an empty success) */
@@ -84,6 +89,8 @@ interface Conn {
   queue: Promise<void>;
   /** a request answered with silence: its attention is ignored too */
   muted: boolean;
+  /** a request left unanswered whose cancel will be acknowledged */
+  stalled: boolean;
 }
 
 export class FaultServer {
@@ -135,7 +142,7 @@ export class FaultServer {
   }
 
   private accept(socket: net.Socket): void {
-    const conn: Conn = { id: ++this.accepted, socket, reader: new MessageReader(), state: 'prelogin', queue: Promise.resolve(), muted: false };
+    const conn: Conn = { id: ++this.accepted, socket, reader: new MessageReader(), state: 'prelogin', queue: Promise.resolve(), muted: false, stalled: false };
     this.conns.add(conn);
     socket.setNoDelay(true);
     socket.on('error', () => undefined); // the client may reset us too
@@ -172,8 +179,13 @@ export class FaultServer {
     if (conn.state === 'dead') return;
     if (message.type === PACKET.ATTENTION) {
       this.attentions++;
-      // a cancel is acknowledged with DONE(ATTN) unless the request it cancels was scripted to go silent
-      if (!conn.muted) this.send(conn, done(DONE_TOKEN, DONE_STATUS.ATTN, 0));
+      // A cancel is acknowledged unless the request it cancels was scripted to go silent. tedious reads the
+      // first message after its attention as the (cut short) response to the request, then waits for a second
+      // message carrying DONE with the ATTN bit.
+      if (conn.muted) return;
+      if (conn.stalled) this.send(conn, done(DONE_TOKEN, DONE_STATUS.FINAL, 0));
+      conn.stalled = false;
+      this.send(conn, done(DONE_TOKEN, DONE_STATUS.ATTN, 0));
       return;
     }
     switch (conn.state) {
@@ -231,9 +243,10 @@ export class FaultServer {
     }
     if (message.type !== PACKET.SQL_BATCH && message.type !== PACKET.RPC_REQUEST) return this.kill(conn);
     const kind = message.type === PACKET.RPC_REQUEST ? 'rpc' : 'batch';
-    const request: SqlRequest = { connection: conn.id, seq: ++this.seq, kind, text: requestText(message.payload) };
+    const request: SqlRequest = { connection: conn.id, seq: ++this.seq, kind, at: Date.now(), text: requestText(message.payload) };
     this.requests.push(request);
     conn.muted = false;
+    conn.stalled = false;
     const reply = (await this.options.onRequest?.(request)) ?? ok();
     if (conn.state === 'dead') return;
     switch (reply.kind) {
@@ -241,6 +254,9 @@ export class FaultServer {
         return this.kill(conn);
       case 'silent':
         conn.muted = true;
+        return;
+      case 'stall':
+        conn.stalled = true;
         return;
       case 'error': {
         const tail =

@@ -410,6 +410,30 @@ describe('SQL Server channel store: pools', () => {
     expect(owned.closed).toBe(true);
   });
 
+  it('a refused login (18456) rebuilds the pool once and sends the statement again; other errors propagate', async () => {
+    let refuse = 1;
+    const pool = new FakePool((call) => {
+      if (isChannelCatalog(call)) return channelCatalogRecordsets(channelSpecCatalog(names));
+      if (call.text.includes('COUNT_BIG') && refuse-- > 0) throw sqlError(18456, 14, "Login failed for user 'app'.");
+      if (call.text.includes('COUNT_BIG')) return [[{ active: '1' }]];
+      return [];
+    });
+    const store = newStore(pool);
+    expect(await store.countActiveSubscribers('c')).toBe(1);
+    expect(store.poolHolder.rebuilds).toBe(1);
+    expect(pool.calls.filter((c) => c.text.includes('COUNT_BIG'))).toHaveLength(2);
+    refuse = 0;
+    const failing = new FakePool((call) => {
+      if (isChannelCatalog(call)) return channelCatalogRecordsets(channelSpecCatalog(names));
+      if (call.text.includes('COUNT_BIG')) throw sqlError(1205, 13, 'deadlock victim');
+      return [];
+    });
+    const other = newStore(failing);
+    await expect(other.countActiveSubscribers('c')).rejects.toThrow(/deadlock/);
+    expect(other.poolHolder.rebuilds).toBe(0);
+    expect(failing.calls.filter((c) => c.text.includes('COUNT_BIG'))).toHaveLength(1);
+  });
+
   it('openSqlServerStores puts both stores on one pool that only its own close() closes', async () => {
     const before = openHandles().length;
     const stores = openSqlServerStores(
@@ -418,6 +442,8 @@ describe('SQL Server channel store: pools', () => {
       { names, autoCreateSchema: true, logger: silentLogger },
     );
     expect(openHandles().length).toBe(before + 1); // one pool
+    expect(stores.channel.poolHolder).toBe(stores.poolHolder);
+    expect(stores.transport.poolHolder).toBe(stores.poolHolder);
     expect((stores.channel as unknown as { pool: unknown }).pool).toBe(stores.pool);
     expect((stores.transport as unknown as { pool: unknown }).pool).toBe(stores.pool);
     await stores.transport.close();

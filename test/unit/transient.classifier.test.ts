@@ -1,11 +1,15 @@
 import * as sql from 'mssql';
 import { describe, expect, it } from 'vitest';
 import {
+  classifyPostgresTransient,
+  classifySqlServerTransient,
+  classifyTransient,
   isTransientError,
   isTransientPostgresError,
   isTransientSqlServerError,
   SQLSERVER_TRANSIENT_NUMBERS,
   sqlServerErrorNumbers,
+  type TransientClass,
 } from '../../shared/sql/transient';
 import { sqlError } from './sqlserver.fakes';
 
@@ -122,5 +126,126 @@ describe('PostgreSQL transient classification', () => {
     expect(isTransientPostgresError(sqlError(1205, 13))).toBe(false);
     expect(isTransientSqlServerError(pgError('40P01'))).toBe(false);
     expect(isTransientPostgresError(new Error('boom'))).toBe(false);
+  });
+});
+
+describe('transient classes (which backoff a fault gets)', () => {
+  const CLASS_OF: Record<number, TransientClass> = {
+    1205: 'lock',
+    1222: 'lock',
+    1204: 'throttling',
+    10928: 'throttling',
+    10929: 'throttling',
+    40501: 'throttling',
+    49918: 'throttling',
+    49919: 'throttling',
+    49920: 'throttling',
+    4060: 'failover',
+    4221: 'failover',
+    40143: 'failover',
+    40197: 'failover',
+    40540: 'failover',
+    40613: 'failover',
+    [-2]: 'connection',
+    20: 'connection',
+    64: 'connection',
+    121: 'connection',
+    233: 'connection',
+    997: 'connection',
+    10053: 'connection',
+    10054: 'connection',
+    10060: 'connection',
+  };
+
+  it('names a class for each of the 24 numbers', () => {
+    expect(Object.keys(CLASS_OF).map(Number).sort((a, b) => a - b)).toEqual([...CURATED].sort((a, b) => a - b));
+  });
+
+  it.each(Object.entries(CLASS_OF).map(([n, c]) => [Number(n), c] as const))('%i is %s, however mssql carries it', (n, cls) => {
+    expect(classifyTransient(sqlError(n, 16))).toBe(cls);
+    expect(classifyTransient({ originalError: { info: { number: n, class: 16 } } })).toBe(cls);
+    const last = sqlError(2627, 14);
+    (last as unknown as { precedingErrors: unknown[] }).precedingErrors = [sqlError(n, 16)];
+    expect(classifyTransient(last)).toBe(cls);
+  });
+
+  it.each(PERMANENT)('%i has no class', (n) => {
+    expect(classifyTransient(sqlError(n, 16))).toBeNull();
+  });
+
+  it('reads a number tedious delivered as unsigned 32-bit back as the signed one (-2 arrives as 4294967294)', () => {
+    const wrapped = sqlError(2 ** 32 - 2, 16);
+    expect(sqlServerErrorNumbers(wrapped)).toEqual([-2]);
+    expect(classifyTransient(wrapped)).toBe('connection');
+    expect(sqlServerErrorNumbers(sqlError(2 ** 31 - 1, 16))).toEqual([2 ** 31 - 1]);
+  });
+
+  it('several transient records: the one asking for the longest wait decides (throttling > failover > lock > connection)', () => {
+    const withPreceding = (thrown: sql.RequestError, ...preceding: sql.RequestError[]) => {
+      (thrown as unknown as { precedingErrors: unknown[] }).precedingErrors = preceding;
+      return thrown;
+    };
+    expect(classifyTransient(withPreceding(sqlError(1205, 13), sqlError(40501, 16)))).toBe('throttling');
+    expect(classifyTransient(withPreceding(sqlError(10054, 20), sqlError(40613, 16)))).toBe('failover');
+    expect(classifyTransient(withPreceding(sqlError(233, 16), sqlError(1222, 16)))).toBe('lock');
+    // a curated number beats a generic severity: a deadlock reported at class 20 is still a lock conflict
+    expect(classifyTransient(sqlError(1205, 20))).toBe('lock');
+  });
+
+  it('severity >= 20 without a curated number, connection codes and pool acquire timeouts are connection faults', () => {
+    expect(classifyTransient(sqlError(207, 20))).toBe('connection');
+    for (const code of ['ESOCKET', 'ETIMEOUT', 'ECONNRESET', 'ECONNCLOSED', 'ECONNREFUSED']) {
+      expect(classifyTransient(new sql.ConnectionError('connection failed', code as never))).toBe('connection');
+      expect(classifyTransient(new sql.RequestError(Object.assign(new Error('x'), { code }), 'EREQUEST'))).toBe('connection');
+    }
+    class TimeoutError extends Error {}
+    expect(classifyTransient(new TimeoutError('Failed to acquire a connection from the pool: operation timed out for an unknown reason'))).toBe(
+      'connection',
+    );
+  });
+
+  it('Azure login failures are classed by the server’s wording (tedious drops their number)', () => {
+    const busy = new sql.ConnectionError('The service is currently busy. Retry the request after 10 seconds.', 'ELOGIN');
+    expect(classifyTransient(busy)).toBe('throttling');
+    const unavailable = new sql.ConnectionError("Database 'x' on server 'y' is not currently available. Please retry the connection later.", 'ELOGIN');
+    expect(classifyTransient(unavailable)).toBe('failover');
+    const marked = new sql.ConnectionError(Object.assign(new Error('db unavailable'), { code: 'ELOGIN', isTransient: true }));
+    expect(classifyTransient(marked)).toBe('failover');
+    expect(classifyTransient(new sql.ConnectionError("Login failed for user 'app'.", 'ELOGIN'))).toBeNull();
+  });
+
+  it('cancellation has no class, even with a transient number or code aboard', () => {
+    expect(classifyTransient({ code: 'ECANCEL', number: 40501 })).toBeNull();
+    expect(classifyTransient(Object.assign(new Error('aborted'), { name: 'AbortError', code: 'ECONNRESET' }))).toBeNull();
+  });
+
+  it('PostgreSQL: lock conflicts, throttling, failover and connection faults', () => {
+    const pg = (code: string) => Object.assign(new Error(`pg ${code}`), { code });
+    expect(['40001', '40P01', '55P03'].map((c) => classifyPostgresTransient(pg(c)))).toEqual(['lock', 'lock', 'lock']);
+    expect(classifyPostgresTransient(pg('53300'))).toBe('throttling');
+    expect(['57P01', '57P02', '57P03'].map((c) => classifyPostgresTransient(pg(c)))).toEqual(['failover', 'failover', 'failover']);
+    expect(['08006', 'ECONNRESET', 'ETIMEDOUT'].map((c) => classifyPostgresTransient(pg(c)))).toEqual(['connection', 'connection', 'connection']);
+    expect(classifyPostgresTransient(new Error('Connection terminated unexpectedly'))).toBe('connection');
+    expect(classifyPostgresTransient(pg('23505'))).toBeNull();
+    expect(classifyTransient(pg('40P01'))).toBe('lock');
+  });
+
+  it('isTransient* is exactly "has a class", for both drivers', () => {
+    const samples: unknown[] = [
+      ...CURATED.map((n) => sqlError(n, 16)),
+      ...PERMANENT.map((n) => sqlError(n, 16)),
+      sqlError(207, 21),
+      new sql.ConnectionError('x', 'ESOCKET'),
+      new sql.ConnectionError('Login failed', 'ELOGIN'),
+      Object.assign(new Error('pg'), { code: '40001' }),
+      Object.assign(new Error('pg'), { code: '42P01' }),
+      new Error('boom'),
+      undefined,
+    ];
+    for (const e of samples) {
+      expect(isTransientSqlServerError(e)).toBe(classifySqlServerTransient(e) !== null);
+      expect(isTransientPostgresError(e)).toBe(classifyPostgresTransient(e) !== null);
+      expect(isTransientError(e)).toBe(classifyTransient(e) !== null);
+    }
   });
 });

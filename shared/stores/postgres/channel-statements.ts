@@ -109,3 +109,12 @@ ON CONFLICT (correlation_id, registration_id) DO UPDATE SET instance_id = EXCLUD
     },
   };
 }
+
+/** The channel script `npm run schema -- print --dialect postgres` prints. */
+export function printPostgresChannelSchema(n: ChannelNames): string {
+  return `-- asyncresponse channel tables (PostgreSQL). Idempotent; run as the schema owner.
+BEGIN;
+${channelDdl(n).map((s) => `${s};`).join('\n')}
+COMMIT;
+`;
+}

@@ -1,6 +1,7 @@
 // The SQL Server channel store: the ChannelStore port over one mssql pool — usually the pool the transport
-// store also uses (open.ts), so close() leaves the pool alone unless the store owns it. Statement text lives
-// in channel-statements.ts, catalog rules in channel-verify.ts; this file binds parameters, maps rows and runs
+// store also uses (open.ts), reached through the pool's PoolHolder (pool-guard.ts) so a rebuild after a refused
+// login serves both stores; close() leaves the pool alone unless the store owns it. Statement text lives in
+// channel-statements.ts, catalog rules in channel-verify.ts; this file binds parameters, maps rows and runs
 // the schema step.
 
 import type * as sql from 'mssql';
@@ -25,8 +26,8 @@ import {
   readChannelCatalog,
 } from './channel-verify';
 import { newRequest } from './connection';
+import { isPoolHolder, poolHolderFor, withPoolGuard, type PoolHolder } from './pool-guard';
 import type { Statement } from './statements';
-import { connectPool, settlePoolConnect } from './store';
 
 export interface SqlServerChannelStoreOptions {
   names: ChannelNames;
@@ -146,14 +147,23 @@ export class SqlServerChannelStore implements ChannelStore {
   private schemaReady = false;
   private schemaAttempt: Promise<void> | null = null;
 
+  /** The holder of this store's pool, shared with the transport store so one rebuild serves both. */
+  readonly poolHolder: PoolHolder;
+
   constructor(
-    private readonly pool: sql.ConnectionPool,
+    pool: sql.ConnectionPool | PoolHolder,
     private readonly options: SqlServerChannelStoreOptions,
   ) {
     this.names = options.names;
     this.statements = channelStatements(options.names); // re-validates every name that reaches SQL text
     this.logger = options.logger;
     this.ownsPool = options.ownsPool ?? false;
+    this.poolHolder = isPoolHolder(pool) ? pool : poolHolderFor(pool, options.logger);
+  }
+
+  /** The current pool: a rebuild (pool-guard) replaces it, so it is never kept. */
+  private get pool(): sql.ConnectionPool {
+    return this.poolHolder.current;
   }
 
   // ---- schema -------------------------------------------------------------------------------------------
@@ -165,14 +175,15 @@ export class SqlServerChannelStore implements ChannelStore {
    */
   async ensureSchema(): Promise<void> {
     if (this.schemaReady) return;
-    this.schemaAttempt ??= this.runSchemaAttempt().finally(() => {
+    // every schema step is idempotent, so a refused connection rebuilds the pool and runs them once more
+    this.schemaAttempt ??= withPoolGuard(this.poolHolder, () => this.runSchemaAttempt(), this.logger).finally(() => {
       this.schemaAttempt = null;
     });
     await this.schemaAttempt;
   }
 
   private async runSchemaAttempt(): Promise<void> {
-    await connectPool(this.pool);
+    await this.poolHolder.get();
     const autoCreate = this.options.autoCreateSchema;
     if (autoCreate) await this.runDdl();
     const result = evaluateChannelCatalog(await readChannelCatalog(this.pool, this.names), this.names, { autoCreate });
@@ -223,11 +234,17 @@ export class SqlServerChannelStore implements ChannelStore {
     values: Record<P, unknown>,
     parent?: sql.Transaction,
   ): Promise<sql.IResult<unknown>> {
-    const request = newRequest(parent ?? this.pool);
-    for (const name of Object.keys(statement.params) as P[]) {
-      request.input(name, statement.params[name], values[name]);
-    }
-    return request.query(statement.text);
+    const send = (target: sql.ConnectionPool | sql.Transaction) => {
+      const request = newRequest(target);
+      for (const name of Object.keys(statement.params) as P[]) {
+        request.input(name, statement.params[name], values[name]);
+      }
+      return request.query(statement.text);
+    };
+    if (parent) return send(parent);
+    // a refused connection (login failed, token expired) rebuilds the pool and sends the statement once more:
+    // the refusal comes before the statement reaches the server, so nothing can apply twice
+    return withPoolGuard(this.poolHolder, send, this.logger);
   }
 
   // ---- recovery registrations ---------------------------------------------------------------------------
@@ -449,7 +466,7 @@ export class SqlServerChannelStore implements ChannelStore {
 
   async close(): Promise<void> {
     // mssql refuses to close a pool while it is connecting
-    await settlePoolConnect(this.pool);
-    if (this.ownsPool) await this.pool.close();
+    await this.poolHolder.settle();
+    if (this.ownsPool) await this.poolHolder.close();
   }
 }

@@ -1,6 +1,7 @@
 // Both SQL Server stores over ONE connect-on-first-use pool: the transport and the channel share the app's
-// connection budget (spec: size Max Pool Size for every instance sharing the server). Neither store owns the
-// pool; close() here closes it once, after both stores.
+// connection budget (spec: size Max Pool Size for every instance sharing the server). The pool lives in one
+// PoolHolder (pool-guard.ts): when the server refuses its logins, one rebuild makes a fresh pool for both stores.
+// Neither store owns it; close() here closes it once, after both stores.
 
 import type * as sql from 'mssql';
 import type { ChannelNames } from '../../channel/types';
@@ -10,7 +11,8 @@ import type { TransportStoreOptions } from '../options';
 import { channelStatements } from './channel-statements';
 import { SqlServerChannelStore } from './channel-store';
 import { createSqlServerPool, type SqlServerConnectionOptions } from './connection';
-import { settlePoolConnect, SqlServerTransportStore, type SqlServerStoreDeps } from './store';
+import { createPoolHolder, type PoolHolder } from './pool-guard';
+import { SqlServerTransportStore, type SqlServerStoreDeps } from './store';
 
 export interface SqlServerChannelOptions {
   names: ChannelNames;
@@ -21,8 +23,10 @@ export interface SqlServerChannelOptions {
 export interface SqlServerStores {
   transport: SqlServerTransportStore;
   channel: SqlServerChannelStore;
-  /** The shared pool (health probes, tools). */
-  pool: sql.ConnectionPool;
+  /** The shared pool's holder (a rebuild replaces the pool: ask it for the current one). */
+  poolHolder: PoolHolder;
+  /** The pool in use now (health probes, tools); do not keep it. */
+  readonly pool: sql.ConnectionPool;
   /** Closes both stores, then the pool; idempotent. */
   close(): Promise<void>;
 }
@@ -49,22 +53,25 @@ export function openSqlServerStores(
       ['ack sequence', channel.ackSequence],
     ]);
   }
-  const pool = createSqlServerPool(connection, transportOptions.logger);
-  const transport = new SqlServerTransportStore(pool, transportOptions, { ...deps, ownsPool: false });
-  const channelStore = new SqlServerChannelStore(pool, { ...channelOptions, ownsPool: false });
+  const logger = transportOptions.logger;
+  const holder = createPoolHolder(() => createSqlServerPool(connection, logger), logger);
+  const transport = new SqlServerTransportStore(holder, transportOptions, { ...deps, ownsPool: false });
+  const channelStore = new SqlServerChannelStore(holder, { ...channelOptions, ownsPool: false });
   let closing: Promise<void> | null = null;
   return {
     transport,
     channel: channelStore,
-    pool,
+    poolHolder: holder,
+    get pool() {
+      return holder.current;
+    },
     close: () =>
       (closing ??= (async () => {
         try {
           await transport.close();
           await channelStore.close();
         } finally {
-          await settlePoolConnect(pool);
-          await pool.close();
+          await holder.close();
         }
       })()),
   };

@@ -43,6 +43,18 @@ export function isPoolRejection(err: unknown): boolean {
   return false;
 }
 
+/**
+ * The pool an operation was waiting on was closed under it: mssql's ENOTOPEN ("Connection is closing" / "not yet
+ * open") or tarn's abort of a pending acquire (a plain Error 'aborted'). After a rebuild this is what the other
+ * requests queued on the refused pool see; they belong on the fresh pool.
+ */
+export function isPoolClosedUnderneath(err: unknown): boolean {
+  const bag = asBag(err);
+  if (!bag) return false;
+  if (bag.code === 'ENOTOPEN') return true;
+  return err instanceof Error && err.constructor === Error && err.message === 'aborted';
+}
+
 export interface PoolHolder {
   /** The pool in use now (possibly not connected yet). Never keep it: it changes on a rebuild. */
   readonly current: sql.ConnectionPool;
@@ -184,8 +196,9 @@ export function existingPoolHolder(pool: sql.ConnectionPool): PoolHolder | undef
 
 /**
  * Runs `op` on the holder's connected pool. When the pool's connection is refused (isPoolRejection), the pool is
- * rebuilt and `op` runs once more on the fresh pool; whatever that second run throws propagates. Any other error
- * propagates at once (transient faults are retried with backoff by the callers, not here).
+ * rebuilt and `op` runs once more on the fresh pool; whatever that second run throws propagates. An operation
+ * whose pool was rebuilt by someone else while it waited (and so was closed under it) also runs once more on the
+ * fresh pool. Any other error propagates at once (transient faults are retried with backoff by the callers).
  */
 export async function withPoolGuard<T>(
   holder: PoolHolder,
@@ -197,10 +210,11 @@ export async function withPoolGuard<T>(
   try {
     return await op(await holder.get());
   } catch (err) {
-    if (!isPoolRejection(err)) throw err;
-    logger?.debug('SQL Server rejected the connection; retrying once on a rebuilt pool', err);
+    const rebuiltMeanwhile = holder.rebuilds !== generation;
+    if (!isPoolRejection(err) && !(rebuiltMeanwhile && isPoolClosedUnderneath(err))) throw err;
+    logger?.debug('SQL Server refused the connection (or its pool was rebuilt); retrying once on the fresh pool', err);
     // a pool rebuilt since this call started (by a concurrent caller) is already the fresh one
-    if (holder.rebuilds === generation) await holder.rebuild(target, err);
+    if (!rebuiltMeanwhile) await holder.rebuild(target, err);
     return op(await holder.get());
   }
 }

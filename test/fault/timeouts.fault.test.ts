@@ -1,0 +1,96 @@
+// Silence instead of errors: a statement that never returns (ETIMEOUT at the request timeout), a hung server that
+// does not even acknowledge the cancel, and a server that accepts TCP but never speaks (connect timeout).
+// Every one is a transient 'connection' fault, and the publish retry gives up at the deadline.
+
+import { randomUUID } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import { retryPolicy } from '../../shared/sql/retry';
+import { classifyTransient } from '../../shared/sql/transient';
+import type { SqlServerTransportStore } from '../../shared/stores/sqlserver/store';
+import { FaultServer, ok, silent, stall, type Reply, type SqlRequest } from '../tds/fault-server';
+import { capturingLogger, catalogSets, connectionTo, idsIn, message, openStore, publisherFor, statementOf } from './harness';
+
+const REQUEST_TIMEOUT_MS = 250;
+const CANCEL_TIMEOUT_MS = 100;
+const QUICK_CONNECTION_RETRY = retryPolicy({ connection: { baseMs: 40, maxMs: 80 } });
+
+let server: FaultServer | undefined;
+let store: SqlServerTransportStore | undefined;
+
+afterEach(async () => {
+  await store?.close();
+  await server?.close();
+  store = undefined;
+  server = undefined;
+});
+
+const publishWith = (reply: () => Reply) => (request: SqlRequest) =>
+  statementOf(request) === 'catalog' ? ok(...catalogSets()) : statementOf(request) === 'publish' ? reply() : ok();
+
+describe('timeouts (real tedious client)', () => {
+  it('a statement that never returns fails with ETIMEOUT at the request timeout; the connection survives the cancel', async () => {
+    server = new FaultServer({ onRequest: publishWith(stall) });
+    const logger = capturingLogger();
+    store = openStore(connectionTo(await server.start(), { requestTimeoutMs: REQUEST_TIMEOUT_MS, cancelTimeoutMs: CANCEL_TIMEOUT_MS }), logger);
+    await store.ensureSchema();
+    const started = Date.now();
+
+    const err = await store.publish([message()]).catch((e: unknown) => e);
+    const elapsed = Date.now() - started;
+
+    expect(err).toMatchObject({ name: 'RequestError', code: 'ETIMEOUT' });
+    expect(classifyTransient(err)).toBe('connection');
+    expect(elapsed).toBeGreaterThanOrEqual(REQUEST_TIMEOUT_MS - 5);
+    expect(elapsed).toBeLessThan(REQUEST_TIMEOUT_MS + CANCEL_TIMEOUT_MS);
+    expect(server.attentions).toBe(1); // tedious cancelled the statement; the server acknowledged
+    expect(server.openConnections).toBeGreaterThanOrEqual(1);
+  });
+
+  it('a hung server (no answer, no cancel ack): each attempt fails with ETIMEOUT, the publish gives up at the deadline', async () => {
+    server = new FaultServer({ onRequest: publishWith(silent) });
+    const logger = capturingLogger();
+    store = openStore(connectionTo(await server.start(), { requestTimeoutMs: REQUEST_TIMEOUT_MS, cancelTimeoutMs: CANCEL_TIMEOUT_MS }), logger);
+    await store.ensureSchema();
+    const publisher = publisherFor(store, logger, 50, QUICK_CONNECTION_RETRY);
+    const id = randomUUID();
+    const started = Date.now();
+    const deadline = started + 1_200;
+
+    const err = await publisher.publish([message(id)], deadline).catch((e: unknown) => e);
+    const finished = Date.now();
+
+    // tedious gave up on the cancel after cancelTimeout and dropped the connection
+    expect(err).toMatchObject({ code: 'ETIMEOUT' });
+    expect(classifyTransient(err)).toBe('connection');
+    const attempts = server.requests.filter((r) => statementOf(r) === 'publish');
+    expect(attempts.length).toBeGreaterThanOrEqual(2);
+    for (const attempt of attempts) {
+      expect(idsIn(attempt)).toEqual([id]);
+      expect(attempt.at).toBeLessThan(deadline); // no attempt starts past the budget
+    }
+    // each attempt took the request timeout plus the cancel timeout (the server never acknowledged the cancel)
+    for (let i = 1; i < attempts.length; i++) {
+      expect(attempts[i]!.at - attempts[i - 1]!.at).toBeGreaterThanOrEqual(REQUEST_TIMEOUT_MS + CANCEL_TIMEOUT_MS);
+    }
+    // it stopped at the deadline: at most the attempt already running when the budget ran out finished after it
+    expect(finished).toBeLessThan(deadline + REQUEST_TIMEOUT_MS + CANCEL_TIMEOUT_MS + 200);
+    expect(logger.logs.some((l) => /gave up .*invocation budget/.test(l.message))).toBe(true);
+  });
+
+  it('a server that accepts TCP but never answers: connect ETIMEOUT, transient, and the retry ends at the deadline', async () => {
+    server = new FaultServer({ mute: true });
+    const logger = capturingLogger();
+    store = openStore(connectionTo(await server.start(), { connectTimeoutMs: 300 }), logger);
+    const publisher = publisherFor(store, logger, 50, QUICK_CONNECTION_RETRY);
+    const started = Date.now();
+    const deadline = started + 1_000;
+
+    const err = await publisher.publish([message()], deadline).catch((e: unknown) => e);
+
+    expect(err).toMatchObject({ name: 'ConnectionError', code: 'ETIMEOUT' });
+    expect(classifyTransient(err)).toBe('connection');
+    expect(server.accepted).toBeGreaterThanOrEqual(2); // a fresh connection per attempt
+    expect(Date.now()).toBeLessThan(deadline + 300 + 200);
+    expect(server.requests).toHaveLength(0);
+  });
+});
