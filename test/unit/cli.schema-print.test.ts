@@ -8,7 +8,6 @@ describe('npm run schema -- print', () => {
     expect(sql).toContain('asyncresponse_transport_messages_ready_idx');
     expect(sql).toContain('[asyncresponse_channel_messages_ack_seq]');
     expect(sql).toMatch(/correlation_id nvarchar\(400\) COLLATE Latin1_General_100_BIN2 NOT NULL/);
-    expect(sql).toContain("sp_getapplock");
   });
 
   it('prints the PostgreSQL twins with a chosen schema and table', () => {
