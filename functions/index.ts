@@ -18,6 +18,7 @@ import './delete-waiter';
 import './drain-responses';
 import './drain-callbacks';
 import './sweep-channel';
+import './openapi';
 
 app.hook.appTerminate(async () => {
   await shutdownRuntime();

@@ -23,6 +23,7 @@ describe('function table', () => {
         ['get-queue', 'GET', 'queues/{queue}', 'function'],
         ['health', 'GET', 'health', 'anonymous'],
         ['list-deadletters', 'GET', 'queues/{queue}/deadletters', 'function'],
+        ['openapi', 'GET', 'openapi.json', 'function'],
         ['publish-message', 'POST', 'queues/{queue}/messages', 'function'],
         ['requeue-deadletter', 'POST', 'queues/{queue}/deadletters/{id}/requeue', 'function'],
       ].sort(),

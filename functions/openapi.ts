@@ -1,0 +1,11 @@
+import { app, type HttpRequest, type HttpResponseInit } from '@azure/functions';
+import { openApiDocument } from '../shared/http/openapi';
+import { json } from '../shared/http/problem';
+
+/** GET /api/openapi.json — the OpenAPI 3.1 description of this API. */
+export async function openApi(request: HttpRequest): Promise<HttpResponseInit> {
+  const url = new URL(request.url);
+  return json(200, openApiDocument(`${url.origin}/api`));
+}
+
+app.http('openapi', { methods: ['GET'], authLevel: 'function', route: 'openapi.json', handler: openApi });
