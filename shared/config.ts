@@ -3,6 +3,7 @@
 
 import { validateQueueName, validateIdentifier, type Dialect } from './sql/identifiers';
 import type { LogLevel } from './log';
+import { DEFAULT_RETRY_CLASSES, retryPolicy, type RetryPolicy } from './sql/retry';
 import { DEFAULT_TRANSPORT_TABLE } from './stores/options';
 
 export type Env = Record<string, string | undefined>;
@@ -37,7 +38,9 @@ export interface AppConfig {
   batchSize: number;
   handlerConcurrency: number;
   emptyPollDelayMs: number;
-  publish: { maxAttempts: number; baseMs: number; maxMs: number };
+  publish: { maxAttempts: number; classes: RetryPolicy };
+  /** Backoff per transient class for every retried store call (publish, claims, response insert, recovery claim). */
+  retry: RetryPolicy;
   deadLetterRetentionMs: number | null;
   maxMessageBytes: number;
   drain: { schedule: string; budgetMs: number; idleGraceMs: number };
@@ -117,8 +120,14 @@ export const SETTINGS: readonly Setting[] = [
   { name: 'HANDLER_CONCURRENCY', default: '16', description: 'Handlers running at once per queue and drain invocation.' },
   { name: 'EMPTY_POLL_DELAY_MS', default: '250', description: 'Wait between claims when the queue is empty (a same-process publish wakes at once).' },
   { name: 'PUBLISH_MAX_ATTEMPTS', default: '3', description: 'Attempts of a publish on transient faults (same id every attempt).' },
-  { name: 'PUBLISH_RETRY_BASE_MS', default: '50', description: 'Publish retry base delay.' },
-  { name: 'PUBLISH_RETRY_MAX_MS', default: '1000', description: 'Publish retry maximum delay.' },
+  { name: 'SQL_RETRY_LOCK_BASE_MS', default: '20', description: 'Retry wait base after a deadlock (1205) or lock timeout (1222); doubles per attempt, half-jittered.' },
+  { name: 'SQL_RETRY_LOCK_MAX_MS', default: '200', description: 'Cap of that wait.' },
+  { name: 'SQL_RETRY_THROTTLING_BASE_MS', default: '10000', description: 'Retry wait base after Azure SQL throttling (40501, 10928, 10929, 49918–49920, 1204): first wait 5–10 s, as Microsoft recommends.' },
+  { name: 'SQL_RETRY_THROTTLING_MAX_MS', default: '60000', description: 'Cap of that wait.' },
+  { name: 'SQL_RETRY_FAILOVER_BASE_MS', default: '10000', description: 'Retry wait base after a failover / database unavailable (40613, 40197, 40540, 4060, 4221, 40143).' },
+  { name: 'SQL_RETRY_FAILOVER_MAX_MS', default: '60000', description: 'Cap of that wait.' },
+  { name: 'SQL_RETRY_CONNECTION_BASE_MS', default: '500', description: 'Retry wait base after a reset, timed-out or refused connection (retried on a fresh connection).' },
+  { name: 'SQL_RETRY_CONNECTION_MAX_MS', default: '15000', description: 'Cap of that wait.' },
   { name: 'DEAD_LETTER_RETENTION_DAYS', default: '14', description: 'Dead letters older than this are pruned (0 = keep forever).' },
   { name: 'MAX_MESSAGE_BYTES', default: '262144', description: 'Largest accepted payload (UTF-8 bytes of its JSON); larger is a 413.' },
   { name: 'DRAIN_WORKER_SCHEDULE', default: '*/10 * * * * *', description: 'NCRONTAB schedule (six fields, UTC) of the drain-worker timer.' },
@@ -217,9 +226,16 @@ export function loadConfig(env: Env = process.env): AppConfig {
   const redeliveryDelayMs = num('REDELIVERY_DELAY_SECONDS', 5, { max: 86400 }) * 1000;
   const redeliveryMaxDelayMs = num('REDELIVERY_MAX_DELAY_SECONDS', 300, { max: 86400 * 30 }) * 1000;
   if (redeliveryMaxDelayMs < redeliveryDelayMs) problems.push('REDELIVERY_MAX_DELAY_SECONDS must not be below REDELIVERY_DELAY_SECONDS');
-  const publishBase = num('PUBLISH_RETRY_BASE_MS', 50, { min: 1, max: 60000 });
-  const publishMax = num('PUBLISH_RETRY_MAX_MS', 1000, { min: 1, max: 300000 });
-  if (publishMax < publishBase) problems.push('PUBLISH_RETRY_MAX_MS must not be below PUBLISH_RETRY_BASE_MS');
+  let retry: RetryPolicy = DEFAULT_RETRY_CLASSES;
+  try {
+    const cls = (name: string, c: keyof RetryPolicy) => ({
+      baseMs: num(`SQL_RETRY_${name}_BASE_MS`, DEFAULT_RETRY_CLASSES[c].baseMs, { min: 1, max: 600_000 }),
+      maxMs: num(`SQL_RETRY_${name}_MAX_MS`, DEFAULT_RETRY_CLASSES[c].maxMs, { min: 1, max: 600_000 }),
+    });
+    retry = retryPolicy({ lock: cls('LOCK', 'lock'), throttling: cls('THROTTLING', 'throttling'), failover: cls('FAILOVER', 'failover'), connection: cls('CONNECTION', 'connection') });
+  } catch (e) {
+    problems.push(`SQL_RETRY_*: ${(e as Error).message}`);
+  }
   const retentionDays = num('DEAD_LETTER_RETENTION_DAYS', 14, { max: 3650 });
   const budgetMs = num('DRAIN_BUDGET_SECONDS', 8, { min: 0.1, max: 600 }) * 1000;
   const idleGraceMs = num('DRAIN_IDLE_GRACE_SECONDS', budgetMs / 1000, { min: 0, max: 600 }) * 1000;
@@ -261,7 +277,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
     batchSize: num('BATCH_SIZE', 16, { min: 1, max: 1000, integer: true }),
     handlerConcurrency: num('HANDLER_CONCURRENCY', 16, { min: 1, max: 1000, integer: true }),
     emptyPollDelayMs: num('EMPTY_POLL_DELAY_MS', 250, { min: 1, max: 60000 }),
-    publish: { maxAttempts: num('PUBLISH_MAX_ATTEMPTS', 3, { min: 1, max: 100, integer: true }), baseMs: publishBase, maxMs: publishMax },
+    publish: { maxAttempts: num('PUBLISH_MAX_ATTEMPTS', 3, { min: 1, max: 100, integer: true }), classes: retry },
+    retry,
     deadLetterRetentionMs: retentionDays > 0 ? retentionDays * 86_400_000 : null,
     maxMessageBytes: num('MAX_MESSAGE_BYTES', 262144, { min: 16, max: 64 * 1024 * 1024, integer: true }),
     drain: { schedule: str('DRAIN_WORKER_SCHEDULE') ?? '*/10 * * * * *', budgetMs, idleGraceMs },

@@ -26,6 +26,7 @@ export async function drainQueues(rt: Runtime, queues: readonly string[], logger
           wake: rt.wake,
           logger,
           stopping: rt.stopping,
+          claimRetry: c.retry,
         }),
       );
     }),

@@ -65,7 +65,7 @@ export function getRuntime(): Promise<Runtime> {
     const stores = await openStores(cfg, logger);
     const wake = new WakeSignal();
     const publisher = new Publisher(stores.transport, wake, cfg.publish, logger);
-    const channel = new ResponseChannel(stores.channel, publisher, cfg.channel, logger);
+    const channel = new ResponseChannel(stores.channel, publisher, cfg.channel, logger, cfg.retry);
     const routes = new Map<string, QueueRoute>();
     const workerHooks = workerResponseHooks(channel, logger);
     for (const [queue, handler] of buildHandlers(cfg)) routes.set(queue, { handler, hooks: workerHooks });

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { CALLBACK_QUEUE, type ChannelConfig } from '../config';
 import type { Logger } from '../log';
-import { sleep, withRetry, type SimpleRetryOptions } from '../sql/retry';
+import { DEFAULT_RETRY_CLASSES, sleep, withRetry, type ClassifiedRetryOptions, type RetryPolicy } from '../sql/retry';
 import { isTransientError } from '../sql/transient';
 import type { Publisher } from '../transport/publisher';
 import type { OutgoingMessage } from '../transport/types';
@@ -59,11 +59,17 @@ export class ResponseChannel {
     private readonly publisher: Publisher,
     private readonly config: ChannelConfig,
     private readonly logger: Logger,
+    private readonly retryClasses: RetryPolicy = DEFAULT_RETRY_CLASSES,
   ) {}
 
-  /** The spec's publish policy for the response insert and the recovery claim: 3 attempts, 50 ms → 1 s. */
-  private retry(deadline?: number): SimpleRetryOptions {
-    return { maxAttempts: 3, baseMs: 50, maxMs: 1000, isTransient: isTransientError, deadline };
+  /** The response insert and the recovery claim: 3 attempts, each transient fault waiting as its class asks. */
+  private retry(deadline?: number): ClassifiedRetryOptions {
+    return {
+      maxAttempts: 3,
+      policy: this.retryClasses,
+      deadline,
+      onRetry: (err, attempt, delay, cls) => this.logger.warn(`channel store call failed transiently (${cls}); retry ${attempt} in ${Math.round(delay)} ms`, err),
+    };
   }
 
   /**

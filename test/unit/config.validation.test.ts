@@ -16,7 +16,7 @@ describe('configuration', () => {
       redeliveryDelayMs: 5_000,
       batchSize: 16,
       emptyPollDelayMs: 250,
-      publish: { maxAttempts: 3, baseMs: 50, maxMs: 1000 },
+      publish: { maxAttempts: 3, classes: { lock: { baseMs: 20, maxMs: 200 }, throttling: { baseMs: 10_000, maxMs: 60_000 } } },
       deadLetterRetentionMs: 14 * 86_400_000,
       drain: { schedule: '*/10 * * * * *', budgetMs: 8000, idleGraceMs: 8000 },
       pruneSchedule: '0 * * * * *',
@@ -60,6 +60,11 @@ describe('configuration', () => {
     expect(() => loadConfig({ QUEUES: 'worker,response' })).toThrow(/reserved/);
     expect(() => loadConfig({ WORKER_FORWARD_URL: 'ftp://x' })).toThrow(/WORKER_FORWARD_URL/);
     expect(loadConfig({ WORKER_FORWARD_URL: 'http://localhost:9/x' }).workerHandler).toBe('forward');
+  });
+
+  it('reads the per-class retry backoff and rejects a cap below its base', () => {
+    expect(loadConfig({ SQL_RETRY_THROTTLING_BASE_MS: '2000', SQL_RETRY_THROTTLING_MAX_MS: '4000' }).retry.throttling).toEqual({ baseMs: 2000, maxMs: 4000 });
+    expect(() => loadConfig({ SQL_RETRY_LOCK_BASE_MS: '500', SQL_RETRY_LOCK_MAX_MS: '100' })).toThrow(/lock\.maxMs/);
   });
 
   it('DEAD_LETTER_RETENTION_DAYS=0 keeps dead letters forever', () => {

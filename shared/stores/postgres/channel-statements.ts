@@ -6,6 +6,9 @@ import { quoteIdentifier } from '../../sql/identifiers';
 
 const q = (n: string) => quoteIdentifier(n, 'postgres');
 const MS = "* interval '1 millisecond'";
+export const CHANNEL_NOTIFY_CHANNEL = 'asyncresponse_channel';
+/** Payload prefix of a channel notification ("schema.messageTable:" + correlation id). */
+export const channelNotifyPrefix = (n: ChannelNames) => `${n.schema}.${n.messageTable}:`;
 
 export function channelTables(n: ChannelNames) {
   return {
@@ -65,10 +68,15 @@ RETURNING expires_at`,
 WHERE correlation_id = $1 AND expires_at > now() ORDER BY registered_at, registration_id`,
     deleteRegistration: `DELETE FROM ${r} WHERE correlation_id = $1 AND registration_id = $2`,
     // SQL Server: INSERT … WHERE NOT EXISTS (… WITH (UPDLOCK, HOLDLOCK)) OUTPUT inserted.created_at.
-    insertMessage: `INSERT INTO ${m} (id, correlation_id, envelope_json, expires_at)
-VALUES ($1, $2, $3, clock_timestamp() + $4::bigint ${MS})
-ON CONFLICT (id) DO NOTHING
-RETURNING created_at`,
+    // A new response NOTIFYs its correlation id so waiters in other processes scan at once instead of at
+    // their next poll (SQL Server has no NOTIFY: there they poll every ActivePollInterval).
+    insertMessage: `WITH ins AS (
+  INSERT INTO ${m} (id, correlation_id, envelope_json, expires_at)
+  VALUES ($1, $2, $3, clock_timestamp() + $4::bigint ${MS})
+  ON CONFLICT (id) DO NOTHING
+  RETURNING created_at, correlation_id),
+woken AS (SELECT pg_notify('${CHANNEL_NOTIFY_CHANNEL}', $5 || correlation_id) FROM ins)
+SELECT created_at FROM ins, (SELECT count(*) FROM woken) AS n`,
     storedMessage: `SELECT created_at, acked_at, acked_seq::text AS acked_seq FROM ${m} WHERE id = $1`,
     loadPending: `SELECT ${cols}, CASE WHEN acked_at IS NULL THEN envelope_json END AS envelope_json FROM ${m}
 WHERE correlation_id = $1 AND expires_at > now() AND NOT recovery_claimed

@@ -11,7 +11,7 @@ import type {
 import type { Logger } from '../../log';
 import type { PgClient, Queryable } from './client';
 import { advisoryKey, schemaLockResource } from './ddl';
-import { channelDdl, channelStatements } from './channel-statements';
+import { channelDdl, channelNotifyPrefix, channelStatements } from './channel-statements';
 
 interface MessageRow {
   id: string;
@@ -177,7 +177,13 @@ export class PostgresChannelStore implements ChannelStore {
   }
 
   async insertMessage(id: string, correlationId: string, envelopeJson: string, retentionMs: number): Promise<InsertedMessage> {
-    const ins = await this.run<{ created_at: Date }>(this.sql.insertMessage, [id, correlationId, envelopeJson, Math.round(retentionMs)]);
+    const ins = await this.run<{ created_at: Date }>(this.sql.insertMessage, [
+      id,
+      correlationId,
+      envelopeJson,
+      Math.round(retentionMs),
+      channelNotifyPrefix(this.options.names),
+    ]);
     const created = ins.rows[0];
     if (created) return { id, inserted: true, createdAt: created.created_at, ackedAt: null, ackedSeq: null };
     const stored = await this.client.query<{ created_at: Date; acked_at: Date | null; acked_seq: string | null }>(this.sql.storedMessage, [id]);

@@ -25,19 +25,27 @@ export interface PgStatements {
 /** Source-queue header read without failing on a row whose headers are not a JSON object. */
 const SOURCE_QUEUE = `(CASE WHEN left(ltrim(headers_json), 1) = '{' THEN headers_json::jsonb ->> 'AR-DeadLetter-Source-Queue' END)`;
 const UNLEASED = '(locked_until IS NULL OR locked_until <= now())';
+export const TRANSPORT_NOTIFY_CHANNEL = 'asyncresponse_transport';
+/** Payload prefix of a transport notification: which table it is about ("schema.table:" + queue). */
+export const notifyPrefix = (names: TransportNames) => `${names.schema}.${names.table}:`;
 const MS = "* interval '1 millisecond'";
 
 export function pgStatements(names: TransportNames): PgStatements {
   const t = `${quoteIdentifier(names.schema, 'postgres')}.${quoteIdentifier(names.table, 'postgres')}`;
   return {
     // SQL Server: INSERT … SELECT … WHERE NOT EXISTS (… WITH (UPDLOCK, HOLDLOCK)); here ON CONFLICT DO NOTHING.
-    publish: `INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at)
-SELECT s.id, s.queue, s.payload_json, s.headers_json, clock_timestamp(),
-       CASE WHEN s.delay_ms > 0 THEN clock_timestamp() + s.delay_ms ${MS} ELSE clock_timestamp() END
-FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::bigint[]) WITH ORDINALITY AS s(id, queue, payload_json, headers_json, delay_ms, ord)
-ORDER BY s.ord
-ON CONFLICT (id) DO NOTHING
-RETURNING id, available_at`,
+    // The same statement NOTIFYs each queue that got a row claimable now, so drain loops in other processes
+    // wake at once (delivered at commit; none for delayed rows). SQL Server has no NOTIFY: peers poll.
+    publish: `WITH ins AS (
+  INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at)
+  SELECT s.id, s.queue, s.payload_json, s.headers_json, clock_timestamp(),
+         CASE WHEN s.delay_ms > 0 THEN clock_timestamp() + s.delay_ms ${MS} ELSE clock_timestamp() END
+  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::bigint[]) WITH ORDINALITY AS s(id, queue, payload_json, headers_json, delay_ms, ord)
+  ORDER BY s.ord
+  ON CONFLICT (id) DO NOTHING
+  RETURNING id, queue, available_at, available_at <= clock_timestamp() AS due),
+woken AS (SELECT pg_notify('${TRANSPORT_NOTIFY_CHANNEL}', $6 || q.queue) FROM (SELECT DISTINCT queue FROM ins WHERE due) AS q)
+SELECT id, available_at FROM ins, (SELECT count(*) FROM woken) AS n`,
     existing: `SELECT id, available_at FROM ${t} WHERE id = ANY($1::uuid[])`,
     // SQL Server: TOP (@n) … WITH (UPDLOCK, ROWLOCK, READPAST); here FOR UPDATE SKIP LOCKED.
     claim: `WITH next AS (

@@ -22,7 +22,7 @@ import {
   schemaLockResource,
   tableLockResource,
 } from './ddl';
-import { pgStatements, type PgStatements } from './statements';
+import { notifyPrefix, pgStatements, type PgStatements } from './statements';
 
 interface ClaimRow {
   id: string;
@@ -126,6 +126,7 @@ export class PostgresTransportStore implements TransportStore {
       messages.map((m) => m.payloadJson),
       messages.map((m) => JSON.stringify(m.headers)),
       messages.map((m) => Math.max(0, Math.round(m.delayMs))),
+      notifyPrefix(this.names),
     ], this.prepared.publish);
     const byId = new Map(inserted.rows.map((r) => [r.id, r.available_at]));
     const duplicates = messages.filter((m) => !byId.has(m.id.toLowerCase()));
