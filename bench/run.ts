@@ -10,6 +10,12 @@ import { WakeSignal } from '../shared/transport/wake';
 import { ResponseChannel } from '../shared/channel/response-channel';
 import { loadConfig } from '../shared/config';
 import { Publisher } from '../shared/transport/publisher';
+import { startNotifyListener } from '../shared/stores/postgres/notify-listener';
+import { notifyPrefix } from '../shared/stores/postgres/statements';
+import type { PostgresTransportStore } from '../shared/stores/postgres/store';
+import { channelNotifyPrefix } from '../shared/stores/postgres/channel-statements';
+import { channelNames } from '../shared/sql/identifiers';
+import { DEFAULT_CHANNEL_TABLES } from '../shared/channel/types';
 import { openBenchStores, type BenchStores } from './stores';
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 20_000);
@@ -123,6 +129,55 @@ async function claimLatency(store: TransportStore, queue: string, samples = 300)
   return { p50: pct(times, 50), p95: pct(times, 95) };
 }
 
+/** Publish on one pool, handler start on a drain loop of another pool, woken by NOTIFY (PostgreSQL only). */
+async function benchWakeAcross(s: BenchStores) {
+  if (s.store.kind !== 'postgres') return;
+  const url = process.env.PG_URL ?? process.env.DATABASE_URL!;
+  const consumer = await s.openPeer();
+  const wake = new WakeSignal();
+  const names = (s.store as PostgresTransportStore).names;
+  const listener = startNotifyListener(
+    url,
+    { transport: { prefix: notifyPrefix(names), wake: (q) => wake.notify(q) }, channel: { prefix: '\u0000', wake: () => undefined } },
+    silentLogger,
+  );
+  await listener.ready;
+  const started = new Map<string, number>();
+  const latencies: number[] = [];
+  const stop = new AbortController();
+  const drain = drainQueue({
+    store: consumer,
+    queue: 'wake_across',
+    handler: async (job) => {
+      const t = started.get(job.id);
+      if (t !== undefined) latencies.push(performance.now() - t);
+    },
+    policy: POLICY,
+    deadLetterQueue: 'deadletter',
+    lockTimeoutMs: 30_000,
+    batchSize: 16,
+    concurrency: 16,
+    budgetMs: 600_000,
+    idleGraceMs: 600_000,
+    emptyPollDelayMs: 250,
+    wake,
+    logger: silentLogger,
+    stopping: stop.signal,
+  });
+  for (let i = 0; i < 200; i++) {
+    const m = msg('wake_across', i);
+    started.set(m.id, performance.now());
+    await s.store.publish([m]);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  await new Promise((r) => setTimeout(r, 500));
+  stop.abort();
+  await drain;
+  await listener.close();
+  latencies.sort((a, b) => a - b);
+  record('publish → handler start, other pool (NOTIFY wake)', `p50 ${fmt(pct(latencies, 50))} ms`, `p99 ${fmt(pct(latencies, 99))} ms, ${latencies.length} jobs`);
+}
+
 async function benchClaimFlatness(s: BenchStores) {
   await publishBatched(s.store, 'flat', 1_000);
   const small = await claimLatency(s.store, 'flat');
@@ -196,7 +251,22 @@ async function benchResponses(s: BenchStores) {
   await responseLatency(a, a, 'same process');
   if (!s.concurrent) return;
   const b = new ResponseChannel(await s.openChannelPeer(), publisher, CHANNEL_CONFIG, silentLogger);
-  await responseLatency(b, a, `two instances (own pools), poll ${CHANNEL_CONFIG.activePollIntervalMs} ms`, 60);
+  if (s.store.kind === 'postgres') {
+    const url = process.env.PG_URL ?? process.env.DATABASE_URL!;
+    const listener = startNotifyListener(
+      url,
+      {
+        transport: { prefix: '\u0000', wake: () => undefined },
+        channel: { prefix: channelNotifyPrefix(channelNames((s.store as PostgresTransportStore).names.schema, DEFAULT_CHANNEL_TABLES, 'postgres')), wake: (c) => b.local.notify(c) },
+      },
+      silentLogger,
+    );
+    await listener.ready;
+    await responseLatency(b, a, 'two instances (own pools), NOTIFY wake', 200);
+    await listener.close();
+  }
+  const c = new ResponseChannel(await s.openChannelPeer(), publisher, CHANNEL_CONFIG, silentLogger);
+  await responseLatency(c, a, `two instances (own pools), polling every ${CHANNEL_CONFIG.activePollIntervalMs} ms`, 60);
 }
 
 async function main() {
@@ -208,6 +278,7 @@ async function main() {
     await benchPublish(s);
     await benchDrain(s);
     await benchWake(s);
+    await benchWakeAcross(s);
     await benchResponses(s);
     await benchClaimFlatness(s);
     const rss = process.memoryUsage().rss / 1024 / 1024;

@@ -5,18 +5,24 @@ type Waiter = () => void;
 
 export class WakeSignal {
   private readonly waiters = new Map<string, Set<Waiter>>();
+  /** Queues notified while nobody waited (the loop was busy claiming): the next wait returns at once. */
+  private readonly pending = new Set<string>();
 
   notify(queue: string): void {
     const set = this.waiters.get(queue);
-    if (!set) return;
+    if (!set) {
+      this.pending.add(queue);
+      return;
+    }
     this.waiters.delete(queue);
     for (const wake of set) wake();
   }
 
-  /** Resolves true when woken, false when timeoutMs passed or the signal aborted. */
+  /** Resolves true when woken (or a wake arrived since the last wait), false when timeoutMs passed or the signal aborted. */
   wait(queue: string, timeoutMs: number, signal?: AbortSignal): Promise<boolean> {
     return new Promise((resolve) => {
       if (signal?.aborted) return resolve(false);
+      if (this.pending.delete(queue)) return resolve(true);
       let set = this.waiters.get(queue);
       if (!set) this.waiters.set(queue, (set = new Set()));
       const done = (woken: boolean) => {
