@@ -1,0 +1,106 @@
+// The response channel's service rules over real stores (PGlite; and the PostgreSQL server with PG_URL).
+import { randomUUID } from 'node:crypto';
+import { Pool } from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ResponseChannel } from '../../shared/channel/response-channel';
+import { DEFAULT_CHANNEL_TABLES } from '../../shared/channel/types';
+import { CALLBACK_QUEUE, loadConfig } from '../../shared/config';
+import { silentLogger } from '../../shared/log';
+import { channelNames } from '../../shared/sql/identifiers';
+import { PostgresChannelStore } from '../../shared/stores/postgres/channel-store';
+import { pgPoolClient, pgliteClient, type PgClient } from '../../shared/stores/postgres/client';
+import { PostgresTransportStore } from '../../shared/stores/postgres/store';
+import { Publisher } from '../../shared/transport/publisher';
+import { WakeSignal } from '../../shared/transport/wake';
+import { sleep } from '../support/messages';
+import { newSchema } from './fixtures';
+
+const config = {
+  ...loadConfig({}).channel,
+  heartbeatIntervalMs: 100,
+  heartbeatTimeoutMs: 300,
+  deliveryConfirmationTimeoutMs: 300,
+  deliveryConfirmationPollMs: 20,
+  activePollIntervalMs: 50,
+};
+
+const targets: Array<[string, () => Promise<PgClient>, string | undefined]> = [
+  [
+    'pglite',
+    async () => {
+      const { PGlite } = await import('@electric-sql/pglite');
+      return pgliteClient(new PGlite());
+    },
+    undefined,
+  ],
+  ['postgres', async () => pgPoolClient(new Pool({ connectionString: process.env.PG_URL, max: 6 })), process.env.PG_URL ? undefined : 'PG_URL is not set'],
+];
+
+for (const [name, open, skip] of targets) {
+  if (skip) console.warn(`[contract:${name}] channel service skipped: ${skip}`);
+  describe.skipIf(skip !== undefined)(`[${name}] response channel service`, () => {
+    const schema = newSchema();
+    let client: PgClient;
+    let transport: PostgresTransportStore;
+    let channel: ResponseChannel;
+    let other: ResponseChannel; // a second instance: its own local waiters, same database
+
+    beforeAll(async () => {
+      client = await open();
+      transport = new PostgresTransportStore(client, { schema, table: 'asyncresponse_transport_messages', autoCreateSchema: true, logger: silentLogger });
+      const store = new PostgresChannelStore(client, { names: channelNames(schema, DEFAULT_CHANNEL_TABLES, 'postgres'), autoCreateSchema: true, logger: silentLogger });
+      const publisher = new Publisher(transport, new WakeSignal(), { maxAttempts: 3 }, silentLogger);
+      channel = new ResponseChannel(store, publisher, config, silentLogger);
+      other = new ResponseChannel(store, publisher, config, silentLogger);
+      await transport.ensureSchema();
+      await store.ensureSchema();
+    });
+    afterAll(async () => {
+      if (name === 'postgres') await client?.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await client?.close();
+    });
+
+    it('a waiter heartbeats its live row past the heartbeat timeout and deletes it when it returns', async () => {
+      const waiting = channel.waitForResponse('hb-1', 900);
+      for (let i = 0; i < 4; i++) {
+        await sleep(200);
+        expect(await channel.store.countActiveSubscribers('hb-1')).toBe(1);
+      }
+      expect(await waiting).toBeNull();
+      expect(await channel.store.countActiveSubscribers('hb-1')).toBe(0);
+    });
+
+    it('a response taken by a waiter of another instance reports live', async () => {
+      const waiting = other.waitForResponse('live-1', 5000);
+      await sleep(100);
+      const result = await channel.publishResponse({ correlationId: 'live-1', payload: 1, final: true });
+      expect(result.delivery).toBe('live');
+      expect(await waiting).toMatchObject({ correlationId: 'live-1', payload: 1 });
+    });
+
+    it('a live row whose waiter never takes the response: stored without registrations, recovery with them', async () => {
+      await channel.store.upsertSubscriber('ghost-1', randomUUID(), 'crashed-instance', 30_000);
+      const stored = await channel.publishResponse({ correlationId: 'ghost-1', payload: 'a', final: true });
+      expect(stored.delivery).toBe('stored');
+
+      await channel.store.upsertSubscriber('ghost-2', randomUUID(), 'crashed-instance', 30_000);
+      const reg = await channel.registerCallback('ghost-2', 'https://hooks.example.com/x', 60_000);
+      const routed = await channel.publishResponse({ correlationId: 'ghost-2', payload: 'b', final: true });
+      expect(routed.delivery).toBe('recovery');
+      const [job] = await transport.claim(CALLBACK_QUEUE, 10, 30_000);
+      expect(JSON.parse(job!.payloadJson)).toMatchObject({ registrationId: reg.registrationId, callbackUrl: 'https://hooks.example.com/x', response: { correlationId: 'ghost-2', id: routed.id, payload: 'b', final: true } });
+      expect(await channel.store.loadRegistrations('ghost-2')).toEqual([]); // final consumed it
+      expect(await channel.waitForResponse('ghost-2', 0)).toBeNull(); // recovery owns it
+    });
+
+    it('routing again enqueues nothing new (deterministic callback job ids); a non-final response keeps the registration', async () => {
+      await channel.registerCallback('nf-1', 'https://hooks.example.com/y', 60_000);
+      const first = await channel.publishResponse({ correlationId: 'nf-1', payload: 'progress', final: false });
+      expect(first.delivery).toBe('recovery');
+      expect(await channel.routeToRecovery(first.id, 'nf-1', JSON.stringify({ SchemaVersion: 1, Success: true, Payload: 'progress', Final: false }))).toBe(true);
+      const jobs = await transport.claim(CALLBACK_QUEUE, 10, 30_000);
+      expect(jobs.filter((j) => JSON.parse(j.payloadJson).response.id === first.id)).toHaveLength(1);
+      expect(await channel.store.loadRegistrations('nf-1')).toHaveLength(1);
+    });
+  });
+}
