@@ -2,6 +2,7 @@
 // loads this same module, so routes and schedules have one source.
 import { app } from '@azure/functions';
 import { shutdownRuntime } from '../shared/runtime';
+import { startTelemetry } from '../shared/telemetry/setup';
 
 import './publish-message';
 import './get-queue';
@@ -18,7 +19,12 @@ import './delete-waiter';
 import './drain-responses';
 import './drain-callbacks';
 import './sweep-channel';
+import './queue-metrics';
 import './openapi';
+
+// Application Insights (only with APPLICATIONINSIGHTS_CONNECTION_STRING) starts before the first invocation, so
+// its preInvocation hook gives every invocation's dependencies the host's operation id (shared/telemetry/setup.ts).
+startTelemetry(process.env);
 
 app.hook.appTerminate(async () => {
   await shutdownRuntime();

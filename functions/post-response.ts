@@ -14,6 +14,7 @@ export async function postResponse(request: HttpRequest, context: InvocationCont
   if (!parsed.ok) return problem(400, 'the response has invalid fields; nothing was published', parsed.errors);
   try {
     const result = await rt.channel.publishResponse(parsed.value, { confirm: true });
+    if (!result.duplicate) rt.metrics.responsePublished(result.delivery, 'http');
     return json(202, { id: result.id, delivery: result.delivery, ...(result.duplicate ? { duplicate: true } : {}) });
   } catch (err) {
     return failureAnswer(err, context, 'publishing a response');

@@ -12,6 +12,7 @@ export async function pruneDeadLetters(_timer: Timer, context: InvocationContext
     context,
     'dead-letter prune',
   );
+  rt.metrics.pruned('deadletters', result.deleted);
   if (result.deleted > 0) context.info(`pruned ${result.deleted} dead letters in ${result.batches} batches`);
   return result;
 }

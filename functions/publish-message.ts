@@ -27,7 +27,9 @@ export async function publishMessage(request: HttpRequest, context: InvocationCo
       availableAt: o.availableAt?.toISOString() ?? null,
       ...(o.inserted ? {} : { duplicate: true }),
     }));
-    const anyInserted = outcomes.some((o) => o.inserted);
+    const inserted = outcomes.filter((o) => o.inserted).length;
+    rt.metrics.jobsPublished(queue!, inserted);
+    const anyInserted = inserted > 0;
     return json(anyInserted ? 201 : 200, parsed.batch ? { items } : items[0]);
   } catch (err) {
     return failureAnswer(err, context, `publishing to '${queue}'`);

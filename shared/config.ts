@@ -45,6 +45,8 @@ export interface AppConfig {
   maxMessageBytes: number;
   drain: { schedule: string; budgetMs: number; idleGraceMs: number };
   pruneSchedule: string;
+  /** NCRONTAB schedule of the queue-metrics timer (queue depth gauges; runs only when telemetry is on). */
+  queueMetricsSchedule: string;
   workerHandler: 'echo' | 'forward';
   workerForwardUrl?: string;
   workerForwardTimeoutMs: number;
@@ -134,6 +136,7 @@ export const SETTINGS: readonly Setting[] = [
   { name: 'DRAIN_BUDGET_SECONDS', default: '8', description: 'How long one drain invocation may claim work.' },
   { name: 'DRAIN_IDLE_GRACE_SECONDS', default: '8', description: 'A drain ends after the queue stayed empty this long (it keeps polling until then).' },
   { name: 'PRUNE_DEADLETTERS_SCHEDULE', default: '0 * * * * *', description: 'NCRONTAB schedule of the prune-deadletters timer.' },
+  { name: 'QUEUE_METRICS_SCHEDULE', default: '0 * * * * *', description: 'NCRONTAB schedule of the queue-metrics timer (queue depth and oldest ready age of every queue to Application Insights; idle without APPLICATIONINSIGHTS_CONNECTION_STRING).' },
   { name: 'WORKER_HANDLER', default: 'echo', description: 'echo (sample: logs and returns the payload) or forward (POST to WORKER_FORWARD_URL).' },
   { name: 'WORKER_FORWARD_URL', default: '', description: 'When set, the worker handler POSTs each job here; 2xx = success.' },
   { name: 'WORKER_FORWARD_TIMEOUT_SECONDS', default: '30', description: 'Timeout of one forwarded job.' },
@@ -283,6 +286,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     maxMessageBytes: num('MAX_MESSAGE_BYTES', 262144, { min: 16, max: 64 * 1024 * 1024, integer: true }),
     drain: { schedule: str('DRAIN_WORKER_SCHEDULE') ?? '*/10 * * * * *', budgetMs, idleGraceMs },
     pruneSchedule: str('PRUNE_DEADLETTERS_SCHEDULE') ?? '0 * * * * *',
+    queueMetricsSchedule: str('QUEUE_METRICS_SCHEDULE') ?? '0 * * * * *',
     workerHandler: handlerName === 'forward' ? 'forward' : 'echo',
     workerForwardUrl: forwardUrl,
     workerForwardTimeoutMs: num('WORKER_FORWARD_TIMEOUT_SECONDS', 30, { min: 1, max: 600 }) * 1000,

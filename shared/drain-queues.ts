@@ -2,7 +2,7 @@ import type { Logger } from './log';
 import type { Runtime } from './runtime';
 import { drainQueue, type DrainReport } from './transport/drain-loop';
 
-/** One drain timer invocation: drains each queue concurrently with its route's handler, then logs a summary. */
+/** One drain timer invocation: drains each queue concurrently with its route's handler, then records its metrics and logs a summary. */
 export async function drainQueues(rt: Runtime, queues: readonly string[], logger: Logger): Promise<DrainReport[]> {
   const c = rt.config;
   const reports = await Promise.all(
@@ -32,6 +32,7 @@ export async function drainQueues(rt: Runtime, queues: readonly string[], logger
     }),
   );
   for (const r of reports) {
+    rt.metrics.drainFinished(r);
     if (r.claimed > 0 || r.stoppedBy === 'error') {
       logger.info(
         `drained '${r.queue}': claimed ${r.claimed}, completed ${r.completed}, retried ${r.retried}, ` +

@@ -3,23 +3,24 @@
 // ===== The app's custom metrics (customMetrics table) =====================================================
 // This list is the one place the metric names are written down for operators; the telemetry code emits
 // exactly these, and test/unit/infra.observability.test.ts checks that every query in this file uses only
-// names from it.
+// names from it. The code's list is shared/telemetry/metric-names.ts (test/unit/telemetry.metrics.test.ts keeps
+// the two in line; asyncresponse.responses.published is sent but not charted, so it is not listed here).
 //
 //   metric                                         kind     customDimensions
-//   asyncresponse.jobs.published                   counter  queue, outcome
-//   asyncresponse.jobs.claimed                     counter  queue, outcome
-//   asyncresponse.jobs.completed                   counter  queue, outcome
-//   asyncresponse.jobs.failed                      counter  queue, outcome
-//   asyncresponse.jobs.deadlettered                counter  queue, outcome
-//   asyncresponse.jobs.redelivered                 counter  queue, outcome
+//   asyncresponse.jobs.published                   counter  queue
+//   asyncresponse.jobs.claimed                     counter  queue
+//   asyncresponse.jobs.completed                   counter  queue
+//   asyncresponse.jobs.failed                      counter  queue, outcome (redelivered | deadlettered)
+//   asyncresponse.jobs.deadlettered                counter  queue
+//   asyncresponse.jobs.redelivered                 counter  queue, outcome (failed | released)
 //   asyncresponse.queue.ready                      gauge    queue   (rows claimable now)
 //   asyncresponse.queue.delayed                    gauge    queue   (rows available later)
 //   asyncresponse.queue.leased                     gauge    queue   (rows claimed, lease not expired)
 //   asyncresponse.queue.deadlettered               gauge    queue   (dead letters from this queue)
 //   asyncresponse.queue.oldest_ready_age_seconds   gauge    queue
-//   asyncresponse.drain.duration_ms                value    queue   (one drain invocation on one queue)
-//   asyncresponse.channel.sweep.duration_ms        value    queue   (one channel sweep)
-//   asyncresponse.prune.deleted                    counter  queue   (dead letters pruned)
+//   asyncresponse.drain.duration_ms                value    queue, outcome (why it stopped: idle | budget | shutdown | error)
+//   asyncresponse.channel.sweep.duration_ms        value    -       (one channel sweep)
+//   asyncresponse.prune.deleted                    counter  table   (rows pruned: deadletters | messages | subscribers | recovery)
 //
 // Counters are read with sum(valueSum), gauges with max(valueMax), durations with sum(valueSum)/sum(valueCount)
 // (mean) and max(valueMax): those columns are right whether a row holds one sample or a pre-aggregated window.
@@ -99,6 +100,7 @@ customMetrics
 var deadLettersQuery = '''
 customMetrics
 | where name in ("asyncresponse.jobs.deadlettered", "asyncresponse.queue.deadlettered", "asyncresponse.prune.deleted")
+| where name != "asyncresponse.prune.deleted" or tostring(customDimensions.table) == "deadletters"
 | summarize total = sum(valueSum), peak = max(valueMax) by name, bin(timestamp, 15m)
 | extend value = iff(name == "asyncresponse.queue.deadlettered", peak, total)
 | project timestamp, series = replace_string(name, "asyncresponse.", ""), value

@@ -1,17 +1,21 @@
 import { correlationIdProblem } from '../correlation-id';
 import type { Logger } from '../log';
+import { noopMetrics, type Metrics } from '../telemetry/metrics';
 import type { DispatchDeps } from '../transport/dispatcher';
 import { getHeader } from '../transport/headers';
 import { CORRELATION_ID_HEADER } from '../transport/types';
 import { derivedUuid } from './ids';
-import type { ResponseChannel } from './response-channel';
+import type { Delivery, ResponseChannel } from './response-channel';
 
 /**
  * Worker jobs published with a correlation id answer through the channel: the handler's return value becomes
  * the response (id = the job id, so a re-run after a lapsed lease stores nothing twice), and a job that is
  * dead-lettered for good publishes an error response so its caller is not left waiting.
  */
-export function workerResponseHooks(channel: ResponseChannel, logger: Logger): Pick<DispatchDeps, 'onCompleted' | 'onDeadLettered'> {
+export function workerResponseHooks(channel: ResponseChannel, logger: Logger, metrics: Metrics = noopMetrics): Pick<DispatchDeps, 'onCompleted' | 'onDeadLettered'> {
+  const published = (r: { delivery: Delivery; duplicate: boolean }) => {
+    if (!r.duplicate) metrics.responsePublished(r.delivery, 'worker');
+  };
   const usable = (id: string | undefined): id is string => {
     if (id === undefined) return false;
     const why = correlationIdProblem(id);
@@ -21,14 +25,16 @@ export function workerResponseHooks(channel: ResponseChannel, logger: Logger): P
   return {
     onCompleted: async (job, result) => {
       if (!usable(job.correlationId)) return;
-      await channel.publishResponse({ correlationId: job.correlationId, id: job.id, payload: result ?? null, final: true }, { confirm: false });
+      published(await channel.publishResponse({ correlationId: job.correlationId, id: job.id, payload: result ?? null, final: true }, { confirm: false }));
     },
     onDeadLettered: async (job, message, reason) => {
       const correlationId = job?.correlationId ?? getHeader(message.headers, CORRELATION_ID_HEADER);
       if (!usable(correlationId)) return;
-      await channel.publishResponse(
-        { correlationId, id: derivedUuid(`dead-letter:${message.id}`), payload: null, error: reason, final: true },
-        { confirm: false },
+      published(
+        await channel.publishResponse(
+          { correlationId, id: derivedUuid(`dead-letter:${message.id}`), payload: null, error: reason, final: true },
+          { confirm: false },
+        ),
       );
     },
   };

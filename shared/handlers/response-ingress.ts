@@ -1,6 +1,7 @@
 import { extractCorrelationId } from '../channel/correlation-extractor';
 import type { ResponseChannel } from '../channel/response-channel';
 import { correlationIdProblem } from '../correlation-id';
+import { noopMetrics, type Metrics } from '../telemetry/metrics';
 import { PermanentJobError, type JobHandler } from '../transport/job';
 
 /**
@@ -8,7 +9,7 @@ import { PermanentJobError, type JobHandler } from '../transport/job';
  * table) is published to the channel under its correlation id, with the job id as the response id so a
  * redelivered job never stores it twice. A message without a usable id is dead-lettered at once.
  */
-export function responseIngressHandler(channel: ResponseChannel, jsonPaths: readonly string[]): JobHandler {
+export function responseIngressHandler(channel: ResponseChannel, jsonPaths: readonly string[], metrics: Metrics = noopMetrics): JobHandler {
   return async (job) => {
     const correlationId = extractCorrelationId(job.headers, job.payload, jsonPaths);
     if (correlationId === undefined) {
@@ -17,7 +18,8 @@ export function responseIngressHandler(channel: ResponseChannel, jsonPaths: read
     const why = correlationIdProblem(correlationId);
     if (why) throw new PermanentJobError(`the response's correlation id ${why}`);
     const final = !(job.payload && typeof job.payload === 'object' && (job.payload as Record<string, unknown>).Final === false);
-    await channel.publishResponse({ correlationId, id: job.id, payload: job.payload, final }, { confirm: false });
+    const published = await channel.publishResponse({ correlationId, id: job.id, payload: job.payload, final }, { confirm: false });
+    if (!published.duplicate) metrics.responsePublished(published.delivery, 'ingress');
     return undefined;
   };
 }

@@ -41,6 +41,7 @@ describe('function table', () => {
       ['drain-responses', '*/10 * * * * *', false],
       ['drain-worker', '*/10 * * * * *', false],
       ['prune-deadletters', '0 * * * * *', false],
+      ['queue-metrics', '0 * * * * *', false],
       ['sweep-channel', '*/5 * * * * *', false],
     ]);
   });

@@ -1,0 +1,181 @@
+// SQL dependency telemetry at ONE seam: the store ports. The Azure Monitor distro behind applicationinsights 3.x
+// instruments http, the Azure SDK, mongodb, mysql, pg and redis, but not tedious (the driver under mssql), so
+// SQL Server calls would not show up as dependencies at all. These decorators wrap every method of the
+// TransportStore / ChannelStore port and record one dependency per call: name `transport.claim`,
+// `channel.insertMessage`, …, target `<server>/<database>` (or the store kind), duration, success and a result
+// code ('0', or the SQL error number / driver code of the failure). Errors are rethrown unchanged.
+//
+// The runtime wraps only when telemetry is on (no wrapper cost otherwise) and not for the `postgres` store, whose
+// `pg` driver the distro instruments itself (every query becomes a dependency; wrapping too would report each
+// call twice). A call made inside a function invocation is a child of the invocation's request: the distro's
+// preInvocation hook binds the host's trace context to the invocation.
+
+import type { TelemetryClient } from 'applicationinsights';
+import type { ChannelStore } from '../channel/types';
+import type { StoreSelection } from '../config';
+import type { Stores } from '../stores/open';
+import type { TransportStore } from '../transport/types';
+
+export interface DependencyCall {
+  /** `transport.<method>` or `channel.<method>` */
+  name: string;
+  /** `<server>/<database>`, or the store kind */
+  target: string;
+  /** the port method */
+  data: string;
+  startedAt: Date;
+  durationMs: number;
+  success: boolean;
+  /** '0' on success; on failure the SQL Server error number, else the driver's code (ETIMEOUT, a SQLSTATE), else the error's name */
+  resultCode: string;
+}
+
+export type DependencySink = (call: DependencyCall) => void;
+
+export interface DependencyTelemetry {
+  record: DependencySink;
+  target: string;
+}
+
+type AsyncMethodKeys<T> = { [K in keyof T]-?: T[K] extends (...args: never[]) => Promise<unknown> ? K : never }[keyof T];
+
+// Every method of each port. A Record keyed by the port's method names: adding a method to a port without
+// listing it here fails the type check, so no call escapes the telemetry.
+const TRANSPORT_METHODS: Record<AsyncMethodKeys<TransportStore>, true> = {
+  ensureSchema: true,
+  publish: true,
+  claim: true,
+  ack: true,
+  release: true,
+  renew: true,
+  deadLetter: true,
+  pruneDeadLetterBatch: true,
+  queueStats: true,
+  listDeadLetters: true,
+  requeueDeadLetter: true,
+  deleteDeadLetter: true,
+  now: true,
+  close: true,
+};
+
+const CHANNEL_METHODS: Record<AsyncMethodKeys<ChannelStore>, true> = {
+  ensureSchema: true,
+  saveRegistration: true,
+  loadRegistrations: true,
+  deleteRegistration: true,
+  insertMessage: true,
+  loadPending: true,
+  loadMessagesById: true,
+  claimForDelivery: true,
+  claimForRecovery: true,
+  isAcknowledged: true,
+  subscriptionStart: true,
+  findOverdueWithRegistrations: true,
+  upsertSubscriber: true,
+  heartbeatSubscribers: true,
+  deleteSubscriber: true,
+  countActiveSubscribers: true,
+  pruneExpiredBatch: true,
+  close: true,
+};
+
+export function instrumentTransportStore(store: TransportStore, telemetry: DependencyTelemetry): TransportStore {
+  return { kind: store.kind, ...wrapMethods(store, Object.keys(TRANSPORT_METHODS), 'transport', telemetry) } as TransportStore;
+}
+
+export function instrumentChannelStore(store: ChannelStore, telemetry: DependencyTelemetry): ChannelStore {
+  return wrapMethods(store, Object.keys(CHANNEL_METHODS), 'channel', telemetry) as unknown as ChannelStore;
+}
+
+function wrapMethods(store: object, methods: readonly string[], prefix: string, telemetry: DependencyTelemetry): Record<string, unknown> {
+  const wrapped: Record<string, unknown> = {};
+  for (const method of methods) {
+    const fn = (store as Record<string, unknown>)[method];
+    if (typeof fn !== 'function') throw new TypeError(`${prefix} store has no method '${method}'`);
+    const name = `${prefix}.${method}`;
+    wrapped[method] = async (...args: unknown[]) => {
+      const startedAt = new Date();
+      const t0 = performance.now();
+      const done = (success: boolean, resultCode: string) => {
+        try {
+          telemetry.record({ name, target: telemetry.target, data: method, startedAt, durationMs: performance.now() - t0, success, resultCode });
+        } catch {
+          /* telemetry is best effort */
+        }
+      };
+      try {
+        const result: unknown = await (fn as (...a: unknown[]) => Promise<unknown>).apply(store, args);
+        done(true, '0');
+        return result;
+      } catch (err) {
+        done(false, failureCode(err));
+        throw err;
+      }
+    };
+  }
+  return wrapped;
+}
+
+/**
+ * The runtime's one call: both stores wrapped when `record` is given (telemetry on) and the store is not
+ * `postgres` (its driver is instrumented by the distro); otherwise the stores as they are.
+ */
+export async function instrumentStores(stores: Stores, selection: StoreSelection, record: DependencySink | undefined): Promise<Stores> {
+  if (!record || selection.kind === 'postgres') return stores;
+  const telemetry = { record, target: await dependencyTarget(selection) };
+  return {
+    transport: instrumentTransportStore(stores.transport, telemetry),
+    channel: instrumentChannelStore(stores.channel, telemetry),
+    close: () => stores.close(),
+  };
+}
+
+/** `<server>/<database>` for SQL Server (from the connection string or SQL_SERVER + SQL_DATABASE), else the store kind. */
+export async function dependencyTarget(selection: StoreSelection): Promise<string> {
+  if (selection.kind !== 'sqlserver') return selection.kind;
+  let server = selection.server;
+  let database = selection.database;
+  if (selection.connectionString) {
+    try {
+      const { parseSqlConnectionString } = await import('../stores/sqlserver/connection');
+      const parsed = parseSqlConnectionString(selection.connectionString);
+      server = parsed.server ?? server;
+      database = parsed.database ?? database;
+    } catch {
+      /* the store reports a bad connection string itself */
+    }
+  }
+  return server ? `${server.replace(/^tcp:/i, '')}${database ? `/${database}` : ''}` : 'sqlserver';
+}
+
+/** The SQL Server error number, else the driver's code (ESOCKET, ETIMEOUT, a PostgreSQL SQLSTATE), else the error's name. */
+export function failureCode(err: unknown): string {
+  if (err !== null && typeof err === 'object') {
+    const e = err as { number?: unknown; code?: unknown; name?: unknown };
+    if (typeof e.number === 'number') return String(e.number);
+    if (typeof e.code === 'string' || typeof e.code === 'number') return String(e.code);
+    if (typeof e.name === 'string' && e.name !== '') return e.name;
+  }
+  return 'error';
+}
+
+/**
+ * Application Insights: one `trackDependency` per call, type `SQL`. In applicationinsights 3.x that becomes an
+ * OpenTelemetry CLIENT span under the active context (the invocation's, inside a function), exported as a
+ * `dependencies` row; spans go through the trace sampler (see setup.ts). The shim drops `resultCode` for
+ * non-HTTP types, so a failure's code is also written to customDimensions.resultCode.
+ */
+export function appInsightsDependencies(client: Pick<TelemetryClient, 'trackDependency'>): DependencySink {
+  return (c) =>
+    client.trackDependency({
+      dependencyTypeName: 'SQL',
+      name: c.name,
+      data: c.data,
+      target: c.target,
+      time: c.startedAt,
+      duration: c.durationMs,
+      success: c.success,
+      resultCode: c.resultCode,
+      ...(c.success ? {} : { properties: { resultCode: c.resultCode } }),
+    });
+}

@@ -1,0 +1,135 @@
+// Application Insights for the app's own telemetry: custom metrics (metrics.ts) and SQL dependencies
+// (dependencies.ts). The Functions host already records every invocation (`requests`), everything logged through
+// the InvocationContext (`traces`) and invocation failures (`exceptions`); this adds only what the host cannot see.
+//
+// - Started only when APPLICATIONINSIGHTS_CONNECTION_STRING is set (Azure sets it; locally it is usually absent).
+//   Without it nothing is loaded (applicationinsights and the OpenTelemetry SDK are required lazily: no start-up
+//   cost) and the app gets noopMetrics. Starting is idempotent; functions/index.ts starts it when the app loads,
+//   so the distro's preInvocation hook (which binds each invocation's trace context) is in place before the first
+//   invocation and the `pg` driver is loaded (lazily, by openStores) after the distro's pg instrumentation.
+// - Logs: the engine logs through the Logger the functions pass in, which is the InvocationContext, so log lines
+//   reach `traces` through the host with the invocation's operation id. The SDK's own console / winston / bunyan
+//   log collection stays off, so nothing is logged twice.
+// - Sampling: metrics are never sampled (trackMetric records on an OpenTelemetry histogram; the exporter aggregates
+//   per minute and writes sampleRate 100). Spans (our SQL dependencies, Azure SDK and http calls) go through the
+//   distro's rate-limited sampler, TRACES_PER_SECOND below; its decision hashes the trace id, i.e. the invocation's
+//   operation id, so an invocation keeps all its dependencies or none, and kept ones carry their sample rate
+//   (itemCount) so counts stay right. OTEL_TRACES_SAMPLER / OTEL_TRACES_SAMPLER_ARG override it (the distro
+//   reads them). The host samples its own telemetry separately (host.json).
+// - Authentication: when APPLICATIONINSIGHTS_AUTHENTICATION_STRING is `Authorization=AAD;ClientId=<id>` (what
+//   the Bicep sets for the host), the exporter authenticates with that managed identity too, so ingestion works
+//   with local authentication disabled on the component. The SDK itself does not read that setting.
+// - Off as well: live metrics and performance counters (the host reports both), automatic exception collection
+//   (its process-wide unhandledRejection listener would change how the worker treats unhandled rejections).
+
+import type { AzureMonitorOpenTelemetryOptions } from 'applicationinsights';
+import type { Env } from '../config';
+import { appInsightsDependencies, type DependencySink } from './dependencies';
+import { appInsightsMetrics, noopMetrics, type Metrics } from './metrics';
+
+/** The distro's default rate, written down so the choice is visible: at most about 5 sampled traces a second. */
+export const TRACES_PER_SECOND = 5;
+
+export interface Telemetry {
+  readonly enabled: boolean;
+  readonly metrics: Metrics;
+  /** Where store decorators record SQL dependencies; undefined when telemetry is off (nothing is wrapped). */
+  readonly dependencies: DependencySink | undefined;
+  /** Exports what is buffered (metrics are otherwise exported once a minute). Never throws. */
+  flush(): Promise<void>;
+  /** Flushes and stops the SDK; a later startTelemetry starts it again (tests). Never throws. */
+  shutdown(): Promise<void>;
+}
+
+export interface TelemetryOptions {
+  /**
+   * Merged over the options below (azureMonitorExporterOptions key by key). Tests pass an in-memory `httpClient`,
+   * `disableOfflineStorage` and full sampling; the app passes nothing.
+   */
+  azureMonitor?: AzureMonitorOpenTelemetryOptions;
+}
+
+const off: Telemetry = {
+  enabled: false,
+  metrics: noopMetrics,
+  dependencies: undefined,
+  flush: async () => {},
+  shutdown: async () => {},
+};
+
+let current: Telemetry | undefined;
+
+/** Starts the Application Insights SDK once when APPLICATIONINSIGHTS_CONNECTION_STRING is set; otherwise telemetry is off. */
+export function startTelemetry(env: Env = process.env, options: TelemetryOptions = {}): Telemetry {
+  if (current) return current;
+  const connectionString = env.APPLICATIONINSIGHTS_CONNECTION_STRING?.trim();
+  if (!connectionString) return off;
+  try {
+    current = start(connectionString, env, options);
+  } catch (err) {
+    console.warn('Application Insights could not start; custom metrics and SQL dependencies are off', err);
+    return off;
+  }
+  return current;
+}
+
+function start(connectionString: string, env: Env, options: TelemetryOptions): Telemetry {
+  // Required lazily: loading the SDK (OpenTelemetry and its instrumentations) only pays off when it is used.
+  const appInsights = require('applicationinsights') as typeof import('applicationinsights');
+  const credential = aadClientId(env.APPLICATIONINSIGHTS_AUTHENTICATION_STRING);
+  const { azureMonitorExporterOptions: exporterOverrides, ...overrides } = options.azureMonitor ?? {};
+  const azureMonitor: AzureMonitorOpenTelemetryOptions = {
+    tracesPerSecond: TRACES_PER_SECOND,
+    enableLiveMetrics: false,
+    enablePerformanceCounters: false,
+    ...overrides,
+    azureMonitorExporterOptions: {
+      connectionString,
+      ...(credential ? { credential: managedIdentityCredential(credential.clientId) } : {}),
+      ...exporterOverrides,
+    },
+  };
+  appInsights
+    .setup(connectionString)
+    .setAutoCollectConsole(false, false)
+    .setAutoCollectExceptions(false)
+    .setAutoCollectPerformance(false, false)
+    .setSendLiveMetrics(false)
+    .setAzureMonitorOptions(azureMonitor)
+    .start();
+  const client = appInsights.defaultClient;
+  const telemetry: Telemetry = {
+    enabled: true,
+    metrics: appInsightsMetrics(client),
+    dependencies: appInsightsDependencies(client),
+    flush: () => client.flush().catch(() => undefined),
+    shutdown: async () => {
+      if (current === telemetry) current = undefined;
+      await client.flush().catch(() => undefined);
+      await client.shutdown().catch(() => undefined);
+      appInsights.dispose(); // forgets defaultClient, so a later setup() starts afresh
+    },
+  };
+  return telemetry;
+}
+
+/**
+ * `Authorization=AAD;ClientId=<id>` → { clientId: '<id>' }; `Authorization=AAD` → {} (system-assigned identity);
+ * anything else → undefined (the connection string's instrumentation key alone authenticates).
+ */
+export function aadClientId(authenticationString: string | undefined): { clientId?: string } | undefined {
+  if (!authenticationString?.trim()) return undefined;
+  const fields = new Map<string, string>();
+  for (const pair of authenticationString.split(';')) {
+    const eq = pair.indexOf('=');
+    if (eq > 0) fields.set(pair.slice(0, eq).trim().toLowerCase(), pair.slice(eq + 1).trim());
+  }
+  if (fields.get('authorization')?.toUpperCase() !== 'AAD') return undefined;
+  const clientId = fields.get('clientid');
+  return clientId ? { clientId } : {};
+}
+
+function managedIdentityCredential(clientId: string | undefined) {
+  const { ManagedIdentityCredential } = require('@azure/identity') as typeof import('@azure/identity');
+  return clientId ? new ManagedIdentityCredential({ clientId }) : new ManagedIdentityCredential();
+}
