@@ -106,7 +106,10 @@ export function getRuntime(overrides: RuntimeOverrides = {}): Promise<Runtime> {
     for (const [queue, handler] of buildHandlers(cfg)) routes.set(queue, { handler, hooks: workerHooks });
     routes.set(RESPONSE_QUEUE, { handler: responseIngressHandler(channel, cfg.channel.correlationIdJsonPaths, metrics), hooks: {} });
     routes.set(CALLBACK_QUEUE, {
-      handler: callbackSender({ allowedHosts: cfg.channel.callbackAllowedHosts, secret: cfg.channel.callbackSigningSecret, timeoutMs: cfg.channel.callbackTimeoutMs }),
+      handler: callbackSender(
+        { allowedHosts: cfg.channel.callbackAllowedHosts, secret: cfg.channel.callbackSigningSecret, timeoutMs: cfg.channel.callbackTimeoutMs },
+        stores.channel,
+      ),
       hooks: {},
     });
     const listener = cfg.store.kind === 'postgres' ? await startWakeListener(cfg, cfg.store.url, wake, channel, logger) : undefined;

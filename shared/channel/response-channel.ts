@@ -156,6 +156,10 @@ export class ResponseChannel {
     const live = this.local.has(corr) || (await this.store.countActiveSubscribers(corr)) > 0;
     const stored = await withRetry(() => this.store.insertMessage(id, corr, envelope, this.config.messageRetentionMs), this.retry(options.deadline));
     if (stored.ackedAt !== null) return { id, delivery: 'live', duplicate: !stored.inserted };
+    // A repeat of an id already stored is never routed again (its callbacks may have been sent and their jobs
+    // deleted, so re-enqueueing would send them twice); if the first attempt died before routing, the sweep
+    // routes the stored row.
+    if (!stored.inserted) return { id, delivery: 'stored', duplicate: true };
     this.local.notify(corr);
     if (live) {
       if (!options.confirm) return { id, delivery: 'live', duplicate: !stored.inserted };
@@ -188,13 +192,14 @@ export class ResponseChannel {
   }
 
   /**
-   * The race guard (recovery_claimed = 1 WHERE acked_at IS NULL), then one callback job per registration with
-   * a deterministic id, so a repeat enqueues nothing new. A final response consumes the registrations.
-   * Returns false when a live waiter acked the response first.
+   * Routes a response nobody took to its callback registrations: first one callback job per registration
+   * (deterministic ids, so a repeat enqueues nothing while the job exists), then the race guard
+   * (recovery_claimed = 1 WHERE acked_at IS NULL). A crash between the two leaves jobs whose sender claims
+   * recovery itself before it POSTs, so nothing is lost and a live delivery still wins if it acks first.
+   * A final response consumes the registrations. Returns false when a live waiter acked it first or no
+   * registration is left.
    */
   async routeToRecovery(id: string, correlationId: string, envelopeJson: string, registrations?: Registration[], deadline?: number): Promise<boolean> {
-    const claimed = await withRetry(() => this.store.claimForRecovery(id), this.retry(deadline));
-    if (!claimed) return false;
     const regs = registrations ?? (await this.store.loadRegistrations(correlationId));
     const body = readEnvelope(envelopeJson);
     const jobs: OutgoingMessage[] = [];
@@ -219,7 +224,10 @@ export class ResponseChannel {
         delayMs: 0,
       });
     }
-    if (jobs.length > 0) await this.publisher.publish(jobs, deadline);
+    if (jobs.length === 0) return false;
+    await this.publisher.publish(jobs, deadline);
+    const claimed = await withRetry(() => this.store.claimForRecovery(id), this.retry(deadline));
+    if (!claimed) return false; // a live waiter took it; the jobs find it acknowledged and skip
     if (body.final) {
       for (const reg of regs) await this.store.deleteRegistration(correlationId, reg.registrationId);
     }

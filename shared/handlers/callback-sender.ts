@@ -1,15 +1,18 @@
 import { callbackUrlProblem } from '../channel/callback-url';
 import type { CallbackJob } from '../channel/response-channel';
 import { SIGNATURE_HEADER, signBody } from '../channel/signature';
+import type { ChannelStore } from '../channel/types';
 import { PermanentJobError, type JobHandler } from '../transport/job';
 
 /**
  * The internal `callbacks` queue's handler: POSTs a routed response to its registration's URL, signed with
  * HMAC-SHA256 (X-Signature: sha256=<hex>). 2xx = done; anything else fails the job, so the transport's
- * redelivery backoff and dead letters apply. The allowlist is checked again at send time.
+ * redelivery backoff and dead letters apply. The allowlist is checked again at send time, and the race guard
+ * (claim for recovery) is taken again before sending: a response a live waiter acknowledged is not sent.
  */
 export function callbackSender(
   options: { allowedHosts: readonly string[]; secret?: string; timeoutMs: number },
+  channel: Pick<ChannelStore, 'claimForRecovery'>,
   fetchImpl: typeof fetch = fetch,
 ): JobHandler {
   return async (job, ctx) => {
@@ -17,6 +20,10 @@ export function callbackSender(
     const why = callbackUrlProblem(cb?.callbackUrl, options.allowedHosts);
     if (why) throw new PermanentJobError(`callback URL ${why}`);
     if (!options.secret) throw new Error('CALLBACK_SIGNING_SECRET is not set: callbacks cannot be signed');
+    if (!(await channel.claimForRecovery(cb.response.id))) {
+      ctx.log.info(`response ${cb.response.id} of '${cb.response.correlationId}' was delivered live (or has expired); callback not sent`);
+      return undefined;
+    }
     const body = JSON.stringify(cb.response);
     const timeout = AbortSignal.timeout(options.timeoutMs);
     let res: Response;

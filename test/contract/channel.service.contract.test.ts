@@ -102,5 +102,21 @@ for (const [name, open, skip] of targets) {
       expect(jobs.filter((j) => JSON.parse(j.payloadJson).response.id === first.id)).toHaveLength(1);
       expect(await channel.store.loadRegistrations('nf-1')).toHaveLength(1);
     });
+
+    it('a repeated publish of a stored id is never routed again, even with a registration', async () => {
+      const id = randomUUID();
+      expect((await channel.publishResponse({ correlationId: 'rep-1', id, payload: 1, final: true })).delivery).toBe('stored');
+      await channel.registerCallback('rep-1', 'https://hooks.example.com/z', 60_000);
+      const again = await channel.publishResponse({ correlationId: 'rep-1', id, payload: 1, final: true });
+      expect(again).toMatchObject({ delivery: 'stored', duplicate: true });
+      const jobs = await transport.claim(CALLBACK_QUEUE, 50, 30_000);
+      expect(jobs.filter((j) => JSON.parse(j.payloadJson).response.id === id)).toHaveLength(0);
+    });
+
+    it('routing with no registration left claims nothing (the response stays deliverable)', async () => {
+      const r = await channel.publishResponse({ correlationId: 'noreg-1', payload: 1, final: true });
+      expect(await channel.routeToRecovery(r.id, 'noreg-1', JSON.stringify({ SchemaVersion: 1, Success: true, Payload: 1 }))).toBe(false);
+      expect(await channel.waitForResponse('noreg-1', 0)).toMatchObject({ id: r.id });
+    });
   });
 }

@@ -1,0 +1,52 @@
+import { describe, expect, it } from 'vitest';
+import { verifySignature } from '../../shared/channel/signature';
+import { callbackSender } from '../../shared/handlers/callback-sender';
+import { silentLogger } from '../../shared/log';
+import { PermanentJobError, type Job } from '../../shared/transport/job';
+
+const SECRET = 'unit-test-secret-0123456789';
+const job = (url = 'https://hooks.example.com/cb'): Job => ({
+  id: 'job-1',
+  queue: 'callbacks',
+  attempt: 1,
+  headers: {},
+  createdAt: new Date(),
+  payload: { callbackUrl: url, registrationId: 'r1', response: { correlationId: 'c1', id: 'm1', payload: { ok: 1 }, final: true } },
+});
+const ctx = { signal: new AbortController().signal, log: silentLogger };
+
+function fakeFetch(status: number) {
+  const calls: Array<{ url: string; init: RequestInit }> = [];
+  const f = (async (url: string, init: RequestInit) => {
+    calls.push({ url, init });
+    return new Response(status === 204 ? null : '', { status });
+  }) as unknown as typeof fetch;
+  return { f, calls };
+}
+
+describe('callback sender', () => {
+  const options = { allowedHosts: ['hooks.example.com'], secret: SECRET, timeoutMs: 1000 };
+
+  it('claims recovery, then POSTs the signed response with a stable delivery id', async () => {
+    const claims: string[] = [];
+    const { f, calls } = fakeFetch(204);
+    await callbackSender(options, { claimForRecovery: async (id) => (claims.push(id), true) }, f)(job(), ctx);
+    expect(claims).toEqual(['m1']);
+    const headers = calls[0]!.init.headers as Record<string, string>;
+    expect(verifySignature(SECRET, String(calls[0]!.init.body), headers['X-Signature'])).toBe(true);
+    expect(headers['X-AsyncResponse-Delivery-Id']).toBe('job-1');
+    expect(JSON.parse(String(calls[0]!.init.body))).toEqual({ correlationId: 'c1', id: 'm1', payload: { ok: 1 }, final: true });
+  });
+
+  it('sends nothing when a live waiter acknowledged the response first (the race guard answers false)', async () => {
+    const { f, calls } = fakeFetch(200);
+    await callbackSender(options, { claimForRecovery: async () => false }, f)(job(), ctx);
+    expect(calls).toHaveLength(0);
+  });
+
+  it('fails the job on a non-2xx answer and refuses a host no longer allowed', async () => {
+    const { f } = fakeFetch(502);
+    await expect(callbackSender(options, { claimForRecovery: async () => true }, f)(job(), ctx)).rejects.toThrow(/answered 502/);
+    await expect(callbackSender(options, { claimForRecovery: async () => true }, f)(job('https://other.example.com/x'), ctx)).rejects.toBeInstanceOf(PermanentJobError);
+  });
+});
