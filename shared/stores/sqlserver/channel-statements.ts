@@ -1,7 +1,7 @@
 // Every T-SQL statement of the SQL Server channel store (spec §2.2–2.3), as pure functions of the validated
 // channel names. Only validated, bracket-quoted identifiers are spliced into the text; every value is a typed
-// parameter. Same conventions as the transport's statements.ts, whose helpers (schema applock resource, the
-// ms-split DATEADD) are reused so both stores serialise their DDL on one resource.
+// parameter. Same conventions as the transport's statements.ts, whose helpers (the schema applock and the other
+// guarded DDL building blocks, the ms-split DATEADD) are reused so both stores serialise their DDL on one resource.
 //
 // NEXT VALUE FOR is not allowed inside CASE/COALESCE, in an OUTPUT clause, with TOP, in a MERGE or in a WHERE
 // clause, so the delivery claim draws its sequence value into a variable first and the UPDATE only reads it.
@@ -9,8 +9,16 @@
 import * as sql from 'mssql';
 import type { ChannelNames, ChannelTable } from '../../channel/types';
 import { quoteIdentifier, validateIdentifier } from '../../sql/identifiers';
-import { DDL_SCHEMA_LOCK_TIMEOUT_MS } from '../options';
-import { BIN2, dbClockPlus, schemaLockResource, type Statement } from './statements';
+import {
+  BIN2,
+  createIndexIfMissing,
+  createSchemaIfMissing,
+  createTableIfMissing,
+  dbClockPlus,
+  nameLiteral,
+  schemaApplockLines,
+  type Statement,
+} from './statements';
 
 export const CHANNEL_PRUNE_BATCH = 1000;
 /** SQL Server's 2,100-parameter cap is why the spec hydrates in statements of at most 1,000 ids. */
@@ -67,12 +75,6 @@ export function qualifiedChannelNames(names: ChannelNames): QualifiedChannelName
   };
 }
 
-/** An N'…' literal of a DDL name built only from validated identifiers (no quote can reach it). */
-function nameLiteral(value: string): string {
-  if (!/^[A-Za-z0-9_:.[\]]+$/.test(value)) throw new Error(`refusing to render '${value}' as a SQL literal`);
-  return `N'${value}'`;
-}
-
 // ---- DDL ------------------------------------------------------------------------------------------------
 
 /** Column lists exactly as spec §2.2 documents them (shared by the DDL batch and the printed script). */
@@ -125,16 +127,9 @@ export function channelIndexes(names: ChannelNames): Array<{ table: string; inde
   ];
 }
 
-function createTableIfMissing(qualified: string, body: string): string[] {
-  return [`IF OBJECT_ID(${nameLiteral(qualified)}, N'U') IS NULL`, 'BEGIN', `CREATE TABLE ${qualified} (`, body, ');', 'END'];
-}
-
-function createIndexIfMissing(names: ChannelNames, table: string, index: string, keys: readonly string[]): string[] {
-  const qualified = `${q(names.schema)}.${q(table)}`;
-  return [
-    `IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(${nameLiteral(qualified)}, N'U') AND name = ${nameLiteral(index)})`,
-    `    CREATE INDEX ${q(index)} ON ${qualified} (${keys.join(', ')});`,
-  ];
+/** Each declared index behind its guard (the DDL batch and the printed script). */
+function channelIndexDdl(names: ChannelNames): Array<string[]> {
+  return channelIndexes(names).map((i) => createIndexIfMissing(`${q(names.schema)}.${q(i.table)}`, i.index, i.keys));
 }
 
 /**
@@ -160,21 +155,15 @@ export function channelAckSequenceMigration(names: ChannelNames): string {
  */
 export function channelDdl(names: ChannelNames): Statement<never> {
   const t = qualifiedChannelNames(names);
-  const resource = schemaLockResource(names.schema);
   return {
     text: [
-      'DECLARE @lock_result int;',
-      `EXEC @lock_result = sp_getapplock @Resource = ${nameLiteral(resource)}, @LockMode = 'Exclusive',`,
-      `    @LockOwner = 'Transaction', @LockTimeout = ${DDL_SCHEMA_LOCK_TIMEOUT_MS};`,
-      'IF @lock_result < 0',
-      `    THROW 51000, N'AsyncResponse channel could not take the schema DDL lock ${resource} within ${DDL_SCHEMA_LOCK_TIMEOUT_MS} ms.', 1;`,
-      `IF SCHEMA_ID(${nameLiteral(names.schema)}) IS NULL`,
-      `    EXEC (N'CREATE SCHEMA ${q(names.schema)}');`,
+      ...schemaApplockLines(names.schema, 'channel'),
+      ...createSchemaIfMissing(names.schema),
       ...createTableIfMissing(t.recovery, recoveryTableBody()),
       ...createTableIfMissing(t.messages, messageTableBody()),
       channelAckSequenceMigration(names),
       ...createTableIfMissing(t.subscribers, subscriberTableBody()),
-      ...channelIndexes(names).flatMap((i) => createIndexIfMissing(names, i.table, i.index, i.keys)),
+      ...channelIndexDdl(names).flat(),
     ].join('\n'),
     params: {},
   };
@@ -188,8 +177,7 @@ export function printSqlServerChannelSchema(names: ChannelNames): string {
     `-- and the sequence ${t.sequence}.`,
     '-- Idempotent: every object is guarded, so the script can run more than once (it also upgrades a message',
     '-- table created before acked_seq existed). Every correlation_id column must keep a binary collation.',
-    `IF SCHEMA_ID(${nameLiteral(names.schema)}) IS NULL`,
-    `    EXEC (N'CREATE SCHEMA ${q(names.schema)}');`,
+    ...createSchemaIfMissing(names.schema),
     'GO',
     ...createTableIfMissing(t.recovery, recoveryTableBody()),
     'GO',
@@ -199,7 +187,7 @@ export function printSqlServerChannelSchema(names: ChannelNames): string {
     'GO',
     ...createTableIfMissing(t.subscribers, subscriberTableBody()),
     'GO',
-    ...channelIndexes(names).flatMap((i) => [...createIndexIfMissing(names, i.table, i.index, i.keys), 'GO']),
+    ...channelIndexDdl(names).flatMap((index) => [...index, 'GO']),
     '',
   ].join('\n');
 }

@@ -1,8 +1,8 @@
 // The SQL Server channel store: the ChannelStore port over one mssql pool — usually the pool the transport
 // store also uses (open.ts), reached through the pool's PoolHolder (pool-guard.ts) so a rebuild after a refused
 // login serves both stores; close() leaves the pool alone unless the store owns it. Statement text lives in
-// channel-statements.ts, catalog rules in channel-verify.ts; this file binds parameters, maps rows and runs
-// the schema step.
+// channel-statements.ts, catalog rules in channel-verify.ts, the pool and schema plumbing shared with the
+// transport store in store-common.ts; this file binds parameters, maps rows and runs the schema step.
 
 import type * as sql from 'mssql';
 import type {
@@ -17,7 +17,6 @@ import type {
   SubscriptionStart,
 } from '../../channel/types';
 import type { Logger } from '../../log';
-import { sqlServerErrorNumbers } from '../../sql/transient';
 import { channelStatements, HEARTBEAT_CHUNK, HYDRATE_CHUNK, type ChannelStatements } from './channel-statements';
 import {
   CHANNEL_VERIFICATION_FIX_HINT,
@@ -25,9 +24,8 @@ import {
   evaluateChannelCatalog,
   readChannelCatalog,
 } from './channel-verify';
-import { newRequest } from './connection';
-import { isPoolHolder, poolHolderFor, withPoolGuard, type PoolHolder } from './pool-guard';
-import type { Statement } from './statements';
+import type { PoolHolder } from './pool-guard';
+import { lower, rows, SqlServerStoreBase, type Row } from './store-common';
 
 export interface SqlServerChannelStoreOptions {
   names: ChannelNames;
@@ -41,7 +39,6 @@ export interface SqlServerChannelStoreOptions {
 /** Spec MaxPersistenceTtl: 3650 days, also where the ms-split DATEADD stays exact. */
 export const MAX_CHANNEL_TTL_MS = 3650 * 24 * 60 * 60 * 1000;
 const MAX_INT = 2_147_483_647;
-const DUPLICATE_KEY_NUMBERS = [2627, 2601];
 const INSERT_DUPLICATE_RACE_ATTEMPTS = 3;
 /**
  * Style 121 text of a datetime2 (what the store hands out, UTC without a zone), or ISO 8601 with a 'T';
@@ -50,28 +47,11 @@ const INSERT_DUPLICATE_RACE_ATTEMPTS = 3;
 const DB_TIMESTAMP = /^(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2}(?:\.\d{1,7})?)(?:Z|[+-]00(?::?00)?)?$/i;
 const GUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-type Row = Record<string, unknown>;
-
-const lower = (value: unknown) => String(value).toLowerCase();
-
-function rows(result: sql.IResult<unknown>, index = 0): Row[] {
-  const sets = result.recordsets as unknown as Row[][];
-  return sets[index] ?? [];
-}
-
 /** The first row of the first non-empty result set (for batches whose answer may come from either branch). */
 function firstRowOfAnySet(result: sql.IResult<unknown>): Row | undefined {
   const sets = (result.recordsets as unknown as Row[][] | undefined) ?? [];
   for (const set of sets) if (set.length > 0) return set[0];
   return undefined;
-}
-
-async function rollbackQuietly(tx: sql.Transaction): Promise<void> {
-  try {
-    await tx.rollback();
-  } catch {
-    /* already rolled back by the server (a batch-aborting error, a broken connection) */
-  }
 }
 
 /** A non-negative duration in whole milliseconds, at most 3650 days (the DATEADD split is exact up to there). */
@@ -138,54 +118,33 @@ function toMessage(row: Row): ChannelMessage {
   };
 }
 
-export class SqlServerChannelStore implements ChannelStore {
+export class SqlServerChannelStore extends SqlServerStoreBase implements ChannelStore {
   readonly kind = 'sqlserver' as const;
   readonly names: ChannelNames;
   private readonly statements: ChannelStatements;
-  private readonly logger: Logger;
-  private readonly ownsPool: boolean;
-  private schemaReady = false;
-  private schemaAttempt: Promise<void> | null = null;
+  private readonly options: SqlServerChannelStoreOptions;
 
-  /** The holder of this store's pool, shared with the transport store so one rebuild serves both. */
-  readonly poolHolder: PoolHolder;
-
-  constructor(
-    pool: sql.ConnectionPool | PoolHolder,
-    private readonly options: SqlServerChannelStoreOptions,
-  ) {
+  /** `pool`'s holder is usually shared with the transport store, so one rebuild serves both. */
+  constructor(pool: sql.ConnectionPool | PoolHolder, options: SqlServerChannelStoreOptions) {
+    const statements = channelStatements(options.names); // re-validates every name that reaches SQL text
+    super(pool, options.logger, options.ownsPool ?? false);
     this.names = options.names;
-    this.statements = channelStatements(options.names); // re-validates every name that reaches SQL text
-    this.logger = options.logger;
-    this.ownsPool = options.ownsPool ?? false;
-    this.poolHolder = isPoolHolder(pool) ? pool : poolHolderFor(pool, options.logger);
+    this.statements = statements;
+    this.options = options;
   }
 
-  /** The current pool: a rebuild (pool-guard) replaces it, so it is never kept. */
-  private get pool(): sql.ConnectionPool {
-    return this.poolHolder.current;
-  }
-
-  // ---- schema -------------------------------------------------------------------------------------------
+  // ---- schema (ensureSchema: store-common.ts) ------------------------------------------------------------
 
   /**
-   * Single-flight; latched after success. AutoCreate: the DDL batch (committed), then verification on a fresh
-   * request outside the transaction. Operator path: verification only; objects not there yet throw a
-   * "does not exist" error and are checked again by the next operation.
+   * AutoCreate: the DDL batch (committed), then verification on a fresh request outside the transaction.
+   * Operator path: verification only; objects not there yet throw a "does not exist" error and are checked
+   * again by the next operation.
    */
-  async ensureSchema(): Promise<void> {
-    if (this.schemaReady) return;
-    // every schema step is idempotent, so a refused connection rebuilds the pool and runs them once more
-    this.schemaAttempt ??= withPoolGuard(this.poolHolder, () => this.runSchemaAttempt(), this.logger).finally(() => {
-      this.schemaAttempt = null;
-    });
-    await this.schemaAttempt;
-  }
-
-  private async runSchemaAttempt(): Promise<void> {
+  protected async runSchemaAttempt(): Promise<void> {
     await this.poolHolder.get();
     const autoCreate = this.options.autoCreateSchema;
-    if (autoCreate) await this.runDdl();
+    // the whole channel DDL in one transaction under the schema applock
+    if (autoCreate) await this.runDdlTransaction(this.statements.ddl);
     const result = evaluateChannelCatalog(await readChannelCatalog(this.pool, this.names), this.names, { autoCreate });
     for (const warning of result.warnings) this.logger.warn(warning);
     const problems = result.migration ? [...result.problems, result.migration] : result.problems;
@@ -194,57 +153,11 @@ export class SqlServerChannelStore implements ChannelStore {
     this.schemaReady = true;
   }
 
-  /** The whole channel DDL in one transaction under the schema applock. */
-  private async runDdl(): Promise<void> {
-    const tx = this.pool.transaction();
-    try {
-      await tx.begin();
-      await this.run(this.statements.ddl, {}, tx);
-      await tx.commit();
-    } catch (err) {
-      await rollbackQuietly(tx);
-      await this.diagnoseDdlFailure(err);
-    }
-  }
-
-  /**
-   * A DDL failure may be a name collision (another component's table, a view holding a name). Verification on
-   * a fresh request names it; otherwise (nothing found, or the diagnosis itself fails) the original error is
-   * rethrown untouched, so e.g. a permission error stays the driver's error.
-   */
-  private async diagnoseDdlFailure(original: unknown): Promise<never> {
-    let problems: string[];
-    try {
-      const catalog = await readChannelCatalog(this.pool, this.names);
-      // operator mode: an object the failed batch did not get to create is not a collision
-      problems = evaluateChannelCatalog(catalog, this.names, { autoCreate: false, skipIndexes: true }).problems;
-    } catch {
-      throw original;
-    }
-    if (problems.length === 0) throw original;
-    throw new Error(
-      `${problems.join(' ')} Give this component its own object names (or its own schema) so two AsyncResponse ` +
-        'components cannot share one name.',
-      { cause: original },
-    );
-  }
-
-  private async run<P extends string>(
-    statement: Statement<P>,
-    values: Record<P, unknown>,
-    parent?: sql.Transaction,
-  ): Promise<sql.IResult<unknown>> {
-    const send = (target: sql.ConnectionPool | sql.Transaction) => {
-      const request = newRequest(target);
-      for (const name of Object.keys(statement.params) as P[]) {
-        request.input(name, statement.params[name], values[name]);
-      }
-      return request.query(statement.text);
-    };
-    if (parent) return send(parent);
-    // a refused connection (login failed, token expired) rebuilds the pool and sends the statement once more:
-    // the refusal comes before the statement reaches the server, so nothing can apply twice
-    return withPoolGuard(this.poolHolder, send, this.logger);
+  /** A failed DDL batch may be a name collision (another component's table, a view holding a name). */
+  protected async collisionProblems(): Promise<string[]> {
+    const catalog = await readChannelCatalog(this.pool, this.names);
+    // operator mode: an object the failed batch did not get to create is not a collision
+    return evaluateChannelCatalog(catalog, this.names, { autoCreate: false, skipIndexes: true }).problems;
   }
 
   // ---- recovery registrations ---------------------------------------------------------------------------
@@ -290,7 +203,13 @@ export class SqlServerChannelStore implements ChannelStore {
     const retention = durationMs(retentionMs, 'message retention');
     await this.ensureSchema();
     const values = { id, correlation_id: correlationId, envelope_json: envelopeJson, retention_ms: retention };
-    const result = await this.insertWithDuplicateRaceRetry(values);
+    // a lost duplicate-key race rolls the INSERT back; the re-run reads the stored row as a duplicate
+    const result = await this.runRetryingDuplicateKeyRace(
+      this.statements.insertMessage,
+      values,
+      INSERT_DUPLICATE_RACE_ATTEMPTS,
+      'channel insert lost a duplicate-key race; re-running the insert-if-absent',
+    );
     const row = firstRowOfAnySet(result);
     if (!row) {
       throw new Error(
@@ -305,22 +224,6 @@ export class SqlServerChannelStore implements ChannelStore {
       ackedAt: (row.acked_at as Date | null | undefined) ?? null,
       ackedSeq: seqText(row.acked_seq),
     };
-  }
-
-  /**
-   * UPDLOCK, HOLDLOCK makes a duplicate-key race rare; when one still happens (2627/2601) the INSERT was
-   * rolled back, so the batch runs again and now reads the stored row as a duplicate.
-   */
-  private async insertWithDuplicateRaceRetry(values: Record<'id' | 'correlation_id' | 'envelope_json' | 'retention_ms', unknown>) {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await this.run(this.statements.insertMessage, values);
-      } catch (err) {
-        const duplicate = sqlServerErrorNumbers(err).some((n) => DUPLICATE_KEY_NUMBERS.includes(n));
-        if (!duplicate || attempt >= INSERT_DUPLICATE_RACE_ATTEMPTS) throw err;
-        this.logger.debug('channel insert lost a duplicate-key race; re-running the insert-if-absent', err);
-      }
-    }
   }
 
   async loadPending(
@@ -462,11 +365,5 @@ export class SqlServerChannelStore implements ChannelStore {
     if (!statement) throw new TypeError(`unknown channel table '${String(table)}'`);
     await this.ensureSchema();
     return Number(rows(await this.run(statement, {}))[0]?.deleted ?? 0);
-  }
-
-  async close(): Promise<void> {
-    // mssql refuses to close a pool while it is connecting
-    await this.poolHolder.settle();
-    if (this.ownsPool) await this.poolHolder.close();
   }
 }

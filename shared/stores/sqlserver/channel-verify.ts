@@ -2,7 +2,6 @@
 // verify.ts (the transport's): the evaluation is pure — catalog rows in, problems out — so every rule is
 // unit-tested without a server; readChannelCatalog runs the one catalog query.
 
-import type { ConnectionPool, Transaction } from 'mssql';
 import type { ChannelNames } from '../../channel/types';
 import type { Logger } from '../../log';
 import {
@@ -12,15 +11,19 @@ import {
   channelIndexes,
   qualifiedChannelNames,
 } from './channel-statements';
-import { newRequest } from './connection';
-import { BIN2 } from './statements';
 import {
-  renderType,
-  type CatalogColumnRow,
-  type CatalogIndexRow,
-  type CatalogKeyColumnRow,
-  type CatalogObjectRow,
-} from './verify';
+  catalogSet,
+  columnTypeProblem,
+  declaredIndexProblems,
+  evaluateExpectedColumns,
+  nameOccupiedProblem,
+  primaryKeyProblems,
+  readCatalogSets,
+  sameName,
+  typeCode,
+} from './catalog-common';
+import type { CatalogColumnRow, CatalogIndexRow, CatalogKeyColumnRow, CatalogObjectRow, ExpectedColumnShape, Queryable } from './catalog-common';
+import { BIN2 } from './statements';
 
 export type ChannelCatalogColumnRow = CatalogColumnRow & { table_name: string };
 export type ChannelCatalogKeyColumnRow = CatalogKeyColumnRow & { table_name: string };
@@ -66,12 +69,7 @@ export interface ChannelVerificationResult {
 
 type TableKind = 'recovery' | 'messages' | 'subscribers';
 
-interface ExpectedColumn {
-  name: string;
-  type: string;
-  nullable: boolean;
-  /** lower-cased accepted default texts as the catalog stores them. */
-  defaults?: string[];
+interface ExpectedColumn extends ExpectedColumnShape {
   /** an identity column compared ordinally: any _BIN/_BIN2 collation. */
   binary?: boolean;
 }
@@ -113,39 +111,6 @@ const EXPECTED: Record<TableKind, { columns: readonly ExpectedColumn[]; primaryK
   },
 };
 
-const OBJECT_KINDS: Record<string, string> = {
-  U: 'a user table',
-  V: 'a view',
-  SN: 'a synonym',
-  P: 'a stored procedure',
-  PC: 'a stored procedure',
-  FN: 'a function',
-  IF: 'a function',
-  TF: 'a function',
-  FS: 'a function',
-  FT: 'a function',
-  AF: 'an aggregate function',
-  SO: 'a sequence',
-  TR: 'a trigger',
-  PK: 'a primary key constraint',
-  UQ: 'a unique constraint',
-  F: 'a foreign key constraint',
-  C: 'a check constraint',
-  D: 'a default constraint',
-  SQ: 'a service queue',
-  TT: 'a table type',
-  ET: 'an external table',
-};
-
-const nullability = (nullable: boolean) => (nullable ? 'NULL' : 'NOT NULL');
-const sameName = (a: string | null | undefined, b: string) => (a ?? '').toLowerCase() === b.toLowerCase();
-const normaliseDefault = (text: string) => text.replace(/\s+/g, '').toLowerCase();
-const typeCode = (row: CatalogObjectRow) => row.type.trim().toUpperCase();
-
-function kindOf(row: CatalogObjectRow): string {
-  return OBJECT_KINDS[typeCode(row)] ?? `a ${row.type_desc.toLowerCase().replace(/_/g, ' ')}`;
-}
-
 export const CHANNEL_VERIFICATION_FIX_HINT =
   'Fix the channel tables to match the documented DDL (printSqlServerChannelSchema, `npm run schema -- print ' +
   '--dialect sqlserver`), or point the channel at its own tables or schema.';
@@ -170,133 +135,40 @@ export function binaryCollationProblem(label: string, collation: string | null):
   );
 }
 
+/** The channel's rules for a found column: exact type and nullability; identity columns need a binary collation. */
+function foundColumnProblems(label: string, expected: ExpectedColumn, found: CatalogColumnRow): string[] {
+  const problems: string[] = [];
+  const typeProblem = columnTypeProblem(label, expected, found);
+  if (typeProblem) problems.push(typeProblem);
+  if (expected.binary) {
+    const problem = binaryCollationProblem(label, found.collation_name);
+    if (problem) problems.push(problem);
+  }
+  return problems;
+}
+
 function evaluateColumns(
   kind: TableKind,
   table: string,
   columns: readonly CatalogColumnRow[],
   skip: ReadonlySet<string>,
 ): { problems: string[]; warnings: string[] } {
-  const expectedColumns = EXPECTED[kind].columns;
-  const problems: string[] = [];
-  const warnings: string[] = [];
-  for (const expected of expectedColumns) {
-    const found = columns.find((c) => sameName(c.name, expected.name));
-    if (!found) {
-      if (!skip.has(expected.name)) {
-        problems.push(`${table} is missing the column '${expected.name}'; expected ${expected.type} ${nullability(expected.nullable)}.`);
-      }
-      continue;
-    }
-    const label = `column '${expected.name}' of ${table}`;
-    const foundType = renderType(found);
-    if (foundType !== expected.type || found.is_nullable !== expected.nullable) {
-      problems.push(
-        `${label}: expected ${expected.type} ${nullability(expected.nullable)}; found ${foundType} ${nullability(found.is_nullable)}.`,
-      );
-    }
-    if (expected.binary) {
-      const problem = binaryCollationProblem(label, found.collation_name);
-      if (problem) problems.push(problem);
-    }
-    if (expected.defaults) {
-      if (found.default_object_id === 0 || found.default_object_id === null) {
-        problems.push(`${label} has no default; expected DEFAULT ${expected.defaults[0]}.`);
-      } else if (found.default_definition === null) {
-        warnings.push(`${label}: the default's text is not visible to this login, so it was not checked.`);
-      } else if (!expected.defaults.includes(normaliseDefault(found.default_definition))) {
-        problems.push(`${label}: expected DEFAULT ${expected.defaults[0]}; found DEFAULT ${found.default_definition}.`);
-      }
-    }
-  }
-  for (const extra of columns) {
-    if (expectedColumns.some((e) => sameName(extra.name, e.name))) continue;
-    const hasDefault = extra.default_object_id !== 0 && extra.default_object_id !== null;
-    if (!extra.is_nullable && !hasDefault && !extra.is_identity && !extra.is_computed) {
-      problems.push(
-        `column '${extra.name}' of ${table} is NOT NULL without a default, so the channel's inserts would fail ` +
-          '(error 515); make it NULL or give it a default.',
-      );
-    }
-  }
-  return { problems, warnings };
+  return evaluateExpectedColumns(table, columns, EXPECTED[kind].columns, {
+    writer: "channel's",
+    checkFound: foundColumnProblems,
+    skipMissing: skip,
+  });
 }
 
 function evaluatePrimaryKey(kind: TableKind, table: string, keyColumns: readonly CatalogKeyColumnRow[]): string[] {
-  const expected = EXPECTED[kind].primaryKey;
-  if (keyColumns.length === 0) return [`${table} has no primary key; expected PRIMARY KEY (${expected.join(', ')}).`];
-  const found = [...keyColumns].sort((a, b) => a.key_ordinal - b.key_ordinal).map((k) => k.column_name);
-  const matches = found.length === expected.length && found.every((c, i) => sameName(c, expected[i] ?? ''));
-  return matches ? [] : [`the primary key of ${table} is on (${found.join(', ')}); expected PRIMARY KEY (${expected.join(', ')}).`];
-}
-
-interface IndexShape {
-  name: string;
-  typeDesc: string;
-  isUnique: boolean;
-  isDisabled: boolean;
-  isHypothetical: boolean;
-  hasFilter: boolean;
-  keys: string[];
-}
-
-function groupIndexes(rows: readonly CatalogIndexRow[]): IndexShape[] {
-  const byName = new Map<string, IndexShape & { ordered: Array<[number, string]> }>();
-  for (const row of rows) {
-    if (!row.index_name) continue;
-    let shape = byName.get(row.index_name);
-    if (!shape) {
-      shape = {
-        name: row.index_name,
-        typeDesc: row.type_desc,
-        isUnique: row.is_unique,
-        isDisabled: row.is_disabled,
-        isHypothetical: row.is_hypothetical,
-        hasFilter: row.has_filter,
-        keys: [],
-        ordered: [],
-      };
-      byName.set(row.index_name, shape);
-    }
-    if (row.column_name && row.key_ordinal && row.key_ordinal > 0 && !row.is_included_column) {
-      shape.ordered.push([row.key_ordinal, row.is_descending_key ? `${row.column_name} DESC` : row.column_name]);
-    }
-  }
-  return [...byName.values()].map(({ ordered, ...shape }) => ({
-    ...shape,
-    keys: ordered.sort((a, b) => a[0] - b[0]).map(([, column]) => column),
-  }));
-}
-
-function indexDefect(index: IndexShape, expectedKeys: readonly string[]): string | null {
-  if (index.typeDesc !== 'CLUSTERED' && index.typeDesc !== 'NONCLUSTERED') {
-    return `it is a ${index.typeDesc.toLowerCase().replace(/_/g, ' ')} index`;
-  }
-  if (index.isUnique) return 'it is UNIQUE';
-  if (index.hasFilter) return 'it is filtered';
-  if (index.isDisabled) return 'it is disabled';
-  if (index.isHypothetical) return 'it is hypothetical';
-  const same = index.keys.length === expectedKeys.length && index.keys.every((c, i) => sameName(c, expectedKeys[i] ?? ''));
-  return same ? null : `it is keyed (${index.keys.join(', ')})`;
+  return primaryKeyProblems(table, keyColumns, EXPECTED[kind].primaryKey);
 }
 
 function evaluateIndexes(names: ChannelNames, tableName: string, table: string, rows: readonly CatalogIndexRow[]): string[] {
-  const present = groupIndexes(rows);
-  const problems: string[] = [];
-  for (const declared of channelIndexes(names).filter((i) => i.table === tableName)) {
-    const found = present.find((i) => sameName(i.name, declared.index));
-    if (!found) {
-      problems.push(`expected the index [${declared.index}] on ${table} to exist after schema creation, but it does not.`);
-      continue;
-    }
-    const defect = indexDefect(found, declared.keys);
-    if (defect) {
-      problems.push(
-        `the index [${declared.index}] on ${table} cannot serve the channel: ${defect}; expected a plain index on ` +
-          `(${declared.keys.join(', ')}). Drop it so the store recreates it, or rename it.`,
-      );
-    }
-  }
-  return problems;
+  const declared = channelIndexes(names)
+    .filter((i) => i.table === tableName)
+    .map((i) => ({ name: i.index, keys: i.keys }));
+  return declaredIndexProblems(table, rows, declared, 'channel');
 }
 
 /** The ack sequence as the monotonic clock it is (spec §3.4 item 2). */
@@ -356,7 +228,7 @@ export function evaluateChannelCatalog(catalog: ChannelCatalog, names: ChannelNa
     if (columns.length === 0) {
       const other = occupant(tableName, 'U');
       if (other) {
-        problems.push(`expected ${table} to be a user table, but the name is occupied by ${kindOf(other)} ([${other.name}]).`);
+        problems.push(nameOccupiedProblem(`${table} to be a user table`, other));
       } else if (mode.autoCreate) {
         problems.push(`expected ${table} to exist after schema creation, but it does not.`);
       } else {
@@ -387,7 +259,7 @@ export function evaluateChannelCatalog(catalog: ChannelCatalog, names: ChannelNa
   } else {
     const other = occupant(names.ackSequence, 'SO');
     if (other) {
-      problems.push(`expected ${q.sequence} to be a sequence, but the name is occupied by ${kindOf(other)} ([${other.name}]).`);
+      problems.push(nameOccupiedProblem(`${q.sequence} to be a sequence`, other));
     } else if (mode.autoCreate) {
       problems.push(`expected the sequence ${q.sequence} to exist after schema creation, but it does not.`);
     } else if (messagesPresent) {
@@ -399,25 +271,22 @@ export function evaluateChannelCatalog(catalog: ChannelCatalog, names: ChannelNa
   return { absent, problems, warnings, migration: migration.length > 0 ? ackSequenceMigrationProblem(names, migration) : null };
 }
 
-type Queryable = ConnectionPool | Transaction;
-
 /** Runs the catalog query (outside any DDL transaction: catalog reads inside it deadlocked, spec §3.2). */
 export async function readChannelCatalog(parent: Queryable, names: ChannelNames, requestTimeoutMs?: number): Promise<ChannelCatalog> {
-  const statement = channelCatalogSnapshot();
-  const request = newRequest(parent, requestTimeoutMs);
-  request.input('schema', statement.params.schema, names.schema);
-  request.input('recovery_table', statement.params.recovery_table, names.recoveryTable);
-  request.input('message_table', statement.params.message_table, names.messageTable);
-  request.input('subscriber_table', statement.params.subscriber_table, names.subscriberTable);
-  request.input('sequence', statement.params.sequence, names.ackSequence);
-  const result = await request.query(statement.text);
-  const sets = result.recordsets as unknown as unknown[][];
+  const values = {
+    schema: names.schema,
+    recovery_table: names.recoveryTable,
+    message_table: names.messageTable,
+    subscriber_table: names.subscriberTable,
+    sequence: names.ackSequence,
+  };
+  const sets = await readCatalogSets(parent, channelCatalogSnapshot(), values, requestTimeoutMs);
   return {
-    objects: (sets[0] ?? []) as CatalogObjectRow[],
-    columns: (sets[1] ?? []) as ChannelCatalogColumnRow[],
-    primaryKey: (sets[2] ?? []) as ChannelCatalogKeyColumnRow[],
-    indexes: (sets[3] ?? []) as ChannelCatalogIndexRow[],
-    sequences: (sets[4] ?? []) as CatalogSequenceRow[],
+    objects: catalogSet<CatalogObjectRow>(sets, 0),
+    columns: catalogSet<ChannelCatalogColumnRow>(sets, 1),
+    primaryKey: catalogSet<ChannelCatalogKeyColumnRow>(sets, 2),
+    indexes: catalogSet<ChannelCatalogIndexRow>(sets, 3),
+    sequences: catalogSet<CatalogSequenceRow>(sets, 4),
   };
 }
 

@@ -45,9 +45,52 @@ export function tableLockResource(schema: string, table: string): string {
 }
 
 /** An N'…' literal of a DDL name built only from validated identifiers (no quote can reach it). */
-function nameLiteral(value: string): string {
+export function nameLiteral(value: string): string {
   if (!/^[A-Za-z0-9_:.[\]]+$/.test(value)) throw new Error(`refusing to render '${value}' as a SQL literal`);
   return `N'${value}'`;
+}
+
+// ---- DDL building blocks (shared with channel-statements.ts) --------------------------------------------
+
+/**
+ * Takes the exclusive transaction-owned applock `resource`, waiting at most `timeoutMs`; on failure THROWs
+ * 51000 with `failure` (built only from validated names and numbers) as its message.
+ */
+export function applockLines(resource: string, timeoutMs: number, failure: string): string[] {
+  return [
+    'DECLARE @lock_result int;',
+    `EXEC @lock_result = sp_getapplock @Resource = ${nameLiteral(resource)}, @LockMode = 'Exclusive',`,
+    `    @LockOwner = 'Transaction', @LockTimeout = ${timeoutMs};`,
+    'IF @lock_result < 0',
+    `    THROW 51000, N'${failure}', 1;`,
+  ];
+}
+
+/** The schema applock every component sharing the schema takes around its DDL (`component`: transport, channel). */
+export function schemaApplockLines(schema: string, component: string): string[] {
+  const resource = schemaLockResource(schema);
+  return applockLines(
+    resource,
+    DDL_SCHEMA_LOCK_TIMEOUT_MS,
+    `AsyncResponse ${component} could not take the schema DDL lock ${resource} within ${DDL_SCHEMA_LOCK_TIMEOUT_MS} ms.`,
+  );
+}
+
+export function createSchemaIfMissing(schema: string): string[] {
+  return [`IF SCHEMA_ID(${nameLiteral(schema)}) IS NULL`, `    EXEC (N'CREATE SCHEMA ${q(schema)}');`];
+}
+
+/** CREATE TABLE `qualified` (`body`) behind an OBJECT_ID guard, wrapped in BEGIN … END. */
+export function createTableIfMissing(qualified: string, body: string): string[] {
+  return [`IF OBJECT_ID(${nameLiteral(qualified)}, N'U') IS NULL`, 'BEGIN', `CREATE TABLE ${qualified} (`, body, ');', 'END'];
+}
+
+/** CREATE INDEX `index` ON `qualifiedTable` (`keys`) behind a sys.indexes guard. */
+export function createIndexIfMissing(qualifiedTable: string, index: string, keys: readonly string[]): string[] {
+  return [
+    `IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(${nameLiteral(qualifiedTable)}, N'U') AND name = ${nameLiteral(index)})`,
+    `    CREATE INDEX ${q(index)} ON ${qualifiedTable} (${keys.join(', ')});`,
+  ];
 }
 
 /**
@@ -354,22 +397,11 @@ export function dbNow(): Statement<never> {
  * PostgreSQL: SET LOCAL lock_timeout = '5s'; pg_advisory_xact_lock(fnv1a64('asyncresponse:ddl:{schema}')).
  */
 export function ddlPhase1(names: TransportNames): Statement<never> {
-  const resource = schemaLockResource(names.schema);
   return {
     text: [
-      'DECLARE @lock_result int;',
-      `EXEC @lock_result = sp_getapplock @Resource = ${nameLiteral(resource)}, @LockMode = 'Exclusive',`,
-      `    @LockOwner = 'Transaction', @LockTimeout = ${DDL_SCHEMA_LOCK_TIMEOUT_MS};`,
-      'IF @lock_result < 0',
-      `    THROW 51000, N'AsyncResponse transport could not take the schema DDL lock ${resource} within ${DDL_SCHEMA_LOCK_TIMEOUT_MS} ms.', 1;`,
-      `IF SCHEMA_ID(${nameLiteral(names.schema)}) IS NULL`,
-      `    EXEC (N'CREATE SCHEMA ${q(names.schema)}');`,
-      `IF OBJECT_ID(${nameLiteral(qualifiedTable(names))}, N'U') IS NULL`,
-      'BEGIN',
-      `CREATE TABLE ${qualifiedTable(names)} (`,
-      transportTableBody(),
-      ');',
-      'END',
+      ...schemaApplockLines(names.schema, 'transport'),
+      ...createSchemaIfMissing(names.schema),
+      ...createTableIfMissing(qualifiedTable(names), transportTableBody()),
     ].join('\n'),
     params: {},
   };
@@ -377,24 +409,23 @@ export function ddlPhase1(names: TransportNames): Statement<never> {
 
 /** DDL phase 2, step 1 (in its own transaction): the table-scoped applock, 5 s at most. */
 export function ddlTableLock(names: TransportNames): Statement<never> {
-  const resource = tableLockResource(names.schema, names.table);
   return {
-    text: [
-      'DECLARE @lock_result int;',
-      `EXEC @lock_result = sp_getapplock @Resource = ${nameLiteral(resource)}, @LockMode = 'Exclusive',`,
-      `    @LockOwner = 'Transaction', @LockTimeout = ${DDL_TABLE_LOCK_TIMEOUT_MS};`,
-      'IF @lock_result < 0',
-      `    THROW 51000, N'AsyncResponse transport could not take its table lock within ${DDL_TABLE_LOCK_TIMEOUT_MS} ms.', 1;`,
-    ].join('\n'),
+    text: applockLines(
+      tableLockResource(names.schema, names.table),
+      DDL_TABLE_LOCK_TIMEOUT_MS,
+      `AsyncResponse transport could not take its table lock within ${DDL_TABLE_LOCK_TIMEOUT_MS} ms.`,
+    ).join('\n'),
     params: {},
   };
 }
 
-function indexGuard(names: TransportNames, index: string): string {
-  return (
-    `IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(${nameLiteral(qualifiedTable(names))}, N'U')` +
-    ` AND name = ${nameLiteral(index)})`
-  );
+/** The transport's two indexes, each behind its guard (phase 2 and the printed script). */
+function transportIndexes(names: TransportNames): Array<string[]> {
+  const t = qualifiedTable(names);
+  return [
+    createIndexIfMissing(t, names.readyIndex, READY_INDEX_KEYS),
+    createIndexIfMissing(t, names.createdIndex, CREATED_INDEX_KEYS),
+  ];
 }
 
 /**
@@ -402,16 +433,8 @@ function indexGuard(names: TransportNames, index: string): string {
  * by LOCK_TIMEOUT so a busy table fails fast (1222) instead of queueing every write behind the build.
  */
 export function ddlBuildIndexes(names: TransportNames): Statement<never> {
-  const t = qualifiedTable(names);
   return {
-    text: [
-      `SET LOCK_TIMEOUT ${DDL_TABLE_LOCK_TIMEOUT_MS};`,
-      indexGuard(names, names.readyIndex),
-      `    CREATE INDEX ${q(names.readyIndex)} ON ${t} (${READY_INDEX_KEYS.join(', ')});`,
-      indexGuard(names, names.createdIndex),
-      `    CREATE INDEX ${q(names.createdIndex)} ON ${t} (${CREATED_INDEX_KEYS.join(', ')});`,
-      'SET LOCK_TIMEOUT -1;',
-    ].join('\n'),
+    text: [`SET LOCK_TIMEOUT ${DDL_TABLE_LOCK_TIMEOUT_MS};`, ...transportIndexes(names).flat(), 'SET LOCK_TIMEOUT -1;'].join('\n'),
     params: {},
   };
 }
@@ -485,8 +508,7 @@ export function printSqlServerSchema(names: TransportNames): string {
     `-- AsyncResponse transport schema for SQL Server / Azure SQL: ${t}.`,
     '-- Idempotent: every object is guarded, so the script can run more than once. Run it as the deployer',
     '-- (DDL rights); the app then needs data rights only (AUTO_CREATE_SCHEMA=false).',
-    `IF SCHEMA_ID(${nameLiteral(names.schema)}) IS NULL`,
-    `    EXEC (N'CREATE SCHEMA ${q(names.schema)}');`,
+    ...createSchemaIfMissing(names.schema),
     'GO',
     `IF OBJECT_ID(${nameLiteral(t)}, N'U') IS NULL`,
     `CREATE TABLE ${t} (`,
@@ -495,12 +517,7 @@ export function printSqlServerSchema(names: TransportNames): string {
     'GO',
     '-- On a large existing table add WITH (ONLINE = ON) where the edition supports it (Enterprise, Developer,',
     '-- Azure SQL): a plain CREATE INDEX blocks every write to the table while it runs.',
-    indexGuard(names, names.readyIndex),
-    `    CREATE INDEX ${q(names.readyIndex)} ON ${t} (${READY_INDEX_KEYS.join(', ')});`,
-    'GO',
-    indexGuard(names, names.createdIndex),
-    `    CREATE INDEX ${q(names.createdIndex)} ON ${t} (${CREATED_INDEX_KEYS.join(', ')});`,
-    'GO',
+    ...transportIndexes(names).flatMap((index) => [...index, 'GO']),
     '',
   ].join('\n');
 }

@@ -1,5 +1,6 @@
 // The SQL Server transport store: the TransportStore port over one mssql pool. Statement text lives in
-// statements.ts, catalog rules in verify.ts; this file binds parameters, maps rows and runs the schema steps.
+// statements.ts, catalog rules in verify.ts, the pool and schema plumbing shared with the channel store in
+// store-common.ts; this file binds parameters, maps rows and runs the schema steps.
 
 import * as sql from 'mssql';
 import { transportNames, type TransportNames } from '../../sql/identifiers';
@@ -15,11 +16,11 @@ import type {
   Settlement,
   TransportStore,
 } from '../../transport/types';
-import type { Logger } from '../../log';
 import { DDL_TABLE_LOCK_TIMEOUT_MS, INDEX_BUILD_COMMAND_TIMEOUT_S, type TransportStoreOptions } from '../options';
-import { createSqlServerPool, newRequest, type SqlServerConnectionOptions } from './connection';
-import { createPoolHolder, existingPoolHolder, isPoolHolder, poolHolderFor, withPoolGuard, type PoolHolder } from './pool-guard';
-import { qualifiedTable, transportStatements, type Statement, type TransportStatements } from './statements';
+import { createSqlServerPool, type SqlServerConnectionOptions } from './connection';
+import { createPoolHolder, existingPoolHolder, poolHolderFor, type PoolHolder } from './pool-guard';
+import { qualifiedTable, transportStatements, type TransportStatements } from './statements';
+import { lower, rollbackQuietly, rows, SqlServerStoreBase } from './store-common';
 import { evaluateTransportCatalog, missingIndexes, readTransportCatalog, VERIFICATION_FIX_HINT } from './verify';
 
 export interface SqlServerStoreDeps {
@@ -48,7 +49,6 @@ export async function settlePoolConnect(pool: sql.ConnectionPool): Promise<void>
 export const MAX_DELAY_MS = 3650 * 24 * 60 * 60 * 1000;
 export const RETRY_AFTER_BASE_MS = 30_000;
 export const RETRY_AFTER_JITTER_MS = 30_000;
-const DUPLICATE_KEY_NUMBERS = [2627, 2601];
 const PUBLISH_DUPLICATE_RACE_ATTEMPTS = 3;
 
 /**
@@ -67,10 +67,6 @@ export function renewRequestTimeoutMs(lockTimeoutMs: number): number {
   return Math.min(seconds * 1000, 2_147_483_647);
 }
 
-type Row = Record<string, unknown>;
-
-const lower = (value: unknown) => String(value).toLowerCase();
-
 /** datetime2 carries 100 ns ticks; tedious keeps the sub-millisecond part in `nanosecondsDelta`. */
 function compareInstants(a: Date, b: Date): number {
   const ms = a.getTime() - b.getTime();
@@ -86,22 +82,9 @@ function delayOf(delayMs: number): number {
   return Math.ceil(delayMs);
 }
 
-function rows(result: sql.IResult<unknown>, index = 0): Row[] {
-  const sets = result.recordsets as unknown as Row[][];
-  return sets[index] ?? [];
-}
-
 function firstNumber(result: sql.IResult<unknown>, column: string): number {
   const value = rows(result)[0]?.[column];
   return value === undefined || value === null ? 0 : Number(value);
-}
-
-async function rollbackQuietly(tx: sql.Transaction): Promise<void> {
-  try {
-    await tx.rollback();
-  } catch {
-    /* already rolled back by the server (XACT_ABORT, a broken connection) */
-  }
 }
 
 interface RetryWindow {
@@ -110,58 +93,38 @@ interface RetryWindow {
   cause: unknown;
 }
 
-export class SqlServerTransportStore implements TransportStore {
+export class SqlServerTransportStore extends SqlServerStoreBase implements TransportStore {
   readonly kind = 'sqlserver' as const;
   readonly names: TransportNames;
   private readonly statements: TransportStatements;
-  private readonly logger: Logger;
+  private readonly options: TransportStoreOptions;
   private readonly clock: () => number;
   private readonly random: () => number;
-  private schemaReady = false;
-  private schemaAttempt: Promise<void> | null = null;
   private retryWindow: RetryWindow | null = null;
-  private readonly ownsPool: boolean;
 
-  /** The holder of this store's pool: share it with other stores so a rebuild serves them all. */
-  readonly poolHolder: PoolHolder;
-
-  constructor(
-    pool: sql.ConnectionPool | PoolHolder,
-    private readonly options: TransportStoreOptions,
-    deps: SqlServerStoreDeps = {},
-  ) {
-    this.names = transportNames(options.schema, options.table, 'sqlserver');
-    this.statements = transportStatements(this.names);
-    this.logger = options.logger;
+  constructor(pool: sql.ConnectionPool | PoolHolder, options: TransportStoreOptions, deps: SqlServerStoreDeps = {}) {
+    const names = transportNames(options.schema, options.table, 'sqlserver'); // validated before the pool gets a holder
+    const statements = transportStatements(names);
+    super(pool, options.logger, deps.ownsPool ?? true);
+    this.names = names;
+    this.statements = statements;
+    this.options = options;
     this.clock = deps.now ?? Date.now;
     this.random = deps.random ?? Math.random;
-    this.ownsPool = deps.ownsPool ?? true;
-    this.poolHolder = isPoolHolder(pool) ? pool : poolHolderFor(pool, options.logger);
   }
 
-  /** The current pool: a rebuild (pool-guard) replaces it, so it is never kept. */
-  private get pool(): sql.ConnectionPool {
-    return this.poolHolder.current;
-  }
+  // ---- schema (ensureSchema: store-common.ts) ------------------------------------------------------------
 
-  // ---- schema -------------------------------------------------------------------------------------------
-
-  /** Single-flight; latched after success; fails at once (without connecting) inside a retry-after window. */
-  async ensureSchema(): Promise<void> {
-    if (this.schemaReady) return;
+  /** Inside a retry-after window ensureSchema fails at once, without connecting. */
+  protected override beforeSchemaAttempt(): void {
     const window = this.retryWindow;
     if (window) {
       if (this.clock() < window.until) throw new Error(window.message, { cause: window.cause });
       this.retryWindow = null;
     }
-    // the schema steps are idempotent, so a refused connection (pool-guard) rebuilds the pool and runs them once more
-    this.schemaAttempt ??= withPoolGuard(this.poolHolder, () => this.runSchemaAttempt(), this.logger).finally(() => {
-      this.schemaAttempt = null;
-    });
-    await this.schemaAttempt;
   }
 
-  private async runSchemaAttempt(): Promise<void> {
+  protected async runSchemaAttempt(): Promise<void> {
     await this.connect();
     if (!this.options.autoCreateSchema) {
       const result = evaluateTransportCatalog(await readTransportCatalog(this.pool, this.names), this.names, {
@@ -180,7 +143,8 @@ export class SqlServerTransportStore implements TransportStore {
       return;
     }
 
-    await this.runPhase1();
+    // phase 1: schema + table under the schema applock, committed before anything else runs
+    await this.runDdlTransaction(this.statements.ddlPhase1);
     let catalog = await readTransportCatalog(this.pool, this.names);
     const missing = missingIndexes(catalog.indexes, this.names);
     if (missing.length > 0) {
@@ -197,38 +161,11 @@ export class SqlServerTransportStore implements TransportStore {
     if (problems.length > 0) throw new Error(`${problems.join(' ')} ${VERIFICATION_FIX_HINT}`);
   }
 
-  /** Schema + table under the schema applock; committed before anything else runs. */
-  private async runPhase1(): Promise<void> {
-    const tx = this.pool.transaction();
-    try {
-      await tx.begin();
-      await this.run(this.statements.ddlPhase1, {}, { parent: tx });
-      await tx.commit();
-    } catch (err) {
-      await rollbackQuietly(tx);
-      await this.diagnoseDdlFailure(err);
-    }
-  }
-
-  /**
-   * A DDL failure may be a name collision (another component's table, a view). Verification on a fresh request
-   * names it; otherwise (or when diagnosis itself fails) the original error is rethrown untouched.
-   */
-  private async diagnoseDdlFailure(original: unknown): Promise<never> {
-    let problems: string[];
-    try {
-      const catalog = await readTransportCatalog(this.pool, this.names);
-      const result = evaluateTransportCatalog(catalog, this.names, { autoCreate: true, skipIndexes: true });
-      problems = result.status === 'present' ? result.problems : [];
-    } catch {
-      throw original;
-    }
-    if (problems.length === 0) throw original;
-    throw new Error(
-      `${problems.join(' ')} Give this component its own object names (or its own schema) so two AsyncResponse ` +
-        'components cannot share one name.',
-      { cause: original },
-    );
+  /** A failed phase 1 may be a name collision: the table-level problems of a table that is there. */
+  protected async collisionProblems(): Promise<string[]> {
+    const catalog = await readTransportCatalog(this.pool, this.names);
+    const result = evaluateTransportCatalog(catalog, this.names, { autoCreate: true, skipIndexes: true });
+    return result.status === 'present' ? result.problems : [];
   }
 
   /** Index builds in their own transaction under the table applock, with an hour-long request timeout. */
@@ -275,23 +212,6 @@ export class SqlServerTransportStore implements TransportStore {
     await this.poolHolder.get();
   }
 
-  private async run<P extends string>(
-    statement: Statement<P>,
-    values: Record<P, unknown>,
-    opts: { parent?: sql.Transaction; timeoutMs?: number } = {},
-  ): Promise<sql.IResult<unknown>> {
-    const send = (parent: sql.ConnectionPool | sql.Transaction) => {
-      const request = newRequest(parent, opts.timeoutMs);
-      for (const name of Object.keys(statement.params) as P[]) {
-        request.input(name, statement.params[name], values[name]);
-      }
-      return request.query(statement.text);
-    };
-    if (opts.parent) return send(opts.parent);
-    // a refused connection (login failed, token expired) rebuilds the pool and sends the statement once more
-    return withPoolGuard(this.poolHolder, send, this.logger);
-  }
-
   // ---- operations ---------------------------------------------------------------------------------------
 
   async publish(messages: readonly OutgoingMessage[]): Promise<PublishOutcome[]> {
@@ -317,7 +237,13 @@ export class SqlServerTransportStore implements TransportStore {
         ord,
       })),
     );
-    const result = await this.publishWithDuplicateRaceRetry(batch);
+    // a lost duplicate-key race rolls the whole INSERT back; the re-run reports the rows that now exist as duplicates
+    const result = await this.runRetryingDuplicateKeyRace(
+      this.statements.publishBatch,
+      { batch },
+      PUBLISH_DUPLICATE_RACE_ATTEMPTS,
+      'publish lost a duplicate-key race; re-running the insert-if-absent',
+    );
     const inserted = new Map(rows(result, 0).map((r) => [lower(r.id), r.available_at as Date]));
     const stored = new Map(rows(result, 1).map((r) => [lower(r.id), r.available_at as Date]));
     return messages.map((m, i) => {
@@ -326,22 +252,6 @@ export class SqlServerTransportStore implements TransportStore {
       if (insertedAt && firstAt.get(key) === i) return { id: m.id, inserted: true, availableAt: insertedAt };
       return { id: m.id, inserted: false, availableAt: insertedAt ?? stored.get(key) ?? null };
     });
-  }
-
-  /**
-   * UPDLOCK, HOLDLOCK makes a duplicate-key race rare; when one still happens (2627/2601) the whole INSERT was
-   * rolled back, so it is run again: rows that now exist are reported as duplicates, the rest are inserted.
-   */
-  private async publishWithDuplicateRaceRetry(batch: string): Promise<sql.IResult<unknown>> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await this.run(this.statements.publishBatch, { batch });
-      } catch (err) {
-        const duplicate = sqlServerErrorNumbers(err).some((n) => DUPLICATE_KEY_NUMBERS.includes(n));
-        if (!duplicate || attempt >= PUBLISH_DUPLICATE_RACE_ATTEMPTS) throw err;
-        this.logger.debug('publish lost a duplicate-key race; re-running the insert-if-absent', err);
-      }
-    }
   }
 
   async claim(queue: string, max: number, lockTimeoutMs: number): Promise<ClaimedMessage[]> {
@@ -472,12 +382,6 @@ export class SqlServerTransportStore implements TransportStore {
   /** The database clock. Deliberately schema-free: it is the health probe, and must answer before migration. */
   async now(): Promise<Date> {
     return rows(await this.run(this.statements.now, {}))[0]?.now as Date;
-  }
-
-  async close(): Promise<void> {
-    // mssql refuses to close a pool while it is connecting
-    await this.poolHolder.settle();
-    if (this.ownsPool) await this.poolHolder.close();
   }
 }
 

@@ -1,57 +1,30 @@
 // Catalog verification of the transport table (spec §3.3–3.4). The evaluation is pure (catalog rows in,
 // problems out) so every rule is unit-tested without a server; verifyTransportTable runs the catalog query.
 
-import type { ConnectionPool, Transaction } from 'mssql';
 import type { TransportNames } from '../../sql/identifiers';
 import type { Logger } from '../../log';
-import { newRequest } from './connection';
+import {
+  catalogSet,
+  columnTypeProblem,
+  declaredIndexProblems,
+  evaluateExpectedColumns,
+  groupIndexes,
+  isRowstore,
+  keysEqual,
+  nameOccupiedProblem,
+  primaryKeyProblems,
+  readCatalogSets,
+  renderType,
+  sameName,
+  typeCode,
+} from './catalog-common';
+import type { CatalogColumnRow, CatalogIndexRow, CatalogKeyColumnRow, CatalogObjectRow, ExpectedColumnShape, Queryable } from './catalog-common';
 import { BIN2, catalogSnapshot, CREATED_INDEX_KEYS, qualifiedTable, READY_INDEX_KEYS } from './statements';
 
-export interface CatalogObjectRow {
-  name: string;
-  type: string;
-  type_desc: string;
-  /** true for the user table OBJECT_ID resolved the configured name to. */
-  is_target: boolean;
-}
-
-export interface CatalogColumnRow {
-  name: string;
-  type_name: string;
-  /** bytes; -1 for (max). */
-  max_length: number;
-  precision: number;
-  scale: number;
-  is_nullable: boolean;
-  collation_name: string | null;
-  is_identity: boolean;
-  is_computed: boolean;
-  /** 0 when the column has no default constraint. */
-  default_object_id: number | null;
-  /** NULL also when the default exists but its text is not visible to this login. */
-  default_definition: string | null;
-}
-
-export interface CatalogKeyColumnRow {
-  constraint_name: string;
-  column_name: string;
-  key_ordinal: number;
-}
-
-/** One row per index column (or one row with null column fields for an index without columns). */
-export interface CatalogIndexRow {
-  index_name: string | null;
-  type_desc: string;
-  is_unique: boolean;
-  is_primary_key: boolean;
-  is_disabled: boolean;
-  is_hypothetical: boolean;
-  has_filter: boolean;
-  column_name: string | null;
-  key_ordinal: number | null;
-  is_descending_key: boolean | null;
-  is_included_column: boolean | null;
-}
+// The catalog row shapes and renderType moved to catalog-common.ts (shared with channel-verify.ts); re-exported
+// here so this module's public surface is unchanged.
+export { renderType };
+export type { CatalogColumnRow, CatalogIndexRow, CatalogKeyColumnRow, CatalogObjectRow } from './catalog-common';
 
 export interface TransportCatalog {
   objects: CatalogObjectRow[];
@@ -74,12 +47,7 @@ export interface VerifyMode {
   skipIndexes?: boolean;
 }
 
-interface ExpectedColumn {
-  name: string;
-  type: string;
-  nullable: boolean;
-  /** lower-cased accepted default texts as the catalog stores them. */
-  defaults?: string[];
+interface ExpectedColumn extends ExpectedColumnShape {
   collation?: string;
   /** the queue column on an operator table: any type and collation (the claim predicate supplies BIN2). */
   unconstrainedOnOperatorPath?: boolean;
@@ -100,60 +68,23 @@ const EXPECTED_COLUMNS: readonly ExpectedColumn[] = [
 
 const EXPECTED_PRIMARY_KEY = ['id'];
 
-const OBJECT_KINDS: Record<string, string> = {
-  V: 'a view',
-  SN: 'a synonym',
-  P: 'a stored procedure',
-  PC: 'a stored procedure',
-  FN: 'a function',
-  IF: 'a function',
-  TF: 'a function',
-  FS: 'a function',
-  FT: 'a function',
-  AF: 'an aggregate function',
-  SO: 'a sequence',
-  TR: 'a trigger',
-  PK: 'a primary key constraint',
-  UQ: 'a unique constraint',
-  F: 'a foreign key constraint',
-  C: 'a check constraint',
-  D: 'a default constraint',
-  SQ: 'a service queue',
-  TT: 'a table type',
-  ET: 'an external table',
-};
-
-/** The catalog's type rendered as DDL: nvarchar(200), nvarchar(max), datetime2(7), decimal(18,2), int. */
-export function renderType(column: Pick<CatalogColumnRow, 'type_name' | 'max_length' | 'precision' | 'scale'>): string {
-  const type = column.type_name.toLowerCase();
-  const width = (bytes: number) => (column.max_length === -1 ? 'max' : String(bytes));
-  switch (type) {
-    case 'nvarchar':
-    case 'nchar':
-      return `${type}(${width(column.max_length / 2)})`;
-    case 'varchar':
-    case 'char':
-    case 'varbinary':
-    case 'binary':
-      return `${type}(${width(column.max_length)})`;
-    case 'datetime2':
-    case 'datetimeoffset':
-    case 'time':
-      return `${type}(${column.scale})`;
-    case 'decimal':
-    case 'numeric':
-      return `${type}(${column.precision},${column.scale})`;
-    default:
-      return type;
+/** The transport's rules for a found column: the queue column is unconstrained on an operator table. */
+function foundColumnProblems(label: string, expected: ExpectedColumn, found: CatalogColumnRow, mode: VerifyMode): string[] {
+  const problems: string[] = [];
+  const unconstrained = expected.unconstrainedOnOperatorPath === true && !mode.autoCreate;
+  if (!unconstrained) {
+    const typeProblem = columnTypeProblem(label, expected, found);
+    if (typeProblem) problems.push(typeProblem);
+  } else if (found.is_nullable) {
+    problems.push(`${label}: expected NOT NULL; found NULL.`);
   }
-}
-
-const nullability = (nullable: boolean) => (nullable ? 'NULL' : 'NOT NULL');
-const sameName = (a: string | null | undefined, b: string) => (a ?? '').toLowerCase() === b.toLowerCase();
-const normaliseDefault = (text: string) => text.replace(/\s+/g, '').toLowerCase();
-
-function kindOf(row: CatalogObjectRow): string {
-  return OBJECT_KINDS[row.type.trim().toUpperCase()] ?? `a ${row.type_desc.toLowerCase().replace(/_/g, ' ')}`;
+  if (expected.collation && !unconstrained && !sameName(found.collation_name, expected.collation)) {
+    problems.push(
+      `${label}: expected COLLATE ${expected.collation}; found ${found.collation_name ?? 'no collation'} ` +
+        '(a non-binary collation folds queue names the store treats as distinct).',
+    );
+  }
+  return problems;
 }
 
 export function evaluateTableColumns(
@@ -161,144 +92,27 @@ export function evaluateTableColumns(
   names: TransportNames,
   mode: VerifyMode,
 ): { problems: string[]; warnings: string[] } {
-  const table = qualifiedTable(names);
-  const problems: string[] = [];
-  const warnings: string[] = [];
-  for (const expected of EXPECTED_COLUMNS) {
-    const found = columns.find((c) => sameName(c.name, expected.name));
-    if (!found) {
-      problems.push(`${table} is missing the column '${expected.name}'; expected ${expected.type} ${nullability(expected.nullable)}.`);
-      continue;
-    }
-    const label = `column '${expected.name}' of ${table}`;
-    const unconstrained = expected.unconstrainedOnOperatorPath === true && !mode.autoCreate;
-    const foundType = renderType(found);
-    if (!unconstrained && (foundType !== expected.type || found.is_nullable !== expected.nullable)) {
-      problems.push(
-        `${label}: expected ${expected.type} ${nullability(expected.nullable)}; found ${foundType} ${nullability(found.is_nullable)}.`,
-      );
-    } else if (unconstrained && found.is_nullable) {
-      problems.push(`${label}: expected NOT NULL; found NULL.`);
-    }
-    if (expected.collation && !unconstrained && !sameName(found.collation_name, expected.collation)) {
-      problems.push(
-        `${label}: expected COLLATE ${expected.collation}; found ${found.collation_name ?? 'no collation'} ` +
-          '(a non-binary collation folds queue names the store treats as distinct).',
-      );
-    }
-    if (expected.defaults) {
-      if (found.default_object_id === 0 || found.default_object_id === null) {
-        problems.push(`${label} has no default; expected DEFAULT ${expected.defaults[0]}.`);
-      } else if (found.default_definition === null) {
-        warnings.push(`${label}: the default's text is not visible to this login, so it was not checked.`);
-      } else if (!expected.defaults.includes(normaliseDefault(found.default_definition))) {
-        problems.push(`${label}: expected DEFAULT ${expected.defaults[0]}; found DEFAULT ${found.default_definition}.`);
-      }
-    }
-  }
-  for (const extra of columns) {
-    if (EXPECTED_COLUMNS.some((e) => sameName(extra.name, e.name))) continue;
-    const hasDefault = extra.default_object_id !== 0 && extra.default_object_id !== null;
-    if (!extra.is_nullable && !hasDefault && !extra.is_identity && !extra.is_computed) {
-      problems.push(
-        `column '${extra.name}' of ${table} is NOT NULL without a default, so the store's inserts would fail ` +
-          '(error 515); make it NULL or give it a default.',
-      );
-    }
-  }
-  return { problems, warnings };
+  return evaluateExpectedColumns(qualifiedTable(names), columns, EXPECTED_COLUMNS, {
+    writer: "store's",
+    checkFound: (label, expected, found) => foundColumnProblems(label, expected, found, mode),
+  });
 }
 
 export function evaluatePrimaryKey(keyColumns: readonly CatalogKeyColumnRow[], names: TransportNames): string[] {
-  const table = qualifiedTable(names);
-  if (keyColumns.length === 0) return [`${table} has no primary key; expected PRIMARY KEY (${EXPECTED_PRIMARY_KEY.join(', ')}).`];
-  const found = [...keyColumns].sort((a, b) => a.key_ordinal - b.key_ordinal).map((k) => k.column_name);
-  const matches =
-    found.length === EXPECTED_PRIMARY_KEY.length && found.every((c, i) => sameName(c, EXPECTED_PRIMARY_KEY[i] ?? ''));
-  return matches
-    ? []
-    : [`the primary key of ${table} is on (${found.join(', ')}); expected PRIMARY KEY (${EXPECTED_PRIMARY_KEY.join(', ')}).`];
-}
-
-interface IndexShape {
-  name: string;
-  typeDesc: string;
-  isUnique: boolean;
-  isDisabled: boolean;
-  isHypothetical: boolean;
-  hasFilter: boolean;
-  /** ascending key columns in key order; descending keys are marked with a trailing ' DESC'. */
-  keys: string[];
-}
-
-function groupIndexes(rows: readonly CatalogIndexRow[]): IndexShape[] {
-  const byName = new Map<string, IndexShape & { ordered: Array<[number, string]> }>();
-  for (const row of rows) {
-    if (!row.index_name) continue;
-    let shape = byName.get(row.index_name);
-    if (!shape) {
-      shape = {
-        name: row.index_name,
-        typeDesc: row.type_desc,
-        isUnique: row.is_unique,
-        isDisabled: row.is_disabled,
-        isHypothetical: row.is_hypothetical,
-        hasFilter: row.has_filter,
-        keys: [],
-        ordered: [],
-      };
-      byName.set(row.index_name, shape);
-    }
-    if (row.column_name && row.key_ordinal && row.key_ordinal > 0 && !row.is_included_column) {
-      shape.ordered.push([row.key_ordinal, row.is_descending_key ? `${row.column_name} DESC` : row.column_name]);
-    }
-  }
-  return [...byName.values()].map(({ ordered, ...shape }) => ({
-    ...shape,
-    keys: ordered.sort((a, b) => a[0] - b[0]).map(([, column]) => column),
-  }));
-}
-
-const keysEqual = (found: readonly string[], expected: readonly string[]) =>
-  found.length === expected.length && found.every((c, i) => sameName(c, expected[i] ?? ''));
-
-const isRowstore = (typeDesc: string) => typeDesc === 'CLUSTERED' || typeDesc === 'NONCLUSTERED';
-
-/** Why an index cannot serve as the declared one, or null when it can (a clustered variant is accepted). */
-function indexDefect(index: IndexShape, expectedKeys: readonly string[]): string | null {
-  if (!isRowstore(index.typeDesc)) return `it is a ${index.typeDesc.toLowerCase().replace(/_/g, ' ')} index`;
-  if (index.isUnique) return 'it is UNIQUE';
-  if (index.hasFilter) return 'it is filtered';
-  if (index.isDisabled) return 'it is disabled';
-  if (index.isHypothetical) return 'it is hypothetical';
-  if (!keysEqual(index.keys, expectedKeys)) return `it is keyed (${index.keys.join(', ')})`;
-  return null;
+  return primaryKeyProblems(qualifiedTable(names), keyColumns, EXPECTED_PRIMARY_KEY);
 }
 
 /** Self-created path: both indexes must exist by name on this table with exactly the declared shape. */
 export function evaluateIndexes(rows: readonly CatalogIndexRow[], names: TransportNames): string[] {
-  const table = qualifiedTable(names);
-  const indexes = groupIndexes(rows);
-  const problems: string[] = [];
-  const expected: Array<[string, readonly string[]]> = [
-    [names.readyIndex, READY_INDEX_KEYS],
-    [names.createdIndex, CREATED_INDEX_KEYS],
-  ];
-  for (const [name, keys] of expected) {
-    const found = indexes.find((i) => sameName(i.name, name));
-    if (!found) {
-      problems.push(`expected the index [${name}] on ${table} to exist after schema creation, but it does not.`);
-      continue;
-    }
-    const defect = indexDefect(found, keys);
-    if (defect) {
-      problems.push(
-        `the index [${name}] on ${table} cannot serve the store: ${defect}; expected a plain index on ` +
-          `(${keys.join(', ')}). Drop it so the store recreates it, or rename it.`,
-      );
-    }
-  }
-  return problems;
+  return declaredIndexProblems(
+    qualifiedTable(names),
+    rows,
+    [
+      { name: names.readyIndex, keys: READY_INDEX_KEYS },
+      { name: names.createdIndex, keys: CREATED_INDEX_KEYS },
+    ],
+    'store',
+  );
 }
 
 /** Names of the declared indexes not present (by name, on this table): what phase 2 must build. */
@@ -331,11 +145,11 @@ export function evaluateTransportCatalog(
   const table = qualifiedTable(names);
   const target = catalog.objects.find((o) => o.is_target);
   if (!target && catalog.columns.length === 0) {
-    const occupant = catalog.objects.find((o) => o.type.trim().toUpperCase() !== 'U');
+    const occupant = catalog.objects.find((o) => typeCode(o) !== 'U');
     if (occupant) {
       return {
         status: 'present',
-        problems: [`expected ${table} to be a user table, but the name is occupied by ${kindOf(occupant)} ([${occupant.name}]).`],
+        problems: [nameOccupiedProblem(`${table} to be a user table`, occupant)],
         warnings: [],
       };
     }
@@ -354,25 +168,18 @@ export function evaluateTransportCatalog(
   return { status: 'present', problems, warnings };
 }
 
-type Queryable = ConnectionPool | Transaction;
-
 /** Runs the catalog query (outside any DDL transaction: catalog reads inside it deadlocked, spec §3.2). */
 export async function readTransportCatalog(
   parent: Queryable,
   names: TransportNames,
   requestTimeoutMs?: number,
 ): Promise<TransportCatalog> {
-  const statement = catalogSnapshot();
-  const request = newRequest(parent, requestTimeoutMs);
-  request.input('schema', statement.params.schema, names.schema);
-  request.input('table', statement.params.table, names.table);
-  const result = await request.query(statement.text);
-  const sets = result.recordsets as unknown as unknown[][];
+  const sets = await readCatalogSets(parent, catalogSnapshot(), { schema: names.schema, table: names.table }, requestTimeoutMs);
   return {
-    objects: (sets[0] ?? []) as CatalogObjectRow[],
-    columns: (sets[1] ?? []) as CatalogColumnRow[],
-    primaryKey: (sets[2] ?? []) as CatalogKeyColumnRow[],
-    indexes: (sets[3] ?? []) as CatalogIndexRow[],
+    objects: catalogSet<CatalogObjectRow>(sets, 0),
+    columns: catalogSet<CatalogColumnRow>(sets, 1),
+    primaryKey: catalogSet<CatalogKeyColumnRow>(sets, 2),
+    indexes: catalogSet<CatalogIndexRow>(sets, 3),
   };
 }
 
