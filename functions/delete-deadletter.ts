@@ -12,7 +12,7 @@ export async function deleteDeadLetter(request: HttpRequest, context: Invocation
   if (notFound) return notFound;
   if (!id || !UUID_PATTERN.test(id)) return problem(404, `no dead letter '${id}' from queue '${queue}'`);
   try {
-    const deleted = await rt.store.deleteDeadLetter(rt.config.deadLetterQueue, queue!, id.toLowerCase());
+    const deleted = await rt.track(rt.store.deleteDeadLetter(rt.config.deadLetterQueue, queue!, id.toLowerCase()));
     return deleted ? { status: 204 } : problem(404, `no dead letter '${id}' from queue '${queue}'`);
   } catch (err) {
     return failureAnswer(err, context, 'deleting a dead letter');

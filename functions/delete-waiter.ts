@@ -13,7 +13,7 @@ export async function deleteWaiter(request: HttpRequest, context: InvocationCont
   const id = request.params.registrationId;
   if (!id || !UUID_PATTERN.test(id)) return problem(404, `no registration '${id}' for that correlation id`);
   try {
-    const deleted = await rt.channel.store.deleteRegistration(correlationId!, id.toLowerCase());
+    const deleted = await rt.track(rt.channel.store.deleteRegistration(correlationId!, id.toLowerCase()));
     return deleted ? { status: 204 } : problem(404, `no registration '${id}' for that correlation id`);
   } catch (err) {
     return failureAnswer(err, context, 'deleting a callback registration');

@@ -21,13 +21,13 @@ export async function registerWaiter(request: HttpRequest, context: InvocationCo
   const urlWhy = callbackUrlProblem(b.callbackUrl, c.callbackAllowedHosts);
   if (urlWhy) errors.push({ field: 'callbackUrl', message: urlWhy });
   const maxTtl = 3650 * 86400;
-  if (b.ttlSeconds !== undefined && (typeof b.ttlSeconds !== 'number' || !(b.ttlSeconds > 0) || b.ttlSeconds > maxTtl)) {
+  if (b.ttlSeconds !== undefined && (typeof b.ttlSeconds !== 'number' || !(b.ttlSeconds >= 1) || b.ttlSeconds > maxTtl)) {
     errors.push({ field: 'ttlSeconds', message: `must be a number of seconds from 1 to ${maxTtl}` });
   }
   if (errors.length > 0) return problem(400, 'the registration has invalid fields; nothing was stored', errors);
   const ttlMs = typeof b.ttlSeconds === 'number' ? b.ttlSeconds * 1000 : c.recoveryStateExpiryMs;
   try {
-    const reg = await rt.channel.registerCallback(b.correlationId as string, b.callbackUrl as string, ttlMs);
+    const reg = await rt.track(rt.channel.registerCallback(b.correlationId as string, b.callbackUrl as string, ttlMs));
     return json(201, { registrationId: reg.registrationId, expiresAt: reg.expiresAt.toISOString() });
   } catch (err) {
     return failureAnswer(err, context, 'registering a callback');

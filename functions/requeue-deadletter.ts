@@ -12,7 +12,7 @@ export async function requeueDeadLetter(request: HttpRequest, context: Invocatio
   if (notFound) return notFound;
   if (!id || !UUID_PATTERN.test(id)) return problem(404, `no dead letter '${id}' from queue '${queue}'`);
   try {
-    const moved = await rt.store.requeueDeadLetter(rt.config.deadLetterQueue, queue!, id.toLowerCase());
+    const moved = await rt.track(rt.store.requeueDeadLetter(rt.config.deadLetterQueue, queue!, id.toLowerCase()));
     if (!moved) return problem(404, `no dead letter '${id}' from queue '${queue}'`);
     rt.wake.notify(queue!);
     return json(200, { id: id.toLowerCase() });

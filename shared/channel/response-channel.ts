@@ -103,6 +103,7 @@ export class ResponseChannel {
             .heartbeatSubscribers(this.instanceId, [{ correlationId, registrationId }], this.config.heartbeatTimeoutMs)
             .catch((err) => this.logger.warn(`waiter heartbeat for '${correlationId}' failed`, err));
         }
+        if (signalled) continue;
         await new Promise<void>((resolve) => {
           const timer = setTimeout(done, Math.min(this.config.activePollIntervalMs, deadline - now));
           signal?.addEventListener('abort', done, { once: true });
@@ -130,7 +131,7 @@ export class ResponseChannel {
       for (const row of rows) {
         if (seen.has(row.id)) continue;
         seen.add(row.id);
-        if (!(await this.store.claimForDelivery(row.id))) continue; // recovery owns it
+        if (!(await this.store.claimForDelivery(row.id, watermark))) continue; // recovery owns it, or it is history
         this.local.delivered(row.id);
         const full = row.envelopeJson === null ? (await this.store.loadMessagesById(correlationId, [row.id]))[0] : row;
         if (!full?.envelopeJson) continue; // expired between the claim and the read
@@ -149,7 +150,10 @@ export class ResponseChannel {
    * a live waiter to take it before routing it to the callback registrations; without, an unacked response is
    * left to the sweep, which routes it once it is older than that timeout.
    */
-  async publishResponse(input: PublishResponseInput, options: { confirm: boolean; deadline?: number } = { confirm: true }): Promise<{ id: string; delivery: Delivery; duplicate: boolean }> {
+  async publishResponse(
+    input: PublishResponseInput,
+    options: { confirm: boolean; deadline?: number; signal?: AbortSignal } = { confirm: true },
+  ): Promise<{ id: string; delivery: Delivery; duplicate: boolean }> {
     const id = (input.id ?? randomUUID()).toLowerCase();
     const corr = input.correlationId;
     const envelope = buildEnvelope(input);
@@ -161,23 +165,30 @@ export class ResponseChannel {
     // routes the stored row.
     if (!stored.inserted) return { id, delivery: 'stored', duplicate: true };
     this.local.notify(corr);
-    if (live) {
-      if (!options.confirm) return { id, delivery: 'live', duplicate: !stored.inserted };
-      if (await this.confirmDelivery(id)) return { id, delivery: 'live', duplicate: !stored.inserted };
+    // The response is committed: from here on a failure must not fail the publish (a worker job would be
+    // re-run or dead-lettered after answering). The sweep routes a stored, unacked row with registrations.
+    try {
+      if (live) {
+        if (!options.confirm) return { id, delivery: 'live', duplicate: false };
+        if (await this.confirmDelivery(id, options.signal)) return { id, delivery: 'live', duplicate: false };
+      }
+      const registrations = await this.store.loadRegistrations(corr);
+      if (registrations.length === 0) return { id, delivery: 'stored', duplicate: false };
+      const routed = await this.routeToRecovery(id, corr, envelope, registrations, options.deadline);
+      return { id, delivery: routed ? 'recovery' : 'live', duplicate: false };
+    } catch (err) {
+      this.logger.warn(`response ${id} for '${corr}' is stored, but routing it failed; the channel sweep routes it`, err);
+      return { id, delivery: 'stored', duplicate: false };
     }
-    const registrations = await this.store.loadRegistrations(corr);
-    if (registrations.length === 0) return { id, delivery: 'stored', duplicate: !stored.inserted };
-    const routed = await this.routeToRecovery(id, corr, envelope, registrations, options.deadline);
-    return { id, delivery: routed ? 'recovery' : 'live', duplicate: !stored.inserted };
   }
 
   /** Waits for a live waiter (this process: at once; others: the acked_at poll) until the confirmation timeout. */
-  private async confirmDelivery(id: string): Promise<boolean> {
+  private async confirmDelivery(id: string, signal?: AbortSignal): Promise<boolean> {
     let delivered = false;
     const stop = this.local.onDelivered(id, () => (delivered = true));
     const deadline = Date.now() + this.config.deliveryConfirmationTimeoutMs;
     try {
-      while (!delivered && Date.now() < deadline) {
+      while (!delivered && Date.now() < deadline && !signal?.aborted) {
         try {
           if (await this.store.isAcknowledged(id)) return true;
         } catch (err) {
@@ -200,6 +211,10 @@ export class ResponseChannel {
    * registration is left.
    */
   async routeToRecovery(id: string, correlationId: string, envelopeJson: string, registrations?: Registration[], deadline?: number): Promise<boolean> {
+    // Already routed (the sweep and a confirming publisher can both get here): enqueueing again after its
+    // callback jobs were sent and deleted would send them twice.
+    const [current] = await this.store.loadMessagesById(correlationId, [id]);
+    if (!current || current.recoveryClaimed || current.ackedAt !== null) return false;
     const regs = registrations ?? (await this.store.loadRegistrations(correlationId));
     const body = readEnvelope(envelopeJson);
     const jobs: OutgoingMessage[] = [];

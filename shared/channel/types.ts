@@ -86,8 +86,13 @@ export interface ChannelStore {
   loadPending(correlationId: string, watermark: SubscriptionStart, limit: number, after?: { createdAtExact: DbTimestamp; id: string }): Promise<ChannelMessage[]>;
   /** Hydrates header-only rows (at most 1000 ids per statement). */
   loadMessagesById(correlationId: string, ids: readonly string[]): Promise<ChannelMessage[]>;
-  /** Stamps acked_at/acked_seq on first delivery; true also for an already-acked row (fan-out); false once recovery owns it or it expired. */
-  claimForDelivery(id: string): Promise<boolean>;
+  /**
+   * Stamps acked_at/acked_seq on first delivery; true also for a row acked after this waiter's watermark
+   * (fan-out); false once recovery owns it, it expired, or it was acked before the waiter registered (history
+   * — re-checked here because a claim that was still uncommitted when the waiter read the row as unacked
+   * commits first).
+   */
+  claimForDelivery(id: string, watermark: SubscriptionStart): Promise<boolean>;
   /** recovery_claimed = 1 WHERE acked_at IS NULL: true = recovery owns the message. */
   claimForRecovery(id: string): Promise<boolean>;
   isAcknowledged(id: string): Promise<boolean>;

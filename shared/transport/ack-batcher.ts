@@ -1,10 +1,19 @@
 import type { Logger } from '../log';
+import { withRetry, type RetryPolicy } from '../sql/retry';
 import type { Settlement } from './types';
+
+export interface AckRetry {
+  policy: RetryPolicy;
+  maxAttempts: number;
+  /** epoch ms: no retry wait runs past it. */
+  deadline?: number;
+}
 
 /**
  * Collects acks from handlers finishing close together and deletes them in one fenced statement, so the hot
- * path has no per-job round trip. A failed flush is logged: the leases lapse and the jobs are redelivered
- * (at-least-once), which is the same outcome as a lost single ack.
+ * path has no per-job round trip. A transient failure is retried: the DELETE is fenced on (id, lock_id), so
+ * resending it after an ambiguous commit deletes nothing twice. A flush that still fails is logged: the
+ * leases lapse and the jobs are redelivered (at-least-once), the same outcome as a lost single ack.
  */
 export class AckBatcher {
   private pending: Settlement[] = [];
@@ -17,6 +26,7 @@ export class AckBatcher {
     private readonly ack: (batch: readonly Settlement[]) => Promise<number>,
     private readonly maxBatch: number,
     private readonly logger: Logger,
+    private readonly retry?: AckRetry,
   ) {}
 
   add(s: Settlement): void {
@@ -39,7 +49,16 @@ export class AckBatcher {
     if (this.pending.length === 0) return;
     const batch = this.pending;
     this.pending = [];
-    const p = this.ack(batch)
+    const attempt = () => this.ack(batch);
+    const send = this.retry
+      ? withRetry(attempt, {
+          maxAttempts: this.retry.maxAttempts,
+          policy: this.retry.policy,
+          deadline: this.retry.deadline,
+          onRetry: (err, n, delay, cls) => this.logger.warn(`ack of ${batch.length} jobs failed transiently (${cls}); resending in ${Math.round(delay)} ms`, err),
+        })
+      : attempt();
+    const p = send
       .then((n) => {
         this.acked += n;
         if (n < batch.length) this.logger.debug(`${batch.length - n} of ${batch.length} acks matched no row (lease lost to a peer)`);

@@ -34,6 +34,9 @@ export interface DrainOptions {
   now?: () => number;
 }
 
+/** How long after the claim budget acks may still be retried. */
+const SETTLE_GRACE_MS = 10_000;
+
 export interface DrainReport {
   queue: string;
   claimed: number;
@@ -55,7 +58,12 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
   const now = o.now ?? Date.now;
   const started = now();
   const claimDeadline = started + o.budgetMs;
-  const acks = new AckBatcher((b) => o.store.ack(b), Math.max(o.batchSize, 16), o.logger);
+  // Acks may be resent for a while after claiming stops: settling what was done beats redelivering it.
+  const acks = new AckBatcher((b) => o.store.ack(b), Math.max(o.batchSize, 16), o.logger, {
+    policy: o.claimRetry ?? DEFAULT_RETRY_CLASSES,
+    maxAttempts: 3,
+    deadline: claimDeadline + SETTLE_GRACE_MS,
+  });
   const deps: DispatchDeps = {
     store: o.store,
     acks,
@@ -131,7 +139,11 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
         break;
       }
       const wait = Math.min(o.emptyPollDelayMs, Math.max(0, claimDeadline - now()));
-      await Promise.race([o.wake.wait(o.queue, wait, o.stopping), ...inFlight]);
+      // The wait is cancelled when a handler finishes first, so no stale waiter swallows the next wake.
+      const cancel = new AbortController();
+      const signal = o.stopping ? AbortSignal.any([o.stopping, cancel.signal]) : cancel.signal;
+      await Promise.race([o.wake.wait(o.queue, wait, signal), ...inFlight]);
+      cancel.abort();
       if (inFlight.size > 0) lastActivity = now();
       continue;
     }

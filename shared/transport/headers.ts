@@ -30,15 +30,22 @@ export function getHeader(headers: Headers, name: string): string | undefined {
   return undefined;
 }
 
-/** Original headers plus the two dead-letter headers; CR and LF in the reason become spaces. */
+/**
+ * Original headers plus the two dead-letter headers; CR and LF in the reason become spaces, and U+0000 becomes
+ * U+FFFD everywhere (PostgreSQL's jsonb refuses it, and the dead-letter queries read these headers as JSON).
+ */
 export function deadLetterHeaders(original: Headers, reason: string, sourceQueue: string): Headers {
   const out: Headers = {};
   for (const [key, value] of Object.entries(original)) {
     const lower = key.toLowerCase();
     if (lower === DEAD_LETTER_REASON_HEADER.toLowerCase() || lower === DEAD_LETTER_SOURCE_HEADER.toLowerCase()) continue;
-    out[key] = value;
+    out[withoutNul(key)] = withoutNul(value);
   }
-  out[DEAD_LETTER_REASON_HEADER] = reason.replace(/[\r\n]/g, ' ');
+  out[DEAD_LETTER_REASON_HEADER] = withoutNul(reason.replace(/[\r\n]/g, ' '));
   out[DEAD_LETTER_SOURCE_HEADER] = sourceQueue;
   return out;
+}
+
+function withoutNul(s: string): string {
+  return s.includes('\u0000') ? s.replace(/\u0000/g, '\uFFFD') : s;
 }

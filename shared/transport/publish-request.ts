@@ -61,6 +61,7 @@ export function parsePublishBody(body: unknown, queue: string, maxMessageBytes: 
         for (const [name, value] of entries) {
           if (typeof value !== 'string') errors.push({ field: at(`headers.${name}`), message: 'must be a string' });
           else if (name === '' || name.length > 256) errors.push({ field: at(`headers.${name}`), message: 'name must be 1–256 characters' });
+          else if (name.includes('\u0000') || value.includes('\u0000')) errors.push({ field: at(`headers.${name}`), message: 'must not contain U+0000' });
           else if (isReserved(name)) errors.push({ field: at(`headers.${name}`), message: 'is set by the transport and cannot be supplied' });
           else headers[name] = value;
         }

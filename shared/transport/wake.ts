@@ -10,7 +10,7 @@ export class WakeSignal {
 
   notify(queue: string): void {
     const set = this.waiters.get(queue);
-    if (!set) {
+    if (!set || set.size === 0) {
       this.pending.add(queue);
       return;
     }
@@ -29,6 +29,7 @@ export class WakeSignal {
         clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
         set!.delete(wake);
+        if (set!.size === 0 && this.waiters.get(queue) === set) this.waiters.delete(queue);
         resolve(woken);
       };
       const wake = () => done(true);

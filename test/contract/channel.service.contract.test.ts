@@ -97,7 +97,8 @@ for (const [name, open, skip] of targets) {
       await channel.registerCallback('nf-1', 'https://hooks.example.com/y', 60_000);
       const first = await channel.publishResponse({ correlationId: 'nf-1', payload: 'progress', final: false });
       expect(first.delivery).toBe('recovery');
-      expect(await channel.routeToRecovery(first.id, 'nf-1', JSON.stringify({ SchemaVersion: 1, Success: true, Payload: 'progress', Final: false }))).toBe(true);
+      // routing it again (the sweep and a confirming publisher can both try) finds it routed and does nothing
+      expect(await channel.routeToRecovery(first.id, 'nf-1', JSON.stringify({ SchemaVersion: 1, Success: true, Payload: 'progress', Final: false }))).toBe(false);
       const jobs = await transport.claim(CALLBACK_QUEUE, 10, 30_000);
       expect(jobs.filter((j) => JSON.parse(j.payloadJson).response.id === first.id)).toHaveLength(1);
       expect(await channel.store.loadRegistrations('nf-1')).toHaveLength(1);
@@ -117,6 +118,19 @@ for (const [name, open, skip] of targets) {
       const r = await channel.publishResponse({ correlationId: 'noreg-1', payload: 1, final: true });
       expect(await channel.routeToRecovery(r.id, 'noreg-1', JSON.stringify({ SchemaVersion: 1, Success: true, Payload: 1 }))).toBe(false);
       expect(await channel.waitForResponse('noreg-1', 0)).toMatchObject({ id: r.id });
+    });
+
+    it('a routing failure after the response is stored does not fail the publish (the sweep routes it later)', async () => {
+      const failing = new Publisher(transport, new WakeSignal(), { maxAttempts: 1 }, silentLogger);
+      failing.publish = async () => {
+        throw Object.assign(new Error('connection reset'), { code: 'ECONNRESET' });
+      };
+      const broken = new ResponseChannel(channel.store, failing, config, silentLogger);
+      await broken.registerCallback('rf-1', 'https://hooks.example.com/rf', 60_000);
+      const r = await broken.publishResponse({ correlationId: 'rf-1', payload: 'x', final: true }, { confirm: false });
+      expect(r.delivery).toBe('stored');
+      const [row] = await channel.store.loadMessagesById('rf-1', [r.id]);
+      expect(row).toMatchObject({ recoveryClaimed: false, ackedAt: null });
     });
   });
 }

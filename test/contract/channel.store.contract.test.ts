@@ -5,6 +5,8 @@ import { channelFixtures, type ChannelHarness } from './channel-fixtures';
 import { announce } from './fixtures';
 
 const HOUR = 3_600_000;
+/** A waiter registered before everything these tests insert. */
+const EARLY = { startedAt: '1970-01-01T00:00:00Z', startedSeq: '0' };
 
 for (const fixture of channelFixtures()) {
   describe.skipIf(!announce({ ...fixture, concurrent: false, create: async () => { throw new Error('unused'); } }))(`[${fixture.name}] channel store`, () => {
@@ -20,7 +22,7 @@ for (const fixture of channelFixtures()) {
       const id = randomUUID();
       const first = await h.store.insertMessage(id, 'dup-1', '{"n":1}', HOUR);
       expect(first).toMatchObject({ id, inserted: true, ackedAt: null, ackedSeq: null });
-      expect(await h.store.claimForDelivery(id)).toBe(true);
+      expect(await h.store.claimForDelivery(id, EARLY)).toBe(true);
       const again = await h.store.insertMessage(id, 'dup-1', '{"n":2}', HOUR);
       expect(again.inserted).toBe(false);
       expect(again.createdAt.getTime()).toBe(first.createdAt.getTime());
@@ -36,14 +38,14 @@ for (const fixture of channelFixtures()) {
       await h.store.insertMessage(a, 'race', '{}', HOUR);
       await h.store.insertMessage(b, 'race', '{}', HOUR);
       expect(await h.store.claimForRecovery(a)).toBe(true);
-      expect(await h.store.claimForDelivery(a)).toBe(false);
+      expect(await h.store.claimForDelivery(a, EARLY)).toBe(false);
       expect(await h.store.isAcknowledged(a)).toBe(false);
-      expect(await h.store.claimForDelivery(b)).toBe(true);
+      expect(await h.store.claimForDelivery(b, EARLY)).toBe(true);
       expect(await h.store.claimForRecovery(b)).toBe(false);
       expect(await h.store.isAcknowledged(b)).toBe(true);
       // fan-out: a second delivery claim of an acked row still answers true and keeps the first stamp
       const [before] = await h.store.loadMessagesById('race', [b]);
-      expect(await h.store.claimForDelivery(b)).toBe(true);
+      expect(await h.store.claimForDelivery(b, EARLY)).toBe(true);
       const [after] = await h.store.loadMessagesById('race', [b]);
       expect(after!.ackedSeq).toBe(before!.ackedSeq);
       expect(after!.ackedAt!.getTime()).toBe(before!.ackedAt!.getTime());
@@ -75,7 +77,7 @@ for (const fixture of channelFixtures()) {
     it('loadPending hides rows acknowledged before the given watermark', async () => {
       const early = randomUUID();
       await h.store.insertMessage(early, 'wm', '{}', HOUR);
-      await h.store.claimForDelivery(early);
+      await h.store.claimForDelivery(early, EARLY);
       const start = await h.store.subscriptionStart();
       const late = randomUUID();
       await h.store.insertMessage(late, 'wm', '{"late":1}', HOUR);
@@ -107,11 +109,23 @@ for (const fixture of channelFixtures()) {
       expect(seen.has('unacked')).toBe(true);
     });
 
+    it('a delivery claim re-checks the watermark: a row acked before the waiter registered is history', async () => {
+      const id = randomUUID();
+      await h.store.insertMessage(id, 'wm-claim', '{}', HOUR);
+      const w = await h.store.subscriptionStart();
+      await h.forceAck(id, w.startedAt, -5000, (BigInt(w.startedSeq) + 10n).toString()); // acked before w registered
+      expect(await h.store.claimForDelivery(id, w)).toBe(false);
+      const later = randomUUID();
+      await h.store.insertMessage(later, 'wm-claim', '{}', HOUR);
+      await h.forceAck(later, w.startedAt, 5000, (BigInt(w.startedSeq) - 1n).toString()); // acked after: fan-out
+      expect(await h.store.claimForDelivery(later, w)).toBe(true);
+    });
+
     it('subscription starts draw increasing sequence values from the ack sequence', async () => {
       const a = await h.store.subscriptionStart();
       const id = randomUUID();
       await h.store.insertMessage(id, 'seq', '{}', HOUR);
-      await h.store.claimForDelivery(id);
+      await h.store.claimForDelivery(id, EARLY);
       const b = await h.store.subscriptionStart();
       const [row] = await h.store.loadMessagesById('seq', [id]);
       expect(BigInt(row!.ackedSeq!)).toBeGreaterThan(BigInt(a.startedSeq));
@@ -127,7 +141,7 @@ for (const fixture of channelFixtures()) {
       await sleep(30);
       expect(await h.store.loadPending('exp', { startedAt: '1970-01-01T00:00:00Z', startedSeq: '0' }, 10)).toEqual([]);
       expect(await h.store.loadMessagesById('exp', [id])).toEqual([]);
-      expect(await h.store.claimForDelivery(id)).toBe(false);
+      expect(await h.store.claimForDelivery(id, EARLY)).toBe(false);
       expect(await h.store.countActiveSubscribers('exp')).toBe(0);
       expect(await h.store.loadRegistrations('exp')).toEqual([]);
       expect(await h.store.pruneExpiredBatch('messages')).toBeGreaterThanOrEqual(1);
@@ -181,7 +195,7 @@ for (const fixture of channelFixtures()) {
       await h.store.saveRegistration('od-1', randomUUID(), '{}', HOUR);
       await h.store.insertMessage(withReg, 'od-1', '{"x":1}', HOUR);
       await h.store.insertMessage(acked, 'od-1', '{}', HOUR);
-      await h.store.claimForDelivery(acked);
+      await h.store.claimForDelivery(acked, EARLY);
       await h.store.insertMessage(noReg, 'od-2', '{}', HOUR);
       expect((await h.store.findOverdueWithRegistrations(60_000, 10)).map((m) => m.id)).not.toContain(withReg);
       await sleep(60);

@@ -146,5 +146,19 @@ for (const fixture of storeFixtures()) {
       expect(d.acks.acked).toBe(1);
       expect(await h.raw.row(m.id)).toBeUndefined();
     });
+
+    it('a NUL in a failure reason or header cannot break the dead-letter list or the stats', async () => {
+      const m = message('nul', {}, { headers: { odd: 'a\u0000b' } });
+      await h.store.publish([m]);
+      const [c] = await h.store.claim('nul', 1, LOCK);
+      const reason = 'boom\u0000here';
+      expect(
+        await h.store.deadLetter({ source: c!, newId: randomUUID(), deadLetterQueue: 'nul_dlq', payloadJson: c!.payloadJson, headers: deadLetterHeaders(c!.headers, reason, 'nul'), reason }),
+      ).toBe(true);
+      const [dead] = await h.store.listDeadLetters('nul_dlq', 'nul', 5);
+      expect(dead!.headers['AR-DeadLetter-Reason']).toBe('boom\uFFFDhere');
+      expect(dead!.headers.odd).toBe('a\uFFFDb');
+      expect((await h.store.queueStats('nul', 'nul_dlq')).deadLettered).toBe(1);
+    });
   });
 }

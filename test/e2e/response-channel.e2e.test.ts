@@ -180,6 +180,7 @@ describe('correlated responses over HTTP', () => {
       ['waiters', postJson({ correlationId: 'w', callbackUrl: 'https://evil.example.com/x' })],
       ['waiters', postJson({ correlationId: 'w', callbackUrl: 'ftp://127.0.0.1/x' })],
       ['waiters', postJson({ correlationId: 'w\u0007', callbackUrl: callbackUrl() })],
+      ['waiters', postJson({ correlationId: 'w', callbackUrl: callbackUrl(), ttlSeconds: 0.5 })],
     ];
     for (const [path, init] of cases) {
       const res = await app.api(path, init);

@@ -182,12 +182,14 @@ describe('SQL Server channel statement shapes', () => {
 
   it('delivery claim: sequence drawn into a variable first, then COALESCE/CASE stamp only the first ack', () => {
     const t = s.claimForDelivery.text;
-    expect(t.startsWith('DECLARE @seq bigint = NEXT VALUE FOR [dbo].[msg_ack_seq];\n')).toBe(true);
+    expect(t).toMatch(/^DECLARE @started datetime2\(7\) = [^;]*@started_at[^;]*;\nDECLARE @seq bigint = NEXT VALUE FOR \[dbo\]\.\[msg_ack_seq\];\n/);
     expect(t).toContain('SET acked_at = COALESCE(acked_at, SYSUTCDATETIME()),');
     expect(t).toContain('acked_seq = CASE WHEN acked_at IS NULL THEN @seq ELSE acked_seq END');
     expect(t).toContain('OUTPUT inserted.id');
-    expect(t).toMatch(/WHERE id = @id AND recovery_claimed = 0 AND expires_at > SYSUTCDATETIME\(\);$/);
-    expect(t).not.toMatch(/acked_at IS NULL;|WHERE[^;]*acked_at IS NULL/); // an already-acked row still answers (fan-out)
+    expect(t).toContain('WHERE id = @id AND recovery_claimed = 0 AND expires_at > SYSUTCDATETIME()');
+    // an already-acked row still answers when acked after the waiter registered (fan-out), never history
+    expect(t).toMatch(/AND \(acked_at IS NULL OR acked_at > @started OR \(acked_at = @started AND acked_seq > @started_seq\)\);$/);
+    expect(Object.keys(s.claimForDelivery.params).sort()).toEqual(['id', 'started_at', 'started_seq']);
   });
 
   it('NEXT VALUE FOR appears only where SQL Server allows it (no CASE, COALESCE, OUTPUT, TOP, MERGE or WHERE)', () => {

@@ -322,20 +322,20 @@ describe('SQL Server channel store: parameters and rows', () => {
   it('claims, the acknowledged probe and the watermark map to booleans and strings', async () => {
     let claimed = true;
     const { pool, store } = await readyStore((call) => {
-      if (call.text.includes('NEXT VALUE FOR') && call.text.includes('started_at')) {
+      if (call.text.includes('AS started_seq')) {
         return [[{ started_at: '2030-01-01 00:00:00.1234567', started_seq: '12345678901234567' }]];
       }
       if (call.text.includes('AS acknowledged')) return [[{ acknowledged: claimed }]];
       return [claimed ? [{ id: ID1 }] : []];
     });
-    expect(await store.claimForDelivery(ID1)).toBe(true);
+    expect(await store.claimForDelivery(ID1, WATERMARK)).toBe(true);
     expect(await store.claimForRecovery(ID1)).toBe(true);
     expect(await store.isAcknowledged(ID1)).toBe(true);
     claimed = false;
-    expect(await store.claimForDelivery(ID1)).toBe(false);
+    expect(await store.claimForDelivery(ID1, WATERMARK)).toBe(false);
     expect(await store.claimForRecovery(ID1)).toBe(false);
     expect(await store.isAcknowledged(ID1)).toBe(false);
-    expect(values(pool.calls[0]!)).toEqual({ id: ID1 });
+    expect(values(pool.calls[0]!)).toEqual({ id: ID1, started_at: WATERMARK.startedAt, started_seq: WATERMARK.startedSeq });
     expect(await store.subscriptionStart()).toEqual({ startedAt: '2030-01-01 00:00:00.1234567', startedSeq: '12345678901234567' });
   });
 
@@ -392,7 +392,7 @@ describe('SQL Server channel store: parameters and rows', () => {
     await store.insertMessage(ID1, corr, '{"secret_envelope":1}', 1000);
     await store.loadPending(corr, WATERMARK, 5, { createdAtExact: WATERMARK.startedAt, id: ID1 });
     await store.loadMessagesById(corr, [ID1]);
-    await store.claimForDelivery(ID1);
+    await store.claimForDelivery(ID1, WATERMARK);
     await store.upsertSubscriber(corr, REG, 'secret_instance', 1000);
     await store.heartbeatSubscribers('secret_instance', [{ correlationId: corr, registrationId: REG }], 1000);
     await store.countActiveSubscribers(corr);

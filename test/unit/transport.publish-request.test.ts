@@ -41,6 +41,10 @@ describe('publish request validation', () => {
     );
   });
 
+  it('rejects U+0000 in header names and values', () => {
+    expect(parsePublishBody({ payload: 1, headers: { a: 'x\u0000y' } }, 'w', MAX)).toMatchObject({ ok: false, errors: [{ field: 'headers.a' }] });
+  });
+
   it('rejects empty and oversized batches and repeated ids', () => {
     expect(parsePublishBody([], 'w', MAX)).toMatchObject({ ok: false, status: 400 });
     expect(parsePublishBody(Array.from({ length: 101 }, () => ({ payload: 1 })), 'w', MAX)).toMatchObject({ ok: false, status: 400 });

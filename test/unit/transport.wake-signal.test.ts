@@ -26,3 +26,23 @@ describe('wake signal', () => {
     expect(await p).toBe(false);
   });
 });
+
+describe('wake signal bookkeeping', () => {
+  it('a wait that timed out leaves no waiter behind, so the next notify is kept for the next wait', async () => {
+    const w = new WakeSignal();
+    expect(await w.wait('q', 10)).toBe(false);
+    w.notify('q');
+    expect(await w.wait('q', 1000)).toBe(true);
+  });
+  it('a cancelled wait leaves no waiter behind either', async () => {
+    const w = new WakeSignal();
+    const cancel = new AbortController();
+    const p = w.wait('q', 10_000, cancel.signal);
+    cancel.abort();
+    expect(await p).toBe(false);
+    w.notify('q');
+    const started = Date.now();
+    expect(await w.wait('q', 1000)).toBe(true);
+    expect(Date.now() - started).toBeLessThan(50);
+  });
+});

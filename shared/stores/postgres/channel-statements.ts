@@ -92,6 +92,7 @@ ORDER BY created_at, id`,
 SET acked_at = COALESCE(acked_at, clock_timestamp()),
     acked_seq = CASE WHEN acked_at IS NULL THEN nextval('${seq.replace(/'/g, "''")}') ELSE acked_seq END
 WHERE id = $1 AND NOT recovery_claimed AND expires_at > now()
+  AND (acked_at IS NULL OR acked_at > $2::timestamptz OR (acked_at = $2::timestamptz AND acked_seq > $3::bigint))
 RETURNING id`,
     // The race guard: a live delivery and recovery cannot both own a response.
     claimForRecovery: `UPDATE ${m} SET recovery_claimed = true WHERE id = $1 AND acked_at IS NULL RETURNING id`,

@@ -118,6 +118,23 @@ export class PostgresChannelStore implements ChannelStore {
         problems.push(`table "${n.schema}"."${table}" does not exist`);
         continue;
       }
+      const pk = await q.query<{ column_name: string }>(
+        `SELECT a.attname AS column_name FROM pg_index i
+         JOIN pg_class c ON c.oid = i.indrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+         JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = ANY(i.indkey)
+         WHERE n.nspname = $1 AND c.relname = $2 AND i.indisprimary
+         ORDER BY array_position(i.indkey::int2[], a.attnum)`,
+        [n.schema, table],
+      );
+      const expectedPk = kind === 'messages' ? ['id'] : ['correlation_id', 'registration_id'];
+      const foundPk = pk.rows.map((r) => r.column_name);
+      if (foundPk.join(',') !== expectedPk.join(',')) {
+        problems.push(
+          foundPk.length === 0
+            ? `"${table}" has no primary key; expected PRIMARY KEY (${expectedPk.join(', ')})`
+            : `the primary key of "${table}" is on (${foundPk.join(', ')}); expected PRIMARY KEY (${expectedPk.join(', ')})`,
+        );
+      }
       const byName = new Map(cols.rows.map((c) => [c.column_name, c]));
       for (const [name, type, nullable] of EXPECTED[kind]) {
         const c = byName.get(name);
@@ -213,8 +230,8 @@ export class PostgresChannelStore implements ChannelStore {
     return out;
   }
 
-  async claimForDelivery(id: string): Promise<boolean> {
-    return (await this.run(this.sql.claimForDelivery, [id])).rows.length > 0;
+  async claimForDelivery(id: string, watermark: SubscriptionStart): Promise<boolean> {
+    return (await this.run(this.sql.claimForDelivery, [id, watermark.startedAt, watermark.startedSeq])).rows.length > 0;
   }
 
   async claimForRecovery(id: string): Promise<boolean> {

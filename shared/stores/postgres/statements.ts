@@ -23,7 +23,8 @@ export interface PgStatements {
 }
 
 /** Source-queue header read without failing on a row whose headers are not a JSON object. */
-const SOURCE_QUEUE = `(CASE WHEN left(ltrim(headers_json), 1) = '{' THEN headers_json::jsonb ->> 'AR-DeadLetter-Source-Queue' END)`;
+// jsonb refuses a \u0000 escape, so a row carrying one is read as having no source instead of failing the query.
+const SOURCE_QUEUE = `(CASE WHEN left(ltrim(headers_json), 1) = '{' AND strpos(headers_json, '\\u0000') = 0 THEN headers_json::jsonb ->> 'AR-DeadLetter-Source-Queue' END)`;
 const UNLEASED = '(locked_until IS NULL OR locked_until <= now())';
 export const TRANSPORT_NOTIFY_CHANNEL = 'asyncresponse_transport';
 /** Payload prefix of a transport notification: which table it is about ("schema.table:" + queue). */

@@ -12,7 +12,7 @@ import type {
   StoreKind,
   TransportStore,
 } from '../../transport/types';
-import type { TransportStoreOptions } from '../options';
+import { INDEX_BUILD_COMMAND_TIMEOUT_S, type TransportStoreOptions } from '../options';
 import type { PgClient } from './client';
 import {
   advisoryKey,
@@ -89,6 +89,8 @@ export class PostgresTransportStore implements TransportStore {
         try {
           await this.client.transaction(async (tx) => {
             await tx.query(`SET LOCAL lock_timeout = '5s'`);
+            // A build's run time grows with the table: an hour, not the pool's per-statement timeout (spec §3.2).
+            await tx.query(`SET LOCAL statement_timeout = '${INDEX_BUILD_COMMAND_TIMEOUT_S}s'`);
             await tx.query('SELECT pg_advisory_xact_lock($1::bigint)', [advisoryKey(tableLockResource(n.schema, n.table))]);
             for (const stmt of splitStatements(createIndexesSql(n))) await tx.query(stmt);
           });

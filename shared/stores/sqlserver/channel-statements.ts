@@ -353,18 +353,22 @@ export function loadMessagesById(names: ChannelNames): Statement<'correlation_id
  * row, so both CASE and COALESCE see the old acked_at.
  * PostgreSQL: UPDATE … SET acked_at = COALESCE(acked_at, clock_timestamp()), acked_seq = CASE … nextval … END.
  */
-export function claimForDelivery(names: ChannelNames): Statement<'id'> {
+export function claimForDelivery(names: ChannelNames): Statement<'id' | 'started_at' | 'started_seq'> {
   const t = qualifiedChannelNames(names);
   return {
     text: [
+      `DECLARE @started datetime2(7) = ${exactInstant('started_at')};`,
       `DECLARE @seq bigint = NEXT VALUE FOR ${t.sequence};`,
       `UPDATE ${t.messages}`,
       'SET acked_at = COALESCE(acked_at, SYSUTCDATETIME()),',
       '    acked_seq = CASE WHEN acked_at IS NULL THEN @seq ELSE acked_seq END',
       'OUTPUT inserted.id',
-      'WHERE id = @id AND recovery_claimed = 0 AND expires_at > SYSUTCDATETIME();',
+      'WHERE id = @id AND recovery_claimed = 0 AND expires_at > SYSUTCDATETIME()',
+      // the waiter's watermark again: a first claim that was uncommitted when this waiter read the row as
+      // unacked may commit before this UPDATE gets its lock; its acked_at is then history for this waiter
+      '  AND (acked_at IS NULL OR acked_at > @started OR (acked_at = @started AND acked_seq > @started_seq));',
     ].join('\n'),
-    params: { id: types.id() },
+    params: { id: types.id(), started_at: types.exact(), started_seq: types.ms() },
   };
 }
 

@@ -269,9 +269,17 @@ export class SqlServerChannelStore extends SqlServerStoreBase implements Channel
     return out;
   }
 
-  async claimForDelivery(id: string): Promise<boolean> {
+  async claimForDelivery(id: string, watermark: SubscriptionStart): Promise<boolean> {
     await this.ensureSchema();
-    return rows(await this.run(this.statements.claimForDelivery, { id })).length > 0;
+    return (
+      rows(
+        await this.run(this.statements.claimForDelivery, {
+          id,
+          started_at: dbTimestampParam(watermark.startedAt, 'watermark startedAt'),
+          started_seq: sequenceParam(watermark.startedSeq, 'watermark startedSeq'),
+        }),
+      ).length > 0
+    );
   }
 
   async claimForRecovery(id: string): Promise<boolean> {
