@@ -32,6 +32,7 @@ IF @name IS NULL OR LEN(@name) = 0
 DECLARE @sid varbinary(16) = CAST(@clientId AS varbinary(16));
 DECLARE @existing varbinary(85) = (SELECT sid FROM sys.database_principals WHERE name = @name);
 DECLARE @sql nvarchar(max);
+DECLARE @schemaName sysname = N'dbo'; -- the app's SQL_SCHEMA (its default); change both together
 
 IF @existing IS NOT NULL AND @existing <> @sid
 BEGIN
@@ -61,6 +62,11 @@ BEGIN
     SET @sql = N'ALTER ROLE db_datawriter ADD MEMBER ' + QUOTENAME(@name) + N';';
     EXEC sys.sp_executesql @sql;
 END;
+
+-- NEXT VALUE FOR on the channel's ack sequence needs UPDATE on the sequence; db_datawriter covers tables and
+-- views, so grant it on the schema (a data right; it also covers a sequence created later by the schema step).
+SET @sql = N'GRANT UPDATE ON SCHEMA::' + QUOTENAME(@schemaName) + N' TO ' + QUOTENAME(@name) + N';';
+EXEC sys.sp_executesql @sql;
 
 SELECT p.name AS [user], p.type_desc, CONVERT(nvarchar(34), p.sid, 1) AS sid, r.name AS [role]
 FROM sys.database_principals AS p

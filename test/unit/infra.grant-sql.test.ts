@@ -22,10 +22,12 @@ describe('infra: grant-app-identity.sql', () => {
     expect(code).toMatch(/CAST\(\s*@clientId\s+AS\s+varbinary\(16\)\s*\)/i);
   });
 
-  it('grants db_datareader and db_datawriter and nothing else', () => {
+  it('grants db_datareader and db_datawriter, and UPDATE on the schema (the ack sequence), nothing else', () => {
     const roles = [...code.matchAll(/ALTER ROLE\s+\[?(\w+)\]?\s+ADD MEMBER/gi)].map((m) => m[1]!.toLowerCase());
     expect(new Set(roles)).toEqual(new Set(['db_datareader', 'db_datawriter']));
-    expect(code).not.toMatch(/\bGRANT\b/i);
+    const grants = [...code.matchAll(/\bGRANT\s+([A-Z ,]+?)\s+ON\b/gi)].map((m) => m[1]!.trim().toUpperCase());
+    expect(grants).toEqual(['UPDATE']);
+    expect(code).toMatch(/GRANT UPDATE ON SCHEMA::/);
     expect(code).not.toMatch(/sp_addrolemember/i);
     for (const role of ['db_owner', 'db_ddladmin', 'db_securityadmin', 'db_accessadmin', 'db_backupoperator']) {
       expect(code.toLowerCase(), role).not.toContain(role);

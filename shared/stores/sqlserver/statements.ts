@@ -434,7 +434,9 @@ function transportIndexes(names: TransportNames): Array<string[]> {
  */
 export function ddlBuildIndexes(names: TransportNames): Statement<never> {
   return {
-    text: [`SET LOCK_TIMEOUT ${DDL_TABLE_LOCK_TIMEOUT_MS};`, ...transportIndexes(names).flat(), 'SET LOCK_TIMEOUT -1;'].join('\n'),
+    // XACT_ABORT: a lock wait that times out (1222) ends the batch and rolls back; without it only that
+    // statement stops and the next CREATE INDEX would queue writers behind another 5 s wait (or build offline).
+    text: [`SET LOCK_TIMEOUT ${DDL_TABLE_LOCK_TIMEOUT_MS};`, 'SET XACT_ABORT ON;', ...transportIndexes(names).flat(), 'SET LOCK_TIMEOUT -1;'].join('\n'),
     params: {},
   };
 }

@@ -8,6 +8,7 @@ import { sqlServerErrorNumbers } from '../../sql/transient';
 import { newRequest } from './connection';
 import { isPoolHolder, poolHolderFor, withPoolGuard, type PoolHolder } from './pool-guard';
 import type { Statement } from './statements';
+import { DDL_SCHEMA_LOCK_TIMEOUT_MS } from '../options';
 
 export type Row = Record<string, unknown>;
 
@@ -81,7 +82,9 @@ export abstract class SqlServerStoreBase {
     const tx = this.pool.transaction();
     try {
       await tx.begin();
-      await this.run(statement, {}, { parent: tx });
+      // The batch may wait up to DDL_SCHEMA_LOCK_TIMEOUT_MS for the schema applock: give it longer than that, so
+      // a contended lock ends in its own THROW 51000 rather than the pool's shorter request timeout.
+      await this.run(statement, {}, { parent: tx, timeoutMs: DDL_SCHEMA_LOCK_TIMEOUT_MS + 30_000 });
       await tx.commit();
     } catch (err) {
       await rollbackQuietly(tx);
