@@ -55,7 +55,7 @@ export class AckBatcher {
           maxAttempts: this.retry.maxAttempts,
           policy: this.retry.policy,
           deadline: this.retry.deadline,
-          onRetry: (err, n, delay, cls) => this.logger.warn(`ack of ${batch.length} jobs failed transiently (${cls}); resending in ${Math.round(delay)} ms`, err),
+          onRetry: (err, _attempt, delay, cls) => this.logger.warn(`ack of ${batch.length} jobs failed transiently (${cls}); resending in ${Math.round(delay)} ms`, err),
         })
       : attempt();
     const p = send
