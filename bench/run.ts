@@ -4,7 +4,7 @@
 
 import { randomBytes, randomUUID } from 'node:crypto';
 import { silentLogger } from '../shared/log';
-import { drainQueue } from '../shared/transport/drain-loop';
+import { drainQueue, type DrainOptions } from '../shared/transport/drain-loop';
 import type { OutgoingMessage, TransportStore } from '../shared/transport/types';
 import { WakeSignal } from '../shared/transport/wake';
 import { ResponseChannel } from '../shared/channel/response-channel';
@@ -33,6 +33,26 @@ const rows: string[][] = [];
 function record(what: string, value: string, note = '') {
   rows.push([what, value, note]);
   console.log(`  ${what.padEnd(52)} ${value.padStart(14)}  ${note}`);
+}
+
+/** The bench's drain: a no-op handler, generous budget, no idle grace; `extra` sets batch size, concurrency, … */
+function drain(store: TransportStore, queue: string, extra: Partial<DrainOptions> = {}): ReturnType<typeof drainQueue> {
+  return drainQueue({
+    store,
+    queue,
+    handler: async () => undefined,
+    policy: POLICY,
+    deadLetterQueue: 'deadletter',
+    lockTimeoutMs: 30_000,
+    batchSize: 16,
+    concurrency: 16,
+    budgetMs: 600_000,
+    idleGraceMs: 0,
+    emptyPollDelayMs: 1,
+    wake: new WakeSignal(),
+    logger: silentLogger,
+    ...extra,
+  });
 }
 
 async function publishBatched(store: TransportStore, queue: string, n: number, batch = 100, concurrency = 4): Promise<void> {
@@ -70,21 +90,7 @@ async function benchDrain(s: BenchStores) {
     const queue = `drain_${batchSize}`;
     await publishBatched(s.store, queue, JOBS);
     const t0 = performance.now();
-    const r = await drainQueue({
-      store: s.store,
-      queue,
-      handler: async () => undefined,
-      policy: POLICY,
-      deadLetterQueue: 'deadletter',
-      lockTimeoutMs: 30_000,
-      batchSize,
-      concurrency: Math.max(32, batchSize),
-      budgetMs: 600_000,
-      idleGraceMs: 0,
-      emptyPollDelayMs: 1,
-      wake: new WakeSignal(),
-      logger: silentLogger,
-    });
+    const r = await drain(s.store, queue, { batchSize, concurrency: Math.max(32, batchSize) });
     const secs = (performance.now() - t0) / 1000;
     record(`drain (claim → no-op → batched ack), batch ${batchSize}`, `${fmt(r.completed / secs)} jobs/s`, `${r.completed} jobs in ${fmt(secs)} s`);
   }
@@ -93,25 +99,7 @@ async function benchDrain(s: BenchStores) {
   await publishBatched(s.store, queue, JOBS);
   const drainers = await Promise.all([s.openPeer(), s.openPeer()]);
   const t0 = performance.now();
-  const reports = await Promise.all(
-    drainers.map((store) =>
-      drainQueue({
-        store,
-        queue,
-        handler: async () => undefined,
-        policy: POLICY,
-        deadLetterQueue: 'deadletter',
-        lockTimeoutMs: 30_000,
-        batchSize: 64,
-        concurrency: 64,
-        budgetMs: 600_000,
-        idleGraceMs: 0,
-        emptyPollDelayMs: 1,
-        wake: new WakeSignal(),
-        logger: silentLogger,
-      }),
-    ),
-  );
+  const reports = await Promise.all(drainers.map((store) => drain(store, queue, { batchSize: 64, concurrency: 64 })));
   const done = reports.reduce((a, r) => a + r.completed, 0);
   const secs = (performance.now() - t0) / 1000;
   record('drain, 2 concurrent drainers (own pools), batch 64', `${fmt(done / secs)} jobs/s`, `${done} jobs; split ${reports.map((r) => r.completed).join('/')}`);
@@ -129,6 +117,38 @@ async function claimLatency(store: TransportStore, queue: string, samples = 300)
   return { p50: pct(times, 50), p95: pct(times, 95) };
 }
 
+/**
+ * Publish → handler start latency: 200 single publishes on `publisher`, 5 ms apart, each started on a drain loop
+ * of `consumer` that polls only every 250 ms, so what it measures is the wake (`notify` after each publish, or
+ * whatever else calls `wake.notify`).
+ */
+async function wakeLatency(publisher: TransportStore, consumer: TransportStore, queue: string, wake: WakeSignal, notify: () => void = () => undefined): Promise<number[]> {
+  const started = new Map<string, number>();
+  const latencies: number[] = [];
+  const stop = new AbortController();
+  const running = drain(consumer, queue, {
+    handler: async (job) => {
+      const t = started.get(job.id);
+      if (t !== undefined) latencies.push(performance.now() - t);
+    },
+    idleGraceMs: 600_000,
+    emptyPollDelayMs: 250,
+    wake,
+    stopping: stop.signal,
+  });
+  for (let i = 0; i < 200; i++) {
+    const m = msg(queue, i);
+    started.set(m.id, performance.now());
+    await publisher.publish([m]);
+    notify();
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  await new Promise((r) => setTimeout(r, 500));
+  stop.abort();
+  await running;
+  return latencies.sort((a, b) => a - b);
+}
+
 /** Publish on one pool, handler start on a drain loop of another pool, woken by NOTIFY (PostgreSQL only). */
 async function benchWakeAcross(s: BenchStores) {
   if (s.store.kind !== 'postgres') return;
@@ -142,39 +162,8 @@ async function benchWakeAcross(s: BenchStores) {
     silentLogger,
   );
   await listener.ready;
-  const started = new Map<string, number>();
-  const latencies: number[] = [];
-  const stop = new AbortController();
-  const drain = drainQueue({
-    store: consumer,
-    queue: 'wake_across',
-    handler: async (job) => {
-      const t = started.get(job.id);
-      if (t !== undefined) latencies.push(performance.now() - t);
-    },
-    policy: POLICY,
-    deadLetterQueue: 'deadletter',
-    lockTimeoutMs: 30_000,
-    batchSize: 16,
-    concurrency: 16,
-    budgetMs: 600_000,
-    idleGraceMs: 600_000,
-    emptyPollDelayMs: 250,
-    wake,
-    logger: silentLogger,
-    stopping: stop.signal,
-  });
-  for (let i = 0; i < 200; i++) {
-    const m = msg('wake_across', i);
-    started.set(m.id, performance.now());
-    await s.store.publish([m]);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  await new Promise((r) => setTimeout(r, 500));
-  stop.abort();
-  await drain;
+  const latencies = await wakeLatency(s.store, consumer, 'wake_across', wake);
   await listener.close();
-  latencies.sort((a, b) => a - b);
   record('publish → handler start, other pool (NOTIFY wake)', `p50 ${fmt(pct(latencies, 50))} ms`, `p99 ${fmt(pct(latencies, 99))} ms, ${latencies.length} jobs`);
 }
 
@@ -190,39 +179,7 @@ async function benchClaimFlatness(s: BenchStores) {
 
 async function benchWake(s: BenchStores) {
   const wake = new WakeSignal();
-  const started = new Map<string, number>();
-  const latencies: number[] = [];
-  const stop = new AbortController();
-  const drain = drainQueue({
-    store: s.store,
-    queue: 'wake',
-    handler: async (job) => {
-      const t = started.get(job.id);
-      if (t !== undefined) latencies.push(performance.now() - t);
-    },
-    policy: POLICY,
-    deadLetterQueue: 'deadletter',
-    lockTimeoutMs: 30_000,
-    batchSize: 16,
-    concurrency: 16,
-    budgetMs: 600_000,
-    idleGraceMs: 600_000,
-    emptyPollDelayMs: 250,
-    wake,
-    logger: silentLogger,
-    stopping: stop.signal,
-  });
-  for (let i = 0; i < 200; i++) {
-    const m = msg('wake', i);
-    started.set(m.id, performance.now());
-    await s.store.publish([m]);
-    wake.notify('wake');
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  await new Promise((r) => setTimeout(r, 500));
-  stop.abort();
-  await drain;
-  latencies.sort((a, b) => a - b);
+  const latencies = await wakeLatency(s.store, s.store, 'wake', wake, () => wake.notify('wake'));
   record('publish → handler start, same process (wake)', `p50 ${fmt(pct(latencies, 50))} ms`, `p99 ${fmt(pct(latencies, 99))} ms, ${latencies.length} jobs`);
 }
 

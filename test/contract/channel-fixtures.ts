@@ -6,7 +6,7 @@ import { silentLogger } from '../../shared/log';
 import { channelNames } from '../../shared/sql/identifiers';
 import { pgPoolClient, pgliteClient, type PgClient } from '../../shared/stores/postgres/client';
 import { PostgresChannelStore } from '../../shared/stores/postgres/channel-store';
-import { newSchema, type StoreName } from './fixtures';
+import { MSSQL_SKIP_REASON, newSchema, PG_SKIP_REASON, type StoreName } from './fixtures';
 
 export interface ChannelHarness {
   store: ChannelStore;
@@ -51,7 +51,7 @@ export function channelFixtures(): ChannelFixture[] {
     },
     {
       name: 'postgres',
-      skipReason: pgUrl ? undefined : 'PG_URL is not set (CI sets PG_URL=postgres://postgres@127.0.0.1:5432/test)',
+      skipReason: PG_SKIP_REASON,
       async create() {
         const schema = newSchema();
         const clients: PgClient[] = [];
@@ -76,7 +76,7 @@ export function channelFixtures(): ChannelFixture[] {
     },
     {
       name: 'sqlserver',
-      skipReason: mssql ? undefined : 'MSSQL_CONNECTION_STRING is not set (see test/compose.yml to start SQL Server 2022)',
+      skipReason: MSSQL_SKIP_REASON,
       async create() {
         const { sqlServerChannelHarness } = await import('./sqlserver-channel-harness');
         const schema = newSchema();

@@ -12,8 +12,8 @@ import { pgPoolClient, pgliteClient, type PgClient } from '../../shared/stores/p
 import { PostgresTransportStore } from '../../shared/stores/postgres/store';
 import { Publisher } from '../../shared/transport/publisher';
 import { WakeSignal } from '../../shared/transport/wake';
-import { sleep } from '../support/messages';
-import { newSchema } from './fixtures';
+import { eventually, sleep } from '../support/messages';
+import { newSchema, PG_SKIP_REASON } from './fixtures';
 
 const config = {
   ...loadConfig({}).channel,
@@ -33,7 +33,7 @@ const targets: Array<[string, () => Promise<PgClient>, string | undefined]> = [
     },
     undefined,
   ],
-  ['postgres', async () => pgPoolClient(new Pool({ connectionString: process.env.PG_URL, max: 6 })), process.env.PG_URL ? undefined : 'PG_URL is not set'],
+  ['postgres', async () => pgPoolClient(new Pool({ connectionString: process.env.PG_URL, max: 6 })), PG_SKIP_REASON],
 ];
 
 for (const [name, open, skip] of targets) {
@@ -72,7 +72,8 @@ for (const [name, open, skip] of targets) {
 
     it('a response taken by a waiter of another instance reports live', async () => {
       const waiting = other.waitForResponse('live-1', 5000);
-      await sleep(100);
+      // the waiter is live once its subscriber row is written (a fixed pause raced it on a loaded machine)
+      await eventually(async () => (await channel.store.countActiveSubscribers('live-1')) === 1, 'the waiter of the other instance to register');
       const result = await channel.publishResponse({ correlationId: 'live-1', payload: 1, final: true });
       expect(result.delivery).toBe('live');
       expect(await waiting).toMatchObject({ correlationId: 'live-1', payload: 1 });

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { openForDescribe } from '../support/lifecycle';
 import { sleep } from '../support/messages';
-import { channelFixtures, type ChannelHarness } from './channel-fixtures';
+import { channelFixtures } from './channel-fixtures';
 import { announce } from './fixtures';
 
 const HOUR = 3_600_000;
@@ -9,14 +10,8 @@ const HOUR = 3_600_000;
 const EARLY = { startedAt: '1970-01-01T00:00:00Z', startedSeq: '0' };
 
 for (const fixture of channelFixtures()) {
-  describe.skipIf(!announce({ ...fixture, concurrent: false, create: async () => { throw new Error('unused'); } }))(`[${fixture.name}] channel store`, () => {
-    let h: ChannelHarness;
-    beforeAll(async () => {
-      h = await fixture.create();
-    });
-    afterAll(async () => {
-      await h?.close();
-    });
+  describe.skipIf(!announce(fixture))(`[${fixture.name}] channel store`, () => {
+    const h = openForDescribe(() => fixture.create());
 
     it('a duplicate insert returns the original row’s created_at and settlement columns', async () => {
       const id = randomUUID();
@@ -169,6 +164,7 @@ for (const fixture of channelFixtures()) {
       await sleep(5);
       const expiresAt = await h.store.saveRegistration('reg', r2, '{"b":2}', HOUR);
       expect(expiresAt.getTime()).toBeGreaterThan(Date.now() + HOUR - 60_000);
+      await sleep(5); // a later registered_at than r2's (PGlite's clock can put both in one millisecond)
       await h.store.saveRegistration('reg', r1, '{"a":3}', HOUR); // update keeps one row, moves it last
       const regs = await h.store.loadRegistrations('reg');
       expect(regs.map((r) => [r.registrationId, r.stateJson])).toEqual([

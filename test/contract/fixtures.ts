@@ -51,6 +51,12 @@ export interface StoreFixture {
 
 export const newSchema = () => `ar_test_${randomBytes(5).toString('hex')}`;
 
+/** Why the PostgreSQL server and SQL Server harnesses do not run (undefined: they do). */
+export const PG_SKIP_REASON = process.env.PG_URL ? undefined : 'PG_URL is not set (CI sets PG_URL=postgres://postgres@127.0.0.1:5432/test)';
+export const MSSQL_SKIP_REASON = process.env.MSSQL_CONNECTION_STRING
+  ? undefined
+  : 'MSSQL_CONNECTION_STRING is not set (see test/compose.yml to start SQL Server 2022)';
+
 function pgRaw(client: PgClient, schema: string, table = 'asyncresponse_transport_messages'): RawOps {
   const t = `"${schema}"."${table}"`;
   return {
@@ -125,7 +131,7 @@ function postgresFixture(): StoreFixture {
   return {
     name: 'postgres',
     concurrent: true,
-    skipReason: url ? undefined : 'PG_URL is not set (CI sets PG_URL=postgres://postgres@127.0.0.1:5432/test)',
+    skipReason: PG_SKIP_REASON,
     async create(options = {}) {
       const schema = newSchema();
       const peers: PgClient[] = [];
@@ -160,7 +166,7 @@ function sqlServerFixture(): StoreFixture {
   return {
     name: 'sqlserver',
     concurrent: true,
-    skipReason: cs ? undefined : 'MSSQL_CONNECTION_STRING is not set (see test/compose.yml to start SQL Server 2022)',
+    skipReason: MSSQL_SKIP_REASON,
     async create(options = {}) {
       const { sqlServerHarness } = await import('./sqlserver-harness');
       return sqlServerHarness(cs!, newSchema(), options.autoCreateSchema ?? true);
@@ -173,7 +179,7 @@ export function storeFixtures(): StoreFixture[] {
 }
 
 /** Prints why a store is skipped, once per file; REQUIRE_PG=1 turns a skipped PostgreSQL into a failure. */
-export function announce(fixture: StoreFixture): boolean {
+export function announce(fixture: Pick<StoreFixture, 'name' | 'skipReason'>): boolean {
   if (fixture.name === 'postgres' && fixture.skipReason && process.env.REQUIRE_PG === '1') {
     throw new Error('REQUIRE_PG=1 but PG_URL is not set: the PostgreSQL contract tests must run');
   }

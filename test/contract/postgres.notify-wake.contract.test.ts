@@ -12,7 +12,7 @@ import { pgPoolClient, type PgClient } from '../../shared/stores/postgres/client
 import { startNotifyListener, type NotifyListener } from '../../shared/stores/postgres/notify-listener';
 import { notifyPrefix } from '../../shared/stores/postgres/statements';
 import { PostgresTransportStore } from '../../shared/stores/postgres/store';
-import { message, sleep } from '../support/messages';
+import { eventually, message } from '../support/messages';
 import { newSchema } from './fixtures';
 
 const PG_URL = process.env.PG_URL;
@@ -50,29 +50,36 @@ describe.skipIf(!PG_URL)('[postgres] NOTIFY wake across sessions', () => {
     await client?.close();
   });
 
+  // A listener gets notifications in commit order, so once a marker committed last has arrived, every
+  // notification of the statements before it has too: what is missing then was never sent (no fixed pause).
+  const marked = async (list: string[], marker: string, label: string) => {
+    await eventually(() => list.includes(marker), label);
+    return list.filter((x) => x !== marker);
+  };
+
   it('an immediate publish wakes its queue once per statement; delayed rows and duplicates do not', async () => {
     const m = message('nq-1');
     await transport.publish([m, message('nq-1'), message('nq-2')]);
     await transport.publish([message('nq-delayed', {}, { delayMs: 60_000 })]);
     await transport.publish([m]);
-    await sleep(200);
-    expect(queues.sort()).toEqual(['nq-1', 'nq-2']);
+    await transport.publish([message('nq-marker-1')]);
+    expect((await marked(queues, 'nq-marker-1', 'the marker publish to wake its queue')).sort()).toEqual(['nq-1', 'nq-2']);
   });
 
   it('a new response wakes its correlation id; a duplicate insert does not', async () => {
     const id = randomUUID();
     await channel.insertMessage(id, 'Corr-X', '{}', 60_000);
     await channel.insertMessage(id, 'Corr-X', '{}', 60_000);
-    await sleep(200);
-    expect(correlations).toEqual(['Corr-X']);
+    await channel.insertMessage(randomUUID(), 'Corr-marker', '{}', 60_000);
+    expect(await marked(correlations, 'Corr-marker', 'the marker response to wake its correlation id')).toEqual(['Corr-X']);
   });
 
   it('notifications of another schema are not delivered here', async () => {
     const other = new PostgresTransportStore(client, { schema: newSchema(), table, autoCreateSchema: true, logger: silentLogger });
     queues.length = 0;
     await other.publish([message('nq-other')]);
-    await sleep(200);
-    expect(queues).toEqual([]);
+    await transport.publish([message('nq-marker-3')]);
+    expect(await marked(queues, 'nq-marker-3', 'the marker publish to wake its queue')).toEqual([]);
     await client.query(`DROP SCHEMA IF EXISTS "${other.names.schema}" CASCADE`);
   });
 });

@@ -1,10 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../shared/log';
 import { drainQueue } from '../../shared/transport/drain-loop';
 import type { TransportStore } from '../../shared/transport/types';
 import { WakeSignal } from '../../shared/transport/wake';
+import { openForDescribe } from '../support/lifecycle';
 import { message } from '../support/messages';
-import { announce, storeFixtures, type Harness } from './fixtures';
+import { announce, storeFixtures } from './fixtures';
 
 const LOCK = 30_000;
 
@@ -20,13 +21,7 @@ async function publishMany(store: TransportStore, queue: string, n: number): Pro
 
 for (const fixture of storeFixtures().filter((f) => f.concurrent)) {
   describe.skipIf(!announce(fixture))(`[${fixture.name}] competing consumers (real sessions)`, () => {
-    let h: Harness;
-    beforeAll(async () => {
-      h = await fixture.create();
-    });
-    afterAll(async () => {
-      await h?.close();
-    });
+    const h = openForDescribe(() => fixture.create());
 
     it('2,000 jobs claimed by 4 consumers on their own connections: each exactly once, none lost', async () => {
       const ids = await publishMany(h.store, 'compete', 2000);

@@ -1,24 +1,19 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../shared/log';
 import { AckBatcher } from '../../shared/transport/ack-batcher';
 import { dispatchDelivery, type DispatchDeps } from '../../shared/transport/dispatcher';
 import { deadLetterHeaders } from '../../shared/transport/headers';
 import type { TransportStore } from '../../shared/transport/types';
+import { openForDescribe } from '../support/lifecycle';
 import { message } from '../support/messages';
-import { announce, storeFixtures, type Harness } from './fixtures';
+import { announce, storeFixtures } from './fixtures';
 
 const LOCK = 30_000;
 
 for (const fixture of storeFixtures()) {
   describe.skipIf(!announce(fixture))(`[${fixture.name}] dead letters`, () => {
-    let h: Harness;
-    beforeAll(async () => {
-      h = await fixture.create();
-    });
-    afterAll(async () => {
-      await h?.close();
-    });
+    const h = openForDescribe(() => fixture.create());
 
     async function bury(queue: string, dlq: string, reason = 'failed') {
       const m = message(queue, { from: queue });

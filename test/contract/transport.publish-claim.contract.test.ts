@@ -1,19 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { openForDescribe } from '../support/lifecycle';
 import { message, sleep } from '../support/messages';
-import { announce, storeFixtures, type Harness } from './fixtures';
+import { announce, storeFixtures } from './fixtures';
 
 const LOCK = 30_000;
 
 for (const fixture of storeFixtures()) {
   describe.skipIf(!announce(fixture))(`[${fixture.name}] publish and claim`, () => {
-    let h: Harness;
-    beforeAll(async () => {
-      h = await fixture.create();
-    });
-    afterAll(async () => {
-      await h?.close();
-    });
+    const h = openForDescribe(() => fixture.create());
 
     it('a duplicate publish (same id) is a no-op that reports the stored row', async () => {
       const m = message('dup');

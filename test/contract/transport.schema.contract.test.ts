@@ -36,6 +36,8 @@ for (const fixture of storeFixtures()) {
       expect(error?.message).toMatch(/payload_json/);
       expect(error?.message).toMatch(/expected/);
       expect(error?.message).toMatch(/found/);
+      // in that order, about that column: what it should be, then the narrower type it has
+      expect(error?.message).toMatch(/column 'payload_json' of [^:]+: expected (text|nvarchar\(max\)) NOT NULL; found (character varying|nvarchar\(200\)) NOT NULL/);
     });
   });
 }

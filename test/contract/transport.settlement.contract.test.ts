@@ -1,20 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { deadLetterHeaders } from '../../shared/transport/headers';
+import { openForDescribe } from '../support/lifecycle';
 import { message } from '../support/messages';
-import { announce, storeFixtures, type Harness } from './fixtures';
+import { announce, storeFixtures } from './fixtures';
 
 const LOCK = 30_000;
 
 for (const fixture of storeFixtures()) {
   describe.skipIf(!announce(fixture))(`[${fixture.name}] settlement is fenced on (id, lock_id)`, () => {
-    let h: Harness;
-    beforeAll(async () => {
-      h = await fixture.create();
-    });
-    afterAll(async () => {
-      await h?.close();
-    });
+    const h = openForDescribe(() => fixture.create());
 
     async function claimOne(queue: string) {
       const m = message(queue);
@@ -30,7 +25,7 @@ for (const fixture of storeFixtures()) {
       await h.raw.setLockId(b.id, randomUUID()); // b was re-claimed by a peer
       expect(await h.store.ack([a, b])).toBe(1);
       expect(await h.raw.row(a.id)).toBeUndefined();
-      expect(await h.raw.row(b.id)).toBeDefined();
+      expect(await h.raw.row(b.id)).toMatchObject({ queue: 'ack', attempts: 1 }); // still there, untouched by the stale ack
     });
 
     it('NAK then re-claim gives attempt 2 with a new lock id; attempts are not decremented', async () => {
@@ -79,7 +74,7 @@ for (const fixture of storeFixtures()) {
       const m = message('lapse');
       await h.store.publish([m]);
       const [c] = await h.store.claim('lapse', 1, 300);
-      expect(c).toBeDefined();
+      expect(c).toMatchObject({ id: m.id, attempt: 1 });
       await new Promise((r) => setTimeout(r, 500));
       const [again] = await h.store.claim('lapse', 1, LOCK);
       expect(again).toMatchObject({ id: m.id, attempt: 2 });

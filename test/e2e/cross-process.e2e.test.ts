@@ -5,6 +5,7 @@ import { createServer } from 'node:net';
 import * as path from 'node:path';
 import { Client } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_CHANNEL_TABLES } from '../../shared/channel/types';
 import { newSchema } from '../contract/fixtures';
 import { eventually, sleep } from '../support/messages';
 
@@ -59,6 +60,18 @@ describe.skipIf(!PG_URL)('cross-process delivery (two hosts, one PostgreSQL serv
   let a: Host;
   let b: Host;
 
+  /** Waits until a waiter of the id is registered in the database (its subscriber row), instead of a fixed pause. */
+  async function waiterRegistered(correlationId: string): Promise<void> {
+    const c = new Client({ connectionString: PG_URL });
+    await c.connect();
+    try {
+      const sql = `SELECT count(*)::int AS n FROM "${schema}"."${DEFAULT_CHANNEL_TABLES.subscriberTable}" WHERE correlation_id = $1 AND expires_at > now()`;
+      await eventually(async () => (await c.query<{ n: number }>(sql, [correlationId])).rows[0]!.n > 0, `the waiter on '${correlationId}' to register`);
+    } finally {
+      await c.end();
+    }
+  }
+
   beforeAll(async () => {
     execFileSync(process.execPath, [path.join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: root });
     a = await startHost(schema);
@@ -79,7 +92,7 @@ describe.skipIf(!PG_URL)('cross-process delivery (two hosts, one PostgreSQL serv
 
   it('a response published on host A reaches the waiting GET on host B within a poll interval', async () => {
     const waiting = fetch(`${b.url}/responses?correlationId=xp-1&waitSeconds=20`);
-    await sleep(300);
+    await waiterRegistered('xp-1'); // a fixed pause raced the registration on host B on a loaded machine
     const started = Date.now();
     const post = await fetch(`${a.url}/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ correlationId: 'xp-1', payload: { from: 'A' } }) });
     expect(post.status).toBe(202);

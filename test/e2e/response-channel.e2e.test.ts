@@ -43,6 +43,13 @@ afterAll(async () => {
   await new Promise((r) => callbackServer?.close(r));
 });
 
+/** Waits until `n` waiters of the id have registered (their subscriber rows are written): then a publish is live. */
+async function waitersRegistered(correlationId: string, n: number): Promise<void> {
+  const { getRuntime } = await import('../../shared/runtime'); // the app's own runtime: same process, same module
+  const { channel } = await getRuntime();
+  await eventually(async () => (await channel.store.countActiveSubscribers(correlationId)) === n, `${n} waiters on '${correlationId}'`);
+}
+
 const callbackUrl = (path = '/cb') => `http://127.0.0.1:${(callbackServer.address() as AddressInfo).port}${path}`;
 const waitFor = (correlationId: string, seconds: number) =>
   app.api(`responses?correlationId=${encodeURIComponent(correlationId)}&waitSeconds=${seconds}`);
@@ -74,7 +81,7 @@ describe('correlated responses over HTTP', () => {
   it('two concurrent waiters on one id both get the response (fan-out); the publisher sees it live', async () => {
     const a = waitFor('fan-1', 20);
     const b = waitFor('fan-1', 20);
-    await sleep(300);
+    await waitersRegistered('fan-1', 2); // a fixed pause raced the registrations on a loaded machine
     const post = await app.api('responses', postJson({ correlationId: 'fan-1', payload: 'both' }));
     expect(await post.json()).toMatchObject({ delivery: 'live' });
     const [ra, rb] = await Promise.all([a, b]);
@@ -168,7 +175,7 @@ describe('correlated responses over HTTP', () => {
     }, 'the ingress dead letter', 10_000);
     expect(dead[0]!.reason).toMatch(/no correlation id/);
     expect(dead[0]!.payload).toEqual({ Status: 3 });
-    expect(pub.id).toBeDefined();
+    expect(pub.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
   });
 
   it('bad input is a 400 problem and stores nothing', async () => {

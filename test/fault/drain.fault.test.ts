@@ -1,34 +1,25 @@
 // The drain loop over the real SQL Server store and tedious client, with faults injected into claims and acks.
 
 import { randomUUID } from 'node:crypto';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DEFAULT_RETRY_CLASSES } from '../../shared/sql/retry';
 import type { SqlServerTransportStore } from '../../shared/stores/sqlserver/store';
 import { drainQueue, type DrainOptions } from '../../shared/transport/drain-loop';
 import { WakeSignal } from '../../shared/transport/wake';
-import { FaultServer, fail, ok, reset, type Reply, type SqlRequest } from '../tds/fault-server';
+import { fail, ok, reset, type Reply, type SqlRequest } from '../tds/fault-server';
 import {
   affected,
   capturingLogger,
   catalogSets,
   claimAnswer,
-  connectionTo,
   FAST_CLASSES,
+  faultScope,
   idsIn,
-  openStore,
   statementOf,
   type ClaimedRow,
 } from './harness';
 
-let server: FaultServer | undefined;
-let store: SqlServerTransportStore | undefined;
-
-afterEach(async () => {
-  await store?.close();
-  await server?.close();
-  store = undefined;
-  server = undefined;
-});
+const faults = faultScope();
 
 /** A queue holding `jobs` (handed out by the first successful claim) with scripted faults per statement. */
 function scripted(jobs: ClaimedRow[], faults: { claim?: Reply[]; ack?: Reply[] } = {}) {
@@ -81,16 +72,14 @@ function drainOptions(s: SqlServerTransportStore, logger: ReturnType<typeof capt
 describe('drain loop under injected faults (real tedious client)', () => {
   it('a connection reset during the ack: the fenced ack is resent once, and nothing is released or dead-lettered', async () => {
     const job = { id: randomUUID(), lockId: randomUUID() };
-    server = new FaultServer({ onRequest: scripted([job], { ack: [reset()] }) });
-    const logger = capturingLogger();
-    store = openStore(connectionTo(await server.start()), logger);
+    const { server, logger, store } = await faults.start({ onRequest: scripted([job], { ack: [reset()] }) });
     let handled = 0;
 
     const report = await drainQueue(drainOptions(store, logger, { handler: async () => void handled++ }));
 
     expect(handled).toBe(1);
     expect(report).toMatchObject({ claimed: 1, completed: 1, ackFailures: 0, released: 0, deadLettered: 0 });
-    const byStatement = (s: string) => server!.requests.filter((r) => statementOf(r) === s);
+    const byStatement = (s: string) => server.requests.filter((r) => statementOf(r) === s);
     // the first ack was lost with its connection; the resend carries the same fence, so it cannot delete twice
     expect(byStatement('ack')).toHaveLength(2);
     for (const ack of byStatement('ack')) expect(ack.text).toContain(job.lockId);
@@ -101,14 +90,12 @@ describe('drain loop under injected faults (real tedious client)', () => {
 
   it('acks that keep failing are logged and left to lapse: nothing released, dead-lettered or acked a fourth time', async () => {
     const job = { id: randomUUID(), lockId: randomUUID() };
-    server = new FaultServer({ onRequest: scripted([job], { ack: [reset(), reset(), reset()] }) });
-    const logger = capturingLogger();
-    store = openStore(connectionTo(await server.start()), logger);
+    const { server, logger, store } = await faults.start({ onRequest: scripted([job], { ack: [reset(), reset(), reset()] }) });
 
     const report = await drainQueue(drainOptions(store, logger));
 
     expect(report).toMatchObject({ claimed: 1, completed: 1, ackFailures: 1, released: 0, deadLettered: 0 });
-    const byStatement = (s: string) => server!.requests.filter((r) => statementOf(r) === s);
+    const byStatement = (s: string) => server.requests.filter((r) => statementOf(r) === s);
     expect(byStatement('ack')).toHaveLength(3);
     expect(byStatement('release')).toHaveLength(0);
     expect(byStatement('dead-letter')).toHaveLength(0);
@@ -117,11 +104,9 @@ describe('drain loop under injected faults (real tedious client)', () => {
 
   it('throttled and deadlocked claims back off per class and the drain carries on', async () => {
     const job = { id: randomUUID(), lockId: randomUUID() };
-    server = new FaultServer({
+    const { logger, store } = await faults.start({
       onRequest: scripted([job], { claim: [fail(40501, 16, 'The service is currently busy.'), fail(1205, 13), fail(40613)] }),
     });
-    const logger = capturingLogger();
-    store = openStore(connectionTo(await server.start()), logger);
 
     const report = await drainQueue(drainOptions(store, logger));
 
@@ -131,9 +116,7 @@ describe('drain loop under injected faults (real tedious client)', () => {
   });
 
   it('with the default classes a throttled claim never waits past the budget: the drain stops and the next run retries', async () => {
-    server = new FaultServer({ onRequest: scripted([], { claim: [fail(40501)] }) });
-    const logger = capturingLogger();
-    store = openStore(connectionTo(await server.start()), logger);
+    const { logger, store } = await faults.start({ onRequest: scripted([], { claim: [fail(40501)] }) });
     const started = Date.now();
 
     // 5–10 s is the first throttling wait; 2 s of budget cannot hold it
@@ -145,9 +128,7 @@ describe('drain loop under injected faults (real tedious client)', () => {
   });
 
   it('a permanent claim error (e.g. 208 invalid object) stops the drain at once without retrying', async () => {
-    server = new FaultServer({ onRequest: scripted([], { claim: [fail(208, 16, "Invalid object name 'x'.")] }) });
-    const logger = capturingLogger();
-    store = openStore(connectionTo(await server.start()), logger);
+    const { server, logger, store } = await faults.start({ onRequest: scripted([], { claim: [fail(208, 16, "Invalid object name 'x'.")] }) });
     const report = await drainQueue(drainOptions(store, logger));
     expect(report).toMatchObject({ claimFailures: 1, stoppedBy: 'error' });
     expect(server.requests.filter((r) => statementOf(r) === 'claim')).toHaveLength(1);

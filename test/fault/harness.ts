@@ -2,6 +2,7 @@
 // by a fragment of their text), and the real store + publisher over the real mssql/tedious client.
 
 import { randomUUID } from 'node:crypto';
+import { afterEach } from 'vitest';
 import type { Logger } from '../../shared/log';
 import { transportNames } from '../../shared/sql/identifiers';
 import { retryPolicy, type RetryPolicy } from '../../shared/sql/retry';
@@ -13,7 +14,7 @@ import { SqlServerTransportStore } from '../../shared/stores/sqlserver/store';
 import { Publisher } from '../../shared/transport/publisher';
 import type { OutgoingMessage } from '../../shared/transport/types';
 import { WakeSignal } from '../../shared/transport/wake';
-import type { ResultSet, Row, SqlRequest } from '../tds/fault-server';
+import { FaultServer, ok, type FaultServerOptions, type LoginReply, type Reply, type ResultSet, type Row, type SqlRequest } from '../tds/fault-server';
 import { catalogRecordsets, specCatalog } from '../unit/sqlserver.fakes';
 
 export const NAMES = transportNames('dbo', DEFAULT_TRANSPORT_TABLE, 'sqlserver');
@@ -158,4 +159,71 @@ export function publisherFor(store: SqlServerTransportStore, logger: Logger, max
 
 export function message(id: string = randomUUID()): OutgoingMessage {
   return { id, queue: 'worker', payloadJson: '{"n":1}', headers: {}, delayMs: 0 };
+}
+
+/** Answers the catalog with the spec's table and every publish as inserted; anything else with an empty success. */
+export function publishingAnswer(request: SqlRequest): Reply {
+  switch (statementOf(request)) {
+    case 'catalog':
+      return ok(...catalogSets());
+    case 'publish':
+      return ok(...publishAnswer(idsIn(request)));
+    default:
+      return ok();
+  }
+}
+
+/** A refused login (18456, as Azure SQL answers after a failover or with an expired token). */
+export const loginFailed = (text = "Login failed for user 'app'."): LoginReply => ({
+  kind: 'error',
+  error: { number: 18456, class: 14, state: 1, message: text },
+});
+
+/**
+ * Logins that are accepted until `refuse(n)` is called: then the next n are refused with 18456 (or, with
+ * `every`, every login from then on).
+ */
+export function refusableLogins(options: { every?: boolean } = {}) {
+  let refusing = 0;
+  return {
+    refuse(n: number) {
+      refusing = n;
+    },
+    onLogin: (): LoginReply => (refusing > 0 && (options.every || refusing-- > 0) ? loginFailed() : { kind: 'ok' }),
+  };
+}
+
+/** A failover: every pooled connection is reset; then let the client's event loop see the resets. */
+export async function failover(server: FaultServer): Promise<void> {
+  server.killAll();
+  await new Promise((resolve) => setTimeout(resolve, 50));
+}
+
+/**
+ * Per-test fault servers and the stores on them, closed after each test (stores first). Call once at the top of
+ * a test file; `start` serves the scripted options and opens the real store (real mssql/tedious) on them.
+ */
+export function faultScope() {
+  const open: Array<() => Promise<void>> = [];
+  afterEach(async () => {
+    for (let close = open.pop(); close; close = open.pop()) await close();
+  });
+  return {
+    async start(
+      options: FaultServerOptions,
+      connection: Partial<SqlServerConnectionOptions> = {},
+      credentialFor?: Parameters<typeof createSqlServerPool>[2],
+    ): Promise<{ server: FaultServer; logger: ReturnType<typeof capturingLogger>; store: SqlServerTransportStore }> {
+      const server = new FaultServer(options);
+      open.push(() => server.close());
+      const logger = capturingLogger();
+      const store = openStore(connectionTo(await server.start(), connection), logger, credentialFor);
+      open.push(() => store.close());
+      return { server, logger, store };
+    },
+    /** Closes `close` after the test, before anything opened earlier. */
+    closeAfter(close: () => Promise<void>): void {
+      open.push(close);
+    },
+  };
 }

@@ -5,57 +5,34 @@
 
 import type { AccessToken, TokenCredential } from '@azure/identity';
 import { randomUUID } from 'node:crypto';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { classifyTransient } from '../../shared/sql/transient';
 import { isPoolRejection } from '../../shared/stores/sqlserver/pool-guard';
-import type { SqlServerTransportStore } from '../../shared/stores/sqlserver/store';
-import { FaultServer, ok, type LoginAttempt, type LoginReply, type SqlRequest } from '../tds/fault-server';
-import { capturingLogger, catalogSets, connectionTo, idsIn, message, openStore, publishAnswer, publisherFor, statementOf } from './harness';
+import type { LoginAttempt } from '../tds/fault-server';
+import {
+  failover,
+  faultScope,
+  idsIn,
+  loginFailed,
+  message,
+  publisherFor,
+  publishingAnswer as answer,
+  refusableLogins,
+  statementOf,
+} from './harness';
 
-function answer(request: SqlRequest) {
-  switch (statementOf(request)) {
-    case 'catalog':
-      return ok(...catalogSets());
-    case 'publish':
-      return ok(...publishAnswer(idsIn(request)));
-    default:
-      return ok();
-  }
-}
-
-const loginFailed = (message: string): LoginReply => ({ kind: 'error', error: { number: 18456, class: 14, state: 1, message } });
-
-/** A failover: every pooled connection is reset; then let the client's event loop see the resets. */
-async function failover(server: FaultServer): Promise<void> {
-  server.killAll();
-  await new Promise((resolve) => setTimeout(resolve, 50));
-}
-
-let server: FaultServer | undefined;
-let store: SqlServerTransportStore | undefined;
-
-afterEach(async () => {
-  await store?.close();
-  await server?.close();
-  store = undefined;
-  server = undefined;
-});
+const faults = faultScope();
 
 describe('pool rebuild on refused logins (real tedious client)', () => {
   it('login failed (18456) after a failover: the pool is rebuilt and the publish retried once', async () => {
-    let refuse = 0;
-    server = new FaultServer({
-      onRequest: answer,
-      onLogin: () => (refuse > 0 && refuse-- > 0 ? loginFailed("Login failed for user 'app'.") : { kind: 'ok' }),
-    });
-    const logger = capturingLogger();
-    store = openStore(connectionTo(await server.start()), logger);
+    const logins = refusableLogins();
+    const { server, logger, store } = await faults.start({ onRequest: answer, onLogin: logins.onLogin });
     const publisher = publisherFor(store, logger);
     await publisher.publish([message()]);
     const firstPool = store.poolHolder.current;
 
     await failover(server); // every pooled connection is gone
-    refuse = 1; // and the next login is refused
+    logins.refuse(1); // and the next login is refused
     const id = randomUUID();
     const [outcome] = await publisher.publish([message(id)]);
 
@@ -70,16 +47,11 @@ describe('pool rebuild on refused logins (real tedious client)', () => {
   });
 
   it('retries only once: a login refused again surfaces as ELOGIN after one rebuild', async () => {
-    let refuse = 0;
-    server = new FaultServer({
-      onRequest: answer,
-      onLogin: () => (refuse > 0 ? loginFailed("Login failed for user 'app'.") : { kind: 'ok' }),
-    });
-    const logger = capturingLogger();
-    store = openStore(connectionTo(await server.start()), logger);
+    const logins = refusableLogins({ every: true });
+    const { server, store } = await faults.start({ onRequest: answer, onLogin: logins.onLogin });
     await store.ensureSchema();
     await failover(server);
-    refuse = 1; // every login from now on
+    logins.refuse(1); // every login from now on
     const loginsBefore = server.logins.length;
 
     const err = await store.publish([message()]).catch((e: unknown) => e);
@@ -93,17 +65,12 @@ describe('pool rebuild on refused logins (real tedious client)', () => {
   });
 
   it('concurrent operations refused together cause one rebuild, and all succeed on the fresh pool', async () => {
-    let refuse = 0;
-    server = new FaultServer({
-      onRequest: answer,
-      onLogin: () => (refuse > 0 && refuse-- > 0 ? loginFailed("Login failed for user 'app'.") : { kind: 'ok' }),
-    });
-    const logger = capturingLogger();
-    store = openStore(connectionTo(await server.start(), { poolMax: 4 }), logger);
+    const logins = refusableLogins();
+    const { server, store } = await faults.start({ onRequest: answer, onLogin: logins.onLogin }, { poolMax: 4 });
     await store.ensureSchema();
     await failover(server);
-    refuse = 4;
-    const results = await Promise.all(Array.from({ length: 4 }, () => store!.publish([message()])));
+    logins.refuse(4);
+    const results = await Promise.all(Array.from({ length: 4 }, () => store.publish([message()])));
     expect(results.map((r) => r[0]?.inserted)).toEqual([true, true, true, true]);
     expect(store.poolHolder.rebuilds).toBe(1);
   });
@@ -119,18 +86,19 @@ describe('pool rebuild on refused logins (real tedious client)', () => {
       },
     };
     const expired = new Set<string>();
-    server = new FaultServer({
-      fedAuth: true,
-      onRequest: answer,
-      onLogin: (login: LoginAttempt) =>
-        login.fedAuthToken && expired.has(login.fedAuthToken)
-          ? loginFailed("Login failed for user '<token-identified principal>'. Token is expired.")
-          : { kind: 'ok' },
-    });
-    const logger = capturingLogger();
-    const port = await server.start();
     // no password: Entra through the injected credential, exactly as buildSqlServerConfig wires the real one
-    store = openStore(connectionTo(port, { user: undefined, password: undefined }), logger, () => credential as never);
+    const { server, store } = await faults.start(
+      {
+        fedAuth: true,
+        onRequest: answer,
+        onLogin: (login: LoginAttempt) =>
+          login.fedAuthToken && expired.has(login.fedAuthToken)
+            ? loginFailed("Login failed for user '<token-identified principal>'. Token is expired.")
+            : { kind: 'ok' },
+      },
+      { user: undefined, password: undefined },
+      () => credential as never,
+    );
     await store.ensureSchema();
     expect(server.logins.every((l) => l.fedAuthToken?.startsWith('token-'))).toBe(true);
 
@@ -149,18 +117,13 @@ describe('pool rebuild on refused logins (real tedious client)', () => {
   });
 
   it('the whole failover sequence: a dead pooled connection (ECONNRESET, retried with backoff), then a refused login (pool rebuilt)', async () => {
-    let refuse = 0;
-    server = new FaultServer({
-      onRequest: answer,
-      onLogin: () => (refuse > 0 && refuse-- > 0 ? loginFailed("Login failed for user 'app'.") : { kind: 'ok' }),
-    });
-    const logger = capturingLogger();
-    store = openStore(connectionTo(await server.start()), logger);
+    const logins = refusableLogins();
+    const { server, logger, store } = await faults.start({ onRequest: answer, onLogin: logins.onLogin });
     const publisher = publisherFor(store, logger);
     await publisher.publish([message()]);
 
     server.killAll(); // no pause: the next request is written to a connection the server has just reset
-    refuse = 1;
+    logins.refuse(1);
     const id = randomUUID();
     const [outcome] = await publisher.publish([message(id)]);
 

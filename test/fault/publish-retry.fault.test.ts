@@ -4,8 +4,9 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULT_RETRY_CLASSES, retryPolicy } from '../../shared/sql/retry';
-import { classifyTransient, SQLSERVER_TRANSIENT_NUMBERS, type TransientClass } from '../../shared/sql/transient';
+import { classifyTransient, SQLSERVER_TRANSIENT_NUMBERS } from '../../shared/sql/transient';
 import type { SqlServerTransportStore } from '../../shared/stores/sqlserver/store';
+import { SQLSERVER_CLASS_OF } from '../support/transient-classes';
 import { FaultServer, fail, ok, type Reply, type SqlRequest } from '../tds/fault-server';
 import {
   capturingLogger,
@@ -20,32 +21,7 @@ import {
   statementOf,
 } from './harness';
 
-const EXPECTED_CLASS: Record<number, TransientClass> = {
-  1205: 'lock',
-  1222: 'lock',
-  1204: 'throttling',
-  10928: 'throttling',
-  10929: 'throttling',
-  40501: 'throttling',
-  49918: 'throttling',
-  49919: 'throttling',
-  49920: 'throttling',
-  4060: 'failover',
-  4221: 'failover',
-  40143: 'failover',
-  40197: 'failover',
-  40540: 'failover',
-  40613: 'failover',
-  [-2]: 'connection',
-  20: 'connection',
-  64: 'connection',
-  121: 'connection',
-  233: 'connection',
-  997: 'connection',
-  10053: 'connection',
-  10054: 'connection',
-  10060: 'connection',
-};
+const EXPECTED_CLASS = SQLSERVER_CLASS_OF;
 
 /** Error numbers to answer the next publish requests with, in order; then success. */
 let pending: Array<{ number: number; message?: string }> = [];

@@ -2,55 +2,32 @@
 // refused login rebuilds that pool once, in place, and every user of the pool object carries on.
 
 import { randomUUID } from 'node:crypto';
-import type * as sql from 'mssql';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openHandles } from '../../shared/stores/open-handles';
 import { createSqlServerPool } from '../../shared/stores/sqlserver/connection';
 import { existingPoolHolder, poolHolderFor } from '../../shared/stores/sqlserver/pool-guard';
 import { connectPool, SqlServerTransportStore } from '../../shared/stores/sqlserver/store';
-import { FaultServer, ok, type SqlRequest } from '../tds/fault-server';
-import { capturingLogger, catalogSets, connectionTo, idsIn, message, NAMES, publishAnswer, statementOf } from './harness';
+import { FaultServer } from '../tds/fault-server';
+import { capturingLogger, connectionTo, failover, faultScope, message, NAMES, publishingAnswer as answer, refusableLogins } from './harness';
 
-let server: FaultServer | undefined;
-let pool: sql.ConnectionPool | undefined;
-
-afterEach(async () => {
-  await pool?.close();
-  await server?.close();
-  pool = undefined;
-  server = undefined;
-});
-
-function answer(request: SqlRequest) {
-  switch (statementOf(request)) {
-    case 'catalog':
-      return ok(...catalogSets());
-    case 'publish':
-      return ok(...publishAnswer(idsIn(request)));
-    default:
-      return ok();
-  }
-}
+const faults = faultScope();
 
 describe('a pool shared by two stores (real tedious client)', () => {
   it('one in-place rebuild serves both stores; the pool object stays the same', async () => {
-    let refuse = 0;
-    server = new FaultServer({
-      onRequest: answer,
-      onLogin: () =>
-        refuse > 0 && refuse-- > 0 ? { kind: 'error', error: { number: 18456, class: 14, message: "Login failed for user 'app'." } } : { kind: 'ok' },
-    });
+    const logins = refusableLogins();
+    const server = new FaultServer({ onRequest: answer, onLogin: logins.onLogin });
+    faults.closeAfter(() => server.close());
     const logger = capturingLogger();
-    pool = createSqlServerPool(connectionTo(await server.start()), logger);
+    const pool = createSqlServerPool(connectionTo(await server.start()), logger);
+    faults.closeAfter(() => pool.close());
     const options = { schema: NAMES.schema, table: NAMES.table, autoCreateSchema: false, logger };
     const a = new SqlServerTransportStore(pool, options, { ownsPool: false });
     const b = new SqlServerTransportStore(pool, options, { ownsPool: false });
     expect(a.poolHolder).toBe(b.poolHolder); // one holder per pool object
     await Promise.all([a.ensureSchema(), b.ensureSchema()]);
 
-    server.killAll();
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    refuse = 1;
+    await failover(server);
+    logins.refuse(1);
     const [ra, rb] = await Promise.all([a.publish([message(randomUUID())]), b.publish([message(randomUUID())]), connectPool(pool)]);
 
     expect(ra[0]?.inserted).toBe(true);

@@ -32,6 +32,7 @@ describe('OpenAPI document', () => {
   it('resolves every $ref', () => {
     const text = JSON.stringify(doc);
     const refs = [...text.matchAll(/"\$ref":"#\/([^"]+)"/g)].map((m) => m[1]!);
+    expect(refs.length, '$refs in the document').toBeGreaterThan(5);
     for (const ref of refs) {
       const target = ref.split('/').reduce<unknown>((node, key) => (node as Record<string, unknown> | undefined)?.[key], doc);
       expect(target, ref).toBeDefined();

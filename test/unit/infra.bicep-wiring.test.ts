@@ -7,79 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-
-const INFRA = join(__dirname, '..', '..', 'infra');
-
-/** Comments and string contents blanked to spaces (same length), so brackets inside them are not counted. */
-function blank(src: string): string {
-  const out = src.split('');
-  const fill = (from: number, to: number) => {
-    for (let k = from; k < to; k++) if (out[k] !== '\n') out[k] = ' ';
-  };
-  let i = 0;
-  while (i < src.length) {
-    if (src.startsWith('//', i)) {
-      const end = src.indexOf('\n', i);
-      const stop = end < 0 ? src.length : end;
-      fill(i, stop);
-      i = stop;
-    } else if (src.startsWith('/*', i)) {
-      const end = src.indexOf('*/', i + 2);
-      const stop = end < 0 ? src.length : end + 2;
-      fill(i, stop);
-      i = stop;
-    } else if (src.startsWith("'''", i)) {
-      const end = src.indexOf("'''", i + 3);
-      const stop = end < 0 ? src.length : end + 3;
-      fill(i + 3, stop - 3);
-      i = stop;
-    } else if (src[i] === "'") {
-      let j = i + 1;
-      while (j < src.length && src[j] !== "'") j += src[j] === '\\' ? 2 : 1;
-      fill(i + 1, j);
-      i = j + 1;
-    } else i++;
-  }
-  return out.join('');
-}
-
-/** Index of the bracket closing the one at `open` (on blanked text). */
-function closing(blanked: string, open: number): number {
-  let depth = 0;
-  for (let k = open; k < blanked.length; k++) {
-    const c = blanked[k];
-    if (c === '{' || c === '[' || c === '(') depth++;
-    else if (c === '}' || c === ']' || c === ')') {
-      depth--;
-      if (depth === 0) return k;
-    }
-  }
-  throw new Error(`no closing bracket for offset ${open}`);
-}
-
-/** Own keys (one per line) of the object whose `{` is at `open`. */
-function objectKeys(blanked: string, open: number): string[] {
-  const end = closing(blanked, open);
-  const keys: string[] = [];
-  let depth = 0;
-  let depthAtLineStart = 0;
-  let lineStart = open + 1;
-  for (let k = open + 1; k <= end; k++) {
-    const c = blanked[k];
-    if (c === '\n' || k === end) {
-      if (depthAtLineStart === 0) {
-        const m = /^\s*([A-Za-z_][A-Za-z0-9_]*)\s*:/.exec(blanked.slice(lineStart, k));
-        if (m) keys.push(m[1]!);
-      }
-      lineStart = k + 1;
-      depthAtLineStart = depth;
-      continue;
-    }
-    if (c === '{' || c === '[' || c === '(') depth++;
-    else if (c === '}' || c === ']' || c === ')') depth--;
-  }
-  return keys;
-}
+import { blankCommentsAndStrings, closingBracket, INFRA, objectKeysAt } from '../support/bicep';
 
 interface BicepFile {
   path: string;
@@ -93,7 +21,7 @@ interface BicepFile {
 
 function parse(path: string): BicepFile {
   const src = readFileSync(path, 'utf8');
-  const blanked = blank(src);
+  const blanked = blankCommentsAndStrings(src);
   const params = new Map<string, { hasDefault: boolean; secure: boolean }>();
   const lines = blanked.split('\n');
   lines.forEach((line, n) => {
@@ -110,9 +38,9 @@ function parse(path: string): BicepFile {
   const modules: BicepFile['modules'] = [];
   for (const m of src.matchAll(/^module\s+(\w+)\s+'([^']+)'\s*=\s*(?:if\s*\([^\n]*\)\s*)?\{/gm)) {
     const open = m.index! + m[0].length - 1;
-    const body = blanked.slice(open, closing(blanked, open));
+    const body = blanked.slice(open, closingBracket(blanked, open));
     const p = /\n\s*params\s*:\s*\{/.exec(body);
-    modules.push({ symbol: m[1]!, target: join(dirname(path), m[2]!), params: p ? objectKeys(blanked, open + p.index + p[0].length - 1) : [] });
+    modules.push({ symbol: m[1]!, target: join(dirname(path), m[2]!), params: p ? objectKeysAt(src, blanked, open + p.index + p[0].length - 1) : [] });
   }
   return { path, src, blanked, params, outputs, resources, modules };
 }
@@ -150,21 +78,27 @@ describe('infra: Bicep wiring (what the compiler would check first)', () => {
   });
 
   it('refers to declared resources in parent: and scope:', () => {
+    let checked = 0;
     for (const file of all) {
       for (const m of file.blanked.matchAll(/^\s*(parent|scope)\s*:\s*(\w+)\s*$/gm)) {
         expect(file.resources.has(m[2]!), `${m[1]}: ${m[2]} in ${file.path}`).toBe(true);
+        checked++;
       }
     }
+    expect(checked, 'parent:/scope: references found (a pattern that matches nothing checks nothing)').toBeGreaterThan(5);
   });
 
   it('uses dated API versions and balanced brackets', () => {
+    let resources = 0;
     for (const file of all) {
       for (const m of file.src.matchAll(/^\s*resource\s+\w+\s+'([^']+)'/gm)) {
         expect(m[1], file.path).toMatch(/^[A-Za-z]+\.[A-Za-z]+\/[A-Za-z/]+@\d{4}-\d{2}-\d{2}(-preview)?$/);
+        resources++;
       }
       const count = (c: string) => file.blanked.split(c).length - 1;
       expect([count('{'), count('['), count('(')], `brackets in ${file.path}`).toEqual([count('}'), count(']'), count(')')]);
     }
+    expect(resources, 'resource declarations found').toBeGreaterThan(10);
   });
 
   it('declares no parameter twice and references only declared parameters in the parameters file', () => {

@@ -3,11 +3,10 @@
 // in KQL gives an empty chart or an alert that never fires, silently).
 
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { listedMetricNames, OBSERVABILITY_MODULE } from '../support/bicep';
 
-const MODULE = join(__dirname, '..', '..', 'infra', 'modules', 'observability.bicep');
-const src = readFileSync(MODULE, 'utf8');
+const src = readFileSync(OBSERVABILITY_MODULE, 'utf8');
 
 const EXPECTED = [
   'asyncresponse.jobs.published',
@@ -27,9 +26,7 @@ const EXPECTED = [
 ];
 
 /** Names listed in the header comment: lines like `//   asyncresponse.x.y   kind   dims`. */
-function listedNames(): string[] {
-  return [...src.matchAll(/^\/\/\s+(asyncresponse\.[a-z_.]+[a-z_])\s+(counter|gauge|value)\b/gm)].map((m) => m[1]!);
-}
+const listedNames = () => listedMetricNames(src);
 
 describe('infra: observability metric names', () => {
   it('lists exactly the metrics the telemetry emits, once each', () => {

@@ -3,19 +3,16 @@
 // comments and string contents are blanked first, then the top-level keys of `var appSettings = {…}` and
 // `var platformSettings = {…}` (and of any siteConfig `appSettings: [ { name: '…' } ]` array) are collected.
 
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SETTINGS } from '../../shared/config';
+import { bicepFiles, blankCommentsAndStrings, INFRA, objectBody, topLevelKeys } from '../support/bicep';
 
-const INFRA = join(__dirname, '..', '..', 'infra');
 const MODULE = join(INFRA, 'modules', 'function-app.bicep');
 
 /** Settings Azure must set for the app to reach its database as its identity, without DDL rights. */
 const REQUIRED_IN_AZURE = ['SQL_SERVER', 'SQL_DATABASE', 'AZURE_CLIENT_ID', 'AUTO_CREATE_SCHEMA'];
-
-/** The lead adds these to SETTINGS with the channel; until then they are checked leniently (and said so). */
-const PENDING_IN_SETTINGS = ['CALLBACK_ALLOWED_HOSTS', 'CALLBACK_SIGNING_SECRET'];
 
 /** Read by the Functions host, the platform or the Application Insights integration, not by shared/config.ts. */
 const PLATFORM = [/^AzureWebJobs/, /^AzureFunctionsJobHost__/, /^APPLICATIONINSIGHTS_/, /^WEBSITE_/, /^FUNCTIONS_/];
@@ -43,87 +40,6 @@ const FLEX_REJECTED = [
   'linuxFxVersion',
 ];
 
-/**
- * Replaces comments and the contents of string literals ('…', '''…''') with spaces of the same length, so
- * braces and colons inside them cannot mislead the brace matching. Positions stay valid.
- */
-function blankCommentsAndStrings(src: string): string {
-  const out = src.split('');
-  const blank = (from: number, to: number) => {
-    for (let k = from; k < to; k++) if (out[k] !== '\n') out[k] = ' ';
-  };
-  let i = 0;
-  while (i < src.length) {
-    if (src.startsWith('//', i)) {
-      const end = src.indexOf('\n', i);
-      const stop = end < 0 ? src.length : end;
-      blank(i, stop);
-      i = stop;
-    } else if (src.startsWith('/*', i)) {
-      const end = src.indexOf('*/', i + 2);
-      const stop = end < 0 ? src.length : end + 2;
-      blank(i, stop);
-      i = stop;
-    } else if (src.startsWith("'''", i)) {
-      const end = src.indexOf("'''", i + 3);
-      const stop = end < 0 ? src.length : end + 3;
-      blank(i + 3, stop - 3);
-      i = stop;
-    } else if (src[i] === "'") {
-      let j = i + 1;
-      while (j < src.length && src[j] !== "'") j += src[j] === '\\' ? 2 : 1;
-      blank(i + 1, j);
-      i = j + 1;
-    } else i++;
-  }
-  return out.join('');
-}
-
-/** The text between the braces of `var <name> = {` (exclusive), found on the blanked source. */
-function objectBody(original: string, blanked: string, varName: string): { body: string; blankedBody: string } | undefined {
-  const m = new RegExp(`\\bvar\\s+${varName}\\s*=\\s*\\{`).exec(blanked);
-  if (!m) return undefined;
-  const open = m.index + m[0].length - 1;
-  let depth = 0;
-  for (let k = open; k < blanked.length; k++) {
-    const c = blanked[k];
-    if (c === '{' || c === '[' || c === '(') depth++;
-    else if (c === '}' || c === ']' || c === ')') {
-      depth--;
-      if (depth === 0) return { body: original.slice(open + 1, k), blankedBody: blanked.slice(open + 1, k) };
-    }
-  }
-  throw new Error(`unbalanced braces after 'var ${varName}'`);
-}
-
-/** Keys of the object literal's own properties (depth 0 inside the braces), one per line as Bicep writes them. */
-function topLevelKeys(body: string, blankedBody: string): string[] {
-  const keys: string[] = [];
-  let depth = 0;
-  let lineStart = 0;
-  let depthAtLineStart = 0;
-  for (let k = 0; k <= blankedBody.length; k++) {
-    const c = blankedBody[k];
-    if (k === blankedBody.length || c === '\n') {
-      if (depthAtLineStart === 0) {
-        // Matched on the blanked line, so text inside strings (multi-line ones too) never looks like a key;
-        // a quoted key is blanked to '   ', so its name is read from the original line.
-        const blankLine = blankedBody.slice(lineStart, k);
-        const bare = /^\s*([A-Za-z_][A-Za-z0-9_]*)\s*:/.exec(blankLine);
-        const quoted = /^(\s*)'\s*'\s*:/.exec(blankLine);
-        if (bare) keys.push(bare[1]!);
-        else if (quoted) keys.push(/^\s*'([^']*)'/.exec(body.slice(lineStart, k))![1]!);
-      }
-      lineStart = k + 1;
-      depthAtLineStart = depth;
-      continue;
-    }
-    if (c === '{' || c === '[' || c === '(') depth++;
-    else if (c === '}' || c === ']' || c === ')') depth--;
-  }
-  return keys;
-}
-
 /** `name: 'X'` entries of siteConfig-style `appSettings: [ … ]` arrays, should the module ever use that form. */
 function arrayStyleSettingNames(src: string): string[] {
   const names: string[] = [];
@@ -148,15 +64,8 @@ function bicepSettings() {
   };
 }
 
-function bicepFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
-    e.isDirectory() ? bicepFiles(join(dir, e.name)) : e.name.endsWith('.bicep') ? [join(dir, e.name)] : [],
-  );
-}
-
 describe('infra: app settings in the Bicep vs SETTINGS (shared/config.ts)', () => {
   const known = new Set(SETTINGS.map((s) => s.name));
-  const pending = PENDING_IN_SETTINGS.filter((n) => !known.has(n));
 
   it('finds the settings objects in infra/modules/function-app.bicep', () => {
     const { app, platform } = bicepSettings();
@@ -166,14 +75,8 @@ describe('infra: app settings in the Bicep vs SETTINGS (shared/config.ts)', () =
 
   it('sets only settings the app reads (plus platform ones), each known to SETTINGS', () => {
     const { app, platform, arrayStyle } = bicepSettings();
-    if (pending.length > 0) {
-      console.warn(
-        `infra settings drift: ${pending.join(', ')} not in SETTINGS yet (the channel adds them); ` +
-          'checked leniently until they land',
-      );
-    }
     const ours = [...app, ...platform, ...arrayStyle].filter((n) => !isPlatform(n));
-    const unknown = ours.filter((n) => !known.has(n) && !pending.includes(n));
+    const unknown = ours.filter((n) => !known.has(n));
     expect(unknown, 'Bicep app settings that shared/config.ts does not read (typo, or add them to SETTINGS)').toEqual([]);
     expect(app.filter(isPlatform), 'platform settings belong in var platformSettings').toEqual([]);
     expect(platform.filter((n) => !isPlatform(n)), 'app settings belong in var appSettings').toEqual([]);
@@ -202,6 +105,7 @@ describe('infra: app settings in the Bicep vs SETTINGS (shared/config.ts)', () =
   });
 
   it('sets none of the settings Flex Consumption rejects, in any Bicep file', () => {
+    expect(bicepFiles(INFRA).length, 'Bicep files under infra/').toBeGreaterThanOrEqual(8);
     for (const file of bicepFiles(INFRA)) {
       const blanked = blankCommentsAndStrings(readFileSync(file, 'utf8'));
       const src = readFileSync(file, 'utf8');
@@ -214,6 +118,7 @@ describe('infra: app settings in the Bicep vs SETTINGS (shared/config.ts)', () =
   });
 
   it('stores no password or connection-string secret anywhere in the infrastructure', () => {
+    expect(bicepFiles(INFRA).length, 'Bicep files under infra/').toBeGreaterThanOrEqual(8);
     for (const file of bicepFiles(INFRA)) {
       const code = blankCommentsAndStrings(readFileSync(file, 'utf8'));
       for (const forbidden of ['administratorLoginPassword', 'SQL_PASSWORD', 'SQL_CONNECTION_STRING', 'listKeys', 'DefaultEndpointsProtocol']) {

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SampleProbe } from '../fixtures/sample-functions';
 import { loadFunctionApp, type FunctionTable } from '../../local/functions-core';
 import { startLocalHost, type LocalHost, type LocalHostOptions } from '../../local/host';
+import { sleep } from '../support/messages';
 
 // The fixture registers through @azure/functions at import time, so it is imported only after
 // loadFunctionApp has installed our @azure/functions-core (a static import would run first).
@@ -15,7 +16,6 @@ beforeAll(async () => {
   });
 });
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 async function waitFor<T>(read: () => T | undefined, timeoutMs = 5000): Promise<T> {
   for (const end = Date.now() + timeoutMs; Date.now() < end; await sleep(10)) {

@@ -7,6 +7,7 @@ import {
   TRANSIENT_CLASSES,
   withRetry,
   type RetryPolicy,
+  type SimpleRetryOptions,
 } from '../../shared/sql/retry';
 import type { TransientClass } from '../../shared/sql/transient';
 import { sqlError } from './sqlserver.fakes';
@@ -36,46 +37,34 @@ describe('withRetry', () => {
   const transient = (e: unknown) => (e as Error).message === 'transient';
   const noSleep = async () => undefined;
 
-  it('retries transient failures up to maxAttempts, then rethrows the last error', async () => {
+  /** withRetry over an operation that always fails with `message`: asserts it rethrows that, returns the calls made. */
+  async function callsBeforeGivingUp(message: string, options: Omit<SimpleRetryOptions, 'isTransient' | 'sleep'>): Promise<number> {
     let calls = 0;
     await expect(
       withRetry(
         async () => {
           calls++;
-          throw new Error('transient');
+          throw new Error(message);
         },
-        { maxAttempts: 3, baseMs: 1, maxMs: 1, isTransient: transient, sleep: noSleep },
+        { isTransient: transient, sleep: noSleep, ...options },
       ),
-    ).rejects.toThrow('transient');
+    ).rejects.toThrow(message);
+    return calls;
+  }
+
+  it('retries transient failures up to maxAttempts, then rethrows the last error', async () => {
+    const calls = await callsBeforeGivingUp('transient', { maxAttempts: 3, baseMs: 1, maxMs: 1 });
     expect(calls).toBe(3);
   });
 
   it('does not retry a permanent failure', async () => {
-    let calls = 0;
-    await expect(
-      withRetry(
-        async () => {
-          calls++;
-          throw new Error('permanent');
-        },
-        { maxAttempts: 5, baseMs: 1, maxMs: 1, isTransient: transient, sleep: noSleep },
-      ),
-    ).rejects.toThrow('permanent');
+    const calls = await callsBeforeGivingUp('permanent', { maxAttempts: 5, baseMs: 1, maxMs: 1 });
     expect(calls).toBe(1);
   });
 
   it('gives up instead of sleeping past its deadline', async () => {
-    let calls = 0;
     const now = 1000;
-    await expect(
-      withRetry(
-        async () => {
-          calls++;
-          throw new Error('transient');
-        },
-        { maxAttempts: 10, baseMs: 500, maxMs: 500, isTransient: transient, deadline: now + 100, now: () => now, random: () => 1, sleep: noSleep },
-      ),
-    ).rejects.toThrow('transient');
+    const calls = await callsBeforeGivingUp('transient', { maxAttempts: 10, baseMs: 500, maxMs: 500, deadline: now + 100, now: () => now, random: () => 1 });
     expect(calls).toBe(1);
   });
 

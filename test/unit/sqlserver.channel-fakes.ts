@@ -10,7 +10,7 @@ import type {
   ChannelCatalogIndexRow,
   ChannelCatalogKeyColumnRow,
 } from '../../shared/stores/sqlserver/channel-verify';
-import { indexRows, type FakeCall, type Row } from './sqlserver.fakes';
+import { catalogColumn, indexRows, type FakeCall, type Row } from './sqlserver.fakes';
 
 export const isChannelCatalog = (c: FakeCall) => c.text.includes('FROM sys.sequences AS s');
 export const isChannelDdl = (c: FakeCall) => c.text.includes('CREATE TABLE') && c.text.includes('sp_getapplock');
@@ -18,23 +18,10 @@ export const isChannelDdl = (c: FakeCall) => c.text.includes('CREATE TABLE') && 
 const BIN2 = 'Latin1_General_100_BIN2';
 const CI = 'SQL_Latin1_General_CP1_CI_AS';
 
-function column(table: string, name: string, type_name: string, extra: Partial<CatalogColumnRow> = {}): ChannelCatalogColumnRow {
-  return {
-    table_name: table,
-    name,
-    type_name,
-    max_length: 0,
-    precision: 0,
-    scale: 0,
-    is_nullable: false,
-    collation_name: null,
-    is_identity: false,
-    is_computed: false,
-    default_object_id: 0,
-    default_definition: null,
-    ...extra,
-  };
-}
+const column = (table: string, name: string, type_name: string, extra: Partial<CatalogColumnRow> = {}): ChannelCatalogColumnRow => ({
+  table_name: table,
+  ...catalogColumn(name, type_name, extra),
+});
 
 const dt2 = (extra: Partial<CatalogColumnRow> = {}): Partial<CatalogColumnRow> => ({ max_length: 8, precision: 27, scale: 7, ...extra });
 const sysutc = (id: number) => ({ default_object_id: id, default_definition: '(sysutcdatetime())' });

@@ -12,18 +12,12 @@ import {
 } from '../../shared/stores/sqlserver/channel-statements';
 import { schemaLockResource, transportStatements, type Statement } from '../../shared/stores/sqlserver/statements';
 import { transportNames } from '../../shared/sql/identifiers';
+import { length, scale, SPLIT, typeName } from '../support/sqlserver-statements';
 
 const names = channelNames('dbo', { recoveryTable: 'rec', messageTable: 'msg', subscriberTable: 'sub' }, 'sqlserver');
 const s = channelStatements(names);
 const all = Object.entries(s) as Array<[string, Statement]>;
 const BIN2 = 'COLLATE Latin1_General_100_BIN2';
-const SPLIT = (p: string) =>
-  `DATEADD(SECOND, CAST(${p} / 1000 AS int), DATEADD(MILLISECOND, CAST(${p} % 1000 AS int), SYSUTCDATETIME()))`;
-
-const typeName = (statement: Statement, param: string) =>
-  (statement.params[param] as unknown as { type: { name: string } }).type.name;
-const length = (statement: Statement, param: string) => (statement.params[param] as unknown as { length?: number }).length;
-const scale = (statement: Statement, param: string) => (statement.params[param] as unknown as { scale?: number }).scale;
 
 describe('SQL Server channel statement shapes', () => {
   it('DDL: one batch under the transport’s own schema applock (exclusive, transaction-owned, 60 s, THROW 51000)', () => {

@@ -175,6 +175,7 @@ describe('SQL Server connection strings', () => {
     const documented = /MSSQL_CONNECTION_STRING='([^']+)'/.exec(compose)?.[1];
     const password = /MSSQL_SA_PASSWORD: "([^"]+)"/.exec(compose)?.[1];
     expect(documented).toBeDefined();
+    expect(password, 'MSSQL_SA_PASSWORD in compose.yml').toMatch(/\S{8,}/);
     const parsed = parseSqlConnectionString(documented!);
     expect(parsed).toMatchObject({ server: '127.0.0.1', port: 1433, database: 'asyncresponse', user: 'sa', trustServerCertificate: true });
     expect(parsed.password).toBe(password);

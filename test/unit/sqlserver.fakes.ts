@@ -95,7 +95,8 @@ export const isPhase1 = (c: FakeCall) => c.text.includes('CREATE TABLE');
 export const isTableLock = (c: FakeCall) => c.text.includes('its table lock');
 export const isIndexBuild = (c: FakeCall) => c.text.startsWith('SET LOCK_TIMEOUT');
 
-function column(
+/** A catalog column row with SQL Server's zero/false defaults, bent by `extra`. */
+export function catalogColumn(
   name: string,
   type_name: string,
   extra: Partial<CatalogColumnRow> = {},
@@ -119,21 +120,21 @@ function column(
 /** The columns SQL Server reports for the spec's CREATE TABLE. */
 export function specColumns(): CatalogColumnRow[] {
   return [
-    column('id', 'uniqueidentifier', { max_length: 16 }),
-    column('queue', 'nvarchar', { max_length: 400, collation_name: 'Latin1_General_100_BIN2' }),
-    column('payload_json', 'nvarchar', { max_length: -1, collation_name: 'SQL_Latin1_General_CP1_CI_AS' }),
-    column('headers_json', 'nvarchar', {
+    catalogColumn('id', 'uniqueidentifier', { max_length: 16 }),
+    catalogColumn('queue', 'nvarchar', { max_length: 400, collation_name: 'Latin1_General_100_BIN2' }),
+    catalogColumn('payload_json', 'nvarchar', { max_length: -1, collation_name: 'SQL_Latin1_General_CP1_CI_AS' }),
+    catalogColumn('headers_json', 'nvarchar', {
       max_length: -1,
       collation_name: 'SQL_Latin1_General_CP1_CI_AS',
       default_object_id: 101,
       default_definition: "(N'{}')",
     }),
-    column('created_at', 'datetime2', { max_length: 8, precision: 27, scale: 7, default_object_id: 102, default_definition: '(sysutcdatetime())' }),
-    column('available_at', 'datetime2', { max_length: 8, precision: 27, scale: 7, default_object_id: 103, default_definition: '(sysutcdatetime())' }),
-    column('locked_until', 'datetime2', { max_length: 8, precision: 27, scale: 7, is_nullable: true }),
-    column('lock_id', 'uniqueidentifier', { max_length: 16, is_nullable: true }),
-    column('attempts', 'int', { max_length: 4, precision: 10, default_object_id: 104, default_definition: '((0))' }),
-    column('dead_letter_reason', 'nvarchar', { max_length: -1, is_nullable: true, collation_name: 'SQL_Latin1_General_CP1_CI_AS' }),
+    catalogColumn('created_at', 'datetime2', { max_length: 8, precision: 27, scale: 7, default_object_id: 102, default_definition: '(sysutcdatetime())' }),
+    catalogColumn('available_at', 'datetime2', { max_length: 8, precision: 27, scale: 7, default_object_id: 103, default_definition: '(sysutcdatetime())' }),
+    catalogColumn('locked_until', 'datetime2', { max_length: 8, precision: 27, scale: 7, is_nullable: true }),
+    catalogColumn('lock_id', 'uniqueidentifier', { max_length: 16, is_nullable: true }),
+    catalogColumn('attempts', 'int', { max_length: 4, precision: 10, default_object_id: 104, default_definition: '((0))' }),
+    catalogColumn('dead_letter_reason', 'nvarchar', { max_length: -1, is_nullable: true, collation_name: 'SQL_Latin1_General_CP1_CI_AS' }),
   ];
 }
 

@@ -12,18 +12,13 @@ import {
   transportStatements,
   type Statement,
 } from '../../shared/stores/sqlserver/statements';
+import { length, SPLIT, typeName } from '../support/sqlserver-statements';
 
 const names = transportNames('dbo', 'jobs', 'sqlserver');
 const s = transportStatements(names);
 const all = Object.entries(s) as Array<[string, Statement]>;
 const SENTINEL = "queue + N'.' = @queue + N'.' COLLATE Latin1_General_100_BIN2";
 const DLQ_SENTINEL = "queue = @dlq AND queue + N'.' = @dlq + N'.' COLLATE Latin1_General_100_BIN2";
-const SPLIT = (p: string) =>
-  `DATEADD(SECOND, CAST(${p} / 1000 AS int), DATEADD(MILLISECOND, CAST(${p} % 1000 AS int), SYSUTCDATETIME()))`;
-
-const typeName = (statement: Statement, param: string) =>
-  (statement.params[param] as unknown as { type: { name: string } }).type.name;
-const length = (statement: Statement, param: string) => (statement.params[param] as unknown as { length?: number }).length;
 
 describe('SQL Server statement shapes', () => {
   it('helpers: the exact-queue predicate keeps the sargable conjunct first; the interval splits ms', () => {

@@ -12,11 +12,11 @@ import net from 'node:net';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadFunctionApp, type RegisteredHook } from '../../local/functions-core';
-import type { DrainReport } from '../../shared/transport/drain-loop';
 import type { TransportStore } from '../../shared/transport/types';
 import { instrumentTransportStore } from '../../shared/telemetry/dependencies';
 import { METRIC } from '../../shared/telemetry/metric-names';
 import { startTelemetry, type Telemetry } from '../../shared/telemetry/setup';
+import { drainReport } from '../support/drain-report';
 
 const FAKE_CONNECTION_STRING = 'InstrumentationKey=00000000-0000-0000-0000-000000000000;IngestionEndpoint=http://127.0.0.1:9/';
 const TEST_ENV: Record<string, string> = {
@@ -106,19 +106,7 @@ describe('App Insights metrics and dependencies through the real SDK (in memory)
   });
 
   it('exports customMetrics rows with our names and dimensions, aggregated per name and dimension set', async () => {
-    const report = (over: Partial<DrainReport>): DrainReport => ({
-      queue: 'worker',
-      claimed: 0,
-      completed: 0,
-      retried: 0,
-      deadLettered: 0,
-      released: 0,
-      ackFailures: 0,
-      claimFailures: 0,
-      durationMs: 0,
-      stoppedBy: 'idle',
-      ...over,
-    });
+    const report = drainReport;
     const m = telemetry.metrics;
     m.jobsPublished('worker', 3);
     m.jobsPublished('worker', 2);

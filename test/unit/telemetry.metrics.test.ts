@@ -6,21 +6,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { METRIC, METRIC_NAMES, METRICS_OUTSIDE_WORKBOOK } from '../../shared/telemetry/metric-names';
 import { appInsightsMetrics, MemoryMetrics, metricsOver } from '../../shared/telemetry/metrics';
-import type { DrainReport } from '../../shared/transport/drain-loop';
-
-const report = (over: Partial<DrainReport> = {}): DrainReport => ({
-  queue: 'worker',
-  claimed: 0,
-  completed: 0,
-  retried: 0,
-  deadLettered: 0,
-  released: 0,
-  ackFailures: 0,
-  claimFailures: 0,
-  durationMs: 0,
-  stoppedBy: 'idle',
-  ...over,
-});
+import { listedMetricNames } from '../support/bicep';
+import { drainReport as report } from '../support/drain-report';
 
 describe('metrics mapping', () => {
   it('drainFinished: every count with its dimensions; failed = retried + dead-lettered; redelivered = retried + released', () => {
@@ -94,8 +81,7 @@ describe('metrics mapping', () => {
 
 describe('metric names', () => {
   it('the workbook contract in observability.bicep lists exactly our names (but the ones it does not chart)', () => {
-    const bicep = readFileSync(join(__dirname, '..', '..', 'infra', 'modules', 'observability.bicep'), 'utf8');
-    const listed = [...bicep.matchAll(/^\/\/\s+(asyncresponse\.[a-z_.]+[a-z_])\s+(counter|gauge|value)\b/gm)].map((m) => m[1]);
+    const listed = listedMetricNames();
     expect(listed).toEqual(METRIC_NAMES.filter((n) => !METRICS_OUTSIDE_WORKBOOK.includes(n)));
   });
 

@@ -1,4 +1,5 @@
 import * as sql from 'mssql';
+import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
 import {
   classifyPostgresTransient,
@@ -9,8 +10,8 @@ import {
   isTransientSqlServerError,
   SQLSERVER_TRANSIENT_NUMBERS,
   sqlServerErrorNumbers,
-  type TransientClass,
 } from '../../shared/sql/transient';
+import { SQLSERVER_CLASS_OF } from '../support/transient-classes';
 import { sqlError } from './sqlserver.fakes';
 
 const CURATED = [
@@ -18,6 +19,9 @@ const CURATED = [
   40540, 40613, 49918, 49919, 49920,
 ];
 const PERMANENT = [2627, 2601, 207, 2714, 8134];
+
+/** The real TimeoutError of tarn, the pool inside mssql (resolved from mssql, whose dependency it is). */
+const { TimeoutError: TarnTimeoutError } = createRequire(require.resolve('mssql'))('tarn') as { TimeoutError: new (message?: string) => Error };
 
 describe('SQL Server transient classification', () => {
   it('curates exactly the spec’s 24 numbers', () => {
@@ -80,11 +84,16 @@ describe('SQL Server transient classification', () => {
   });
 
   it('a pool acquire timeout (tarn TimeoutError, as mssql rethrows it) is transient', () => {
-    class TimeoutError extends Error {}
-    const tarn = new TimeoutError('Failed to acquire a connection from the pool: operation timed out for an unknown reason');
+    const tarn = new TarnTimeoutError('Failed to acquire a connection from the pool: operation timed out for an unknown reason');
     expect(tarn.name).toBe('Error'); // tarn does not set name: the class is the mark
     expect(isTransientSqlServerError(tarn)).toBe(true);
     expect(isTransientSqlServerError(new Error('Timeout acquiring a connection. The pool is probably full.'))).toBe(true);
+    // tarn's own rejections carry no recognisable text (an acquire timeout has no message at all, a create
+    // timeout the cause's message): only the class tells them apart from any other error
+    expect(isTransientSqlServerError(new TarnTimeoutError())).toBe(true);
+    expect(isTransientSqlServerError(new TarnTimeoutError('getaddrinfo ENOTFOUND db.example'))).toBe(true);
+    expect(isTransientSqlServerError(new Error())).toBe(false);
+    expect(isTransientSqlServerError(new Error('getaddrinfo ENOTFOUND db.example'))).toBe(false);
   });
 
   it('sqlServerErrorNumbers lists the thrown number first, then preceding ones, without repeats', () => {
@@ -130,32 +139,7 @@ describe('PostgreSQL transient classification', () => {
 });
 
 describe('transient classes (which backoff a fault gets)', () => {
-  const CLASS_OF: Record<number, TransientClass> = {
-    1205: 'lock',
-    1222: 'lock',
-    1204: 'throttling',
-    10928: 'throttling',
-    10929: 'throttling',
-    40501: 'throttling',
-    49918: 'throttling',
-    49919: 'throttling',
-    49920: 'throttling',
-    4060: 'failover',
-    4221: 'failover',
-    40143: 'failover',
-    40197: 'failover',
-    40540: 'failover',
-    40613: 'failover',
-    [-2]: 'connection',
-    20: 'connection',
-    64: 'connection',
-    121: 'connection',
-    233: 'connection',
-    997: 'connection',
-    10053: 'connection',
-    10054: 'connection',
-    10060: 'connection',
-  };
+  const CLASS_OF = SQLSERVER_CLASS_OF;
 
   it('names a class for each of the 24 numbers', () => {
     expect(Object.keys(CLASS_OF).map(Number).sort((a, b) => a - b)).toEqual([...CURATED].sort((a, b) => a - b));
@@ -198,10 +182,10 @@ describe('transient classes (which backoff a fault gets)', () => {
       expect(classifyTransient(new sql.ConnectionError('connection failed', code as never))).toBe('connection');
       expect(classifyTransient(new sql.RequestError(Object.assign(new Error('x'), { code }), 'EREQUEST'))).toBe('connection');
     }
-    class TimeoutError extends Error {}
-    expect(classifyTransient(new TimeoutError('Failed to acquire a connection from the pool: operation timed out for an unknown reason'))).toBe(
+    expect(classifyTransient(new TarnTimeoutError('Failed to acquire a connection from the pool: operation timed out for an unknown reason'))).toBe(
       'connection',
     );
+    expect(classifyTransient(new TarnTimeoutError())).toBe('connection');
   });
 
   it('Azure login failures are classed by the server’s wording (tedious drops their number)', () => {
