@@ -23,17 +23,22 @@ export function workerResponseHooks(channel: ResponseChannel, logger: Logger, me
     return why === null;
   };
   return {
-    onCompleted: async (job, result) => {
+    onCompleted: async (job, result, settle) => {
       if (!usable(job.correlationId)) return;
-      published(await channel.publishResponse({ correlationId: job.correlationId, id: job.id, payload: result ?? null, final: true }, { confirm: false }));
+      published(
+        await channel.publishResponse(
+          { correlationId: job.correlationId, id: job.id, payload: result ?? null, final: true },
+          { confirm: false, deadline: settle.deadline },
+        ),
+      );
     },
-    onDeadLettered: async (job, message, reason) => {
+    onDeadLettered: async (job, message, reason, settle) => {
       const correlationId = job?.correlationId ?? getHeader(message.headers, CORRELATION_ID_HEADER);
       if (!usable(correlationId)) return;
       published(
         await channel.publishResponse(
           { correlationId, id: derivedUuid(`dead-letter:${message.id}`), payload: null, error: reason, final: true },
-          { confirm: false },
+          { confirm: false, deadline: settle.deadline },
         ),
       );
     },

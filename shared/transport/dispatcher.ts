@@ -6,6 +6,10 @@ import { PermanentJobError, type Job, type JobHandler } from './job';
 import { startHeartbeat } from './lease-heartbeat';
 import { CORRELATION_ID_HEADER, type ClaimedMessage, type TransportStore } from './types';
 
+export interface SettleContext {
+  deadline?: number;
+}
+
 export type DeliveryOutcome = 'completed' | 'retried' | 'dead-lettered' | 'released';
 
 export interface DispatchDeps {
@@ -17,9 +21,11 @@ export interface DispatchDeps {
   logger: Logger;
   newId: () => string;
   /** Called after a successful handler, before the ack (e.g. to publish the job's response). */
-  onCompleted?: (job: Job, result: unknown) => Promise<void>;
+  onCompleted?: (job: Job, result: unknown, settle: SettleContext) => Promise<void>;
   /** Called once a job has been dead-lettered for good. Failures are logged, never rethrown. */
-  onDeadLettered?: (job: Job | undefined, message: ClaimedMessage, reason: string) => Promise<void>;
+  onDeadLettered?: (job: Job | undefined, message: ClaimedMessage, reason: string, settle: SettleContext) => Promise<void>;
+  /** epoch ms: retries inside the hooks stop before it (the invocation's settle budget). */
+  settleDeadline?: number;
 }
 
 /** Runs one claimed delivery to settlement: cap check, handler under a lease heartbeat, ack / NAK / dead letter. */
@@ -62,7 +68,7 @@ export async function dispatchDelivery(msg: ClaimedMessage, handler: JobHandler,
   let result: unknown;
   try {
     result = await handler(job, { signal: lease.signal, log: deps.logger });
-    if (deps.onCompleted) await deps.onCompleted(job, result);
+    if (deps.onCompleted) await deps.onCompleted(job, result, { deadline: deps.settleDeadline });
   } catch (err) {
     heartbeat.stop();
     const reason = err instanceof Error ? err.message || err.name : String(err);
@@ -102,7 +108,7 @@ async function bury(msg: ClaimedMessage, job: Job | undefined, reason: string, d
   }
   if (deps.onDeadLettered) {
     try {
-      await deps.onDeadLettered(job, msg, reason);
+      await deps.onDeadLettered(job, msg, reason, { deadline: deps.settleDeadline });
     } catch (err) {
       deps.logger.error(`after dead-lettering job ${msg.id}, its follow-up failed`, err);
     }

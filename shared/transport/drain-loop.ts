@@ -74,6 +74,7 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
     newId: randomUUID,
     onCompleted: o.onCompleted,
     onDeadLettered: o.onDeadLettered,
+    settleDeadline: claimDeadline + SETTLE_GRACE_MS,
   };
   const report: DrainReport = {
     queue: o.queue,
