@@ -50,6 +50,11 @@ export interface DrainReport {
   stoppedBy: 'idle' | 'budget' | 'shutdown' | 'error';
 }
 
+/** A report with every count zero (a drain that has not claimed anything yet). */
+export function emptyDrainReport(queue: string): DrainReport {
+  return { queue, claimed: 0, completed: 0, retried: 0, deadLettered: 0, released: 0, ackFailures: 0, claimFailures: 0, durationMs: 0, stoppedBy: 'idle' };
+}
+
 /**
  * One timer invocation's worth of work on one queue: claim in batches (never more than free handler slots, so
  * nothing claimed waits), run handlers concurrently, settle acks in batches, and finish with nothing leased.
@@ -76,18 +81,7 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
     onDeadLettered: o.onDeadLettered,
     settleDeadline: claimDeadline + SETTLE_GRACE_MS,
   };
-  const report: DrainReport = {
-    queue: o.queue,
-    claimed: 0,
-    completed: 0,
-    retried: 0,
-    deadLettered: 0,
-    released: 0,
-    ackFailures: 0,
-    claimFailures: 0,
-    durationMs: 0,
-    stoppedBy: 'idle',
-  };
+  const report = emptyDrainReport(o.queue);
   const count = (outcome: DeliveryOutcome) => {
     if (outcome === 'completed') report.completed++;
     else if (outcome === 'retried') report.retried++;
