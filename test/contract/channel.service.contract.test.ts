@@ -61,11 +61,16 @@ for (const [name, open, skip] of targets) {
     });
 
     it('a waiter heartbeats its live row past the heartbeat timeout and deletes it when it returns', async () => {
-      const waiting = channel.waitForResponse('hb-1', 900);
+      // the wait outlasts the checks by a wide margin: with a 900 ms wait the fourth check raced the waiter's own
+      // return on a loaded CI machine and saw the row already deleted
+      const waiting = channel.waitForResponse('hb-1', 2500);
+      await eventually(async () => (await channel.store.countActiveSubscribers('hb-1')) === 1, 'the waiter to register');
+      const registeredAt = Date.now();
       for (let i = 0; i < 4; i++) {
-        await sleep(200);
+        await sleep(250);
         expect(await channel.store.countActiveSubscribers('hb-1')).toBe(1);
       }
+      expect(Date.now() - registeredAt).toBeGreaterThan(config.heartbeatTimeoutMs * 3); // past the timeout, kept alive
       expect(await waiting).toBeNull();
       expect(await channel.store.countActiveSubscribers('hb-1')).toBe(0);
     });
