@@ -1,6 +1,7 @@
 // npm run bench — throughput and latency of the transport on the configured store.
 // Store: BENCH_STORE=postgres|pglite|sqlserver (default: postgres when PG_URL/DATABASE_URL is set, else pglite).
 // Sizes: BENCH_JOBS (default 20000), BENCH_LARGE_ROWS (default 100000). Each run uses its own schema and drops it.
+// Parts: BENCH_ONLY=publish,drain,wake,wake-across,responses,claim-flatness (comma-separated; default all).
 
 import { randomBytes, randomUUID } from 'node:crypto';
 import { silentLogger } from '../shared/log';
@@ -122,14 +123,30 @@ async function claimLatency(store: TransportStore, queue: string, samples = 300)
  * of `consumer` that polls only every 250 ms, so what it measures is the wake (`notify` after each publish, or
  * whatever else calls `wake.notify`).
  */
-async function wakeLatency(publisher: TransportStore, consumer: TransportStore, queue: string, wake: WakeSignal, notify: () => void = () => undefined): Promise<number[]> {
+interface WakeFigures {
+  /** publish call → handler start */
+  latencies: number[];
+  /** the publish round trip alone (INSERT + commit) */
+  publishes: number[];
+  /** publish returned → handler start: the wake itself */
+  afterCommit: number[];
+}
+
+async function wakeLatency(publisher: TransportStore, consumer: TransportStore, queue: string, wake: WakeSignal, notify: () => void = () => undefined): Promise<WakeFigures> {
   const started = new Map<string, number>();
+  const committed = new Map<string, number>();
   const latencies: number[] = [];
+  const afterCommit: number[] = [];
+  const publishes: number[] = [];
   const stop = new AbortController();
   const running = drain(consumer, queue, {
     handler: async (job) => {
+      const now = performance.now();
       const t = started.get(job.id);
-      if (t !== undefined) latencies.push(performance.now() - t);
+      if (t !== undefined) latencies.push(now - t);
+      const c = committed.get(job.id);
+      // a handler can start before the publish call has returned (an in-process wake runs during the commit)
+      afterCommit.push(c === undefined ? 0 : now - c);
     },
     idleGraceMs: 600_000,
     emptyPollDelayMs: 250,
@@ -138,15 +155,26 @@ async function wakeLatency(publisher: TransportStore, consumer: TransportStore, 
   });
   for (let i = 0; i < 200; i++) {
     const m = msg(queue, i);
-    started.set(m.id, performance.now());
+    const t0 = performance.now();
+    started.set(m.id, t0);
     await publisher.publish([m]);
+    const t1 = performance.now();
+    committed.set(m.id, t1);
+    publishes.push(t1 - t0);
     notify();
     await new Promise((r) => setTimeout(r, 5));
   }
   await new Promise((r) => setTimeout(r, 500));
   stop.abort();
   await running;
-  return latencies.sort((a, b) => a - b);
+  const sort = (xs: number[]) => xs.sort((a, b) => a - b);
+  return { latencies: sort(latencies), publishes: sort(publishes), afterCommit: sort(afterCommit) };
+}
+
+function recordWake(label: string, f: WakeFigures) {
+  record(label, `p50 ${fmt(pct(f.latencies, 50))} ms`, `p99 ${fmt(pct(f.latencies, 99))} ms, ${f.latencies.length} jobs`);
+  record('  of which the publish round trip', `p50 ${fmt(pct(f.publishes, 50))} ms`, `p99 ${fmt(pct(f.publishes, 99))} ms`);
+  record('  of which publish returned → handler start', `p50 ${fmt(pct(f.afterCommit, 50))} ms`, `p99 ${fmt(pct(f.afterCommit, 99))} ms`);
 }
 
 /** Publish on one pool, handler start on a drain loop of another pool, woken by NOTIFY (PostgreSQL only). */
@@ -162,9 +190,9 @@ async function benchWakeAcross(s: BenchStores) {
     silentLogger,
   );
   await listener.ready;
-  const latencies = await wakeLatency(s.store, consumer, 'wake_across', wake);
+  const figures = await wakeLatency(s.store, consumer, 'wake_across', wake);
   await listener.close();
-  record('publish → handler start, other pool (NOTIFY wake)', `p50 ${fmt(pct(latencies, 50))} ms`, `p99 ${fmt(pct(latencies, 99))} ms, ${latencies.length} jobs`);
+  recordWake('publish → handler start, other pool (NOTIFY wake)', figures);
 }
 
 async function benchClaimFlatness(s: BenchStores) {
@@ -179,8 +207,8 @@ async function benchClaimFlatness(s: BenchStores) {
 
 async function benchWake(s: BenchStores) {
   const wake = new WakeSignal();
-  const latencies = await wakeLatency(s.store, s.store, 'wake', wake, () => wake.notify('wake'));
-  record('publish → handler start, same process (wake)', `p50 ${fmt(pct(latencies, 50))} ms`, `p99 ${fmt(pct(latencies, 99))} ms, ${latencies.length} jobs`);
+  const figures = await wakeLatency(s.store, s.store, 'wake', wake, () => wake.notify('wake'));
+  recordWake('publish → handler start, same process (wake)', figures);
 }
 
 const CHANNEL_CONFIG = loadConfig({}).channel;
@@ -226,18 +254,28 @@ async function benchResponses(s: BenchStores) {
   await responseLatency(c, a, `two instances (own pools), polling every ${CHANNEL_CONFIG.activePollIntervalMs} ms`, 60);
 }
 
+const PARTS: Record<string, (s: BenchStores) => Promise<void>> = {
+  publish: benchPublish,
+  drain: benchDrain,
+  wake: benchWake,
+  'wake-across': benchWakeAcross,
+  responses: benchResponses,
+  'claim-flatness': benchClaimFlatness,
+};
+const ONLY = (process.env.BENCH_ONLY ?? '').split(',').map((p) => p.trim()).filter(Boolean);
+const unknownParts = ONLY.filter((p) => !(p in PARTS));
+if (unknownParts.length > 0) {
+  console.error(`BENCH_ONLY: unknown part(s) ${unknownParts.join(', ')}; the parts are ${Object.keys(PARTS).join(', ')}`);
+  process.exit(2);
+}
+
 async function main() {
   const schema = `ar_bench_${randomBytes(4).toString('hex')}`;
   const s = await openBenchStores(schema);
   console.log(`asyncresponse-functions bench — store ${s.store.kind}, schema ${schema}, ${JOBS} jobs, node ${process.version}`);
   try {
     await s.store.ensureSchema();
-    await benchPublish(s);
-    await benchDrain(s);
-    await benchWake(s);
-    await benchWakeAcross(s);
-    await benchResponses(s);
-    await benchClaimFlatness(s);
+    for (const [name, part] of Object.entries(PARTS)) if (ONLY.length === 0 || ONLY.includes(name)) await part(s);
     const rss = process.memoryUsage().rss / 1024 / 1024;
     record('resident memory at the end', `${fmt(rss)} MB`);
   } finally {
