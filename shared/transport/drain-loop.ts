@@ -136,8 +136,7 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
       const wait = Math.min(o.emptyPollDelayMs, Math.max(0, claimDeadline - now()));
       // The wait is cancelled when a handler finishes first, so no stale waiter swallows the next wake.
       const cancel = new AbortController();
-      const signal = o.stopping ? AbortSignal.any([o.stopping, cancel.signal]) : cancel.signal;
-      await Promise.race([o.wake.wait(o.queue, wait, signal), ...inFlight]);
+      await Promise.race([o.wake.wait(o.queue, wait, [o.stopping, cancel.signal]), ...inFlight]);
       cancel.abort();
       if (inFlight.size > 0) lastActivity = now();
       continue;

@@ -18,16 +18,22 @@ export class WakeSignal {
     for (const wake of set) wake();
   }
 
-  /** Resolves true when woken (or a wake arrived since the last wait), false when timeoutMs passed or the signal aborted. */
-  wait(queue: string, timeoutMs: number, signal?: AbortSignal): Promise<boolean> {
+  /**
+   * Resolves true when woken (or a wake arrived since the last wait), false when timeoutMs passed or a signal
+   * aborted. Several signals are watched directly rather than through AbortSignal.any: on Node 20 every
+   * AbortSignal.any over a long-lived signal (the process's stopping signal) stays in that signal's dependants
+   * for good, a leak of one entry per idle poll.
+   */
+  wait(queue: string, timeoutMs: number, signal?: AbortSignal | ReadonlyArray<AbortSignal | undefined>): Promise<boolean> {
+    const signals = (Array.isArray(signal) ? signal : [signal]).filter((s): s is AbortSignal => s !== undefined);
     return new Promise((resolve) => {
-      if (signal?.aborted) return resolve(false);
+      if (signals.some((s) => s.aborted)) return resolve(false);
       if (this.pending.delete(queue)) return resolve(true);
       let set = this.waiters.get(queue);
       if (!set) this.waiters.set(queue, (set = new Set()));
       const done = (woken: boolean) => {
         clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
+        for (const s of signals) s.removeEventListener('abort', onAbort);
         set!.delete(wake);
         if (set!.size === 0 && this.waiters.get(queue) === set) this.waiters.delete(queue);
         resolve(woken);
@@ -36,7 +42,7 @@ export class WakeSignal {
       const onAbort = () => done(false);
       const timer = setTimeout(() => done(false), Math.max(0, timeoutMs));
       set.add(wake);
-      signal?.addEventListener('abort', onAbort, { once: true });
+      for (const s of signals) s.addEventListener('abort', onAbort, { once: true });
     });
   }
 }

@@ -25,7 +25,34 @@ function options(store: MemoryStore, extra: Partial<DrainOptions> = {}): DrainOp
   };
 }
 
+/**
+ * Node 20 keeps every AbortSignal.any result in its sources' dependants set (never pruned). The set lives under an
+ * internal symbol that appears on a signal once it is first used; the symbol is learnt from a probe signal.
+ */
+function dependantsKey(): symbol | undefined {
+  const probe = new AbortController();
+  AbortSignal.any([probe.signal]);
+  const key = Object.getOwnPropertySymbols(probe.signal).find((s) => s.description === 'kDependantSignals');
+  const set = key === undefined ? undefined : (probe.signal as unknown as Record<symbol, { size?: unknown } | undefined>)[key];
+  return set?.size === 1 ? key : undefined; // Node's internal SafeSet, not an instance of this realm's Set
+}
+
 describe('drain loop', () => {
+  it('idle polls leave nothing behind on the long-lived stopping signal', async () => {
+    const key = dependantsKey();
+    if (key === undefined) {
+      console.warn('skipped: this Node does not expose AbortSignal dependants (kDependantSignals) to check');
+      return;
+    }
+    const stopping = new AbortController();
+    const report = await drainQueue(options(new MemoryStore(), { stopping: stopping.signal, idleGraceMs: 200, emptyPollDelayMs: 1 }));
+    expect(report.stoppedBy).toBe('idle');
+    const dependants = (stopping.signal as unknown as Record<symbol, { size: number } | undefined>)[key];
+    expect(dependants?.size ?? 0).toBe(0);
+    const { EventEmitter } = await import('node:events');
+    expect(EventEmitter.getEventListeners(stopping.signal, 'abort')).toHaveLength(0);
+  });
+
   it('drains everything, acks in batches, and stops after the idle grace', async () => {
     const store = new MemoryStore();
     await store.publish(Array.from({ length: 40 }, (_, i) => message('q', i)));

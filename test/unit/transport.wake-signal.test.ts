@@ -58,3 +58,19 @@ describe('wake signal bookkeeping', () => {
     expect(await answersAtOnce(w, 'q')).toBe(true);
   });
 });
+
+describe('wake signal with several abort signals', () => {
+  it('either signal ends the wait, and neither keeps a listener afterwards', async () => {
+    const { EventEmitter } = await import('node:events');
+    const w = new WakeSignal();
+    const stopping = new AbortController();
+    const cancel = new AbortController();
+    const p = w.wait('q', 10_000, [stopping.signal, undefined, cancel.signal]);
+    expect(EventEmitter.getEventListeners(stopping.signal, 'abort')).toHaveLength(1);
+    cancel.abort();
+    expect(await p).toBe(false);
+    expect(EventEmitter.getEventListeners(stopping.signal, 'abort')).toHaveLength(0);
+    stopping.abort();
+    expect(await w.wait('q', 10_000, [new AbortController().signal, stopping.signal])).toBe(false);
+  });
+});
