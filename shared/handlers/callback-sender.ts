@@ -9,10 +9,12 @@ import { PermanentJobError, type JobHandler } from '../transport/job';
  * HMAC-SHA256 (X-Signature: sha256=<hex>). 2xx = done; anything else fails the job, so the transport's
  * redelivery backoff and dead letters apply. The allowlist is checked again at send time, and the race guard
  * (claim for recovery) is taken again before sending: a response a live waiter acknowledged is not sent.
+ * A response row that is gone (its retention ran out while the callback was being retried) can no longer be
+ * taken by a waiter, so the copy this job carries is sent: dropping it would lose the response silently.
  */
 export function callbackSender(
   options: { allowedHosts: readonly string[]; secret?: string; timeoutMs: number },
-  channel: Pick<ChannelStore, 'claimForRecovery'>,
+  channel: Pick<ChannelStore, 'claimForRecovery' | 'isAcknowledged'>,
   fetchImpl: typeof fetch = fetch,
 ): JobHandler {
   return async (job, ctx) => {
@@ -21,8 +23,12 @@ export function callbackSender(
     if (why) throw new PermanentJobError(`callback URL ${why}`);
     if (!options.secret) throw new Error('CALLBACK_SIGNING_SECRET is not set: callbacks cannot be signed');
     if (!(await channel.claimForRecovery(cb.response.id))) {
-      ctx.log.info(`response ${cb.response.id} of '${cb.response.correlationId}' was delivered live (or has expired); callback not sent`);
-      return undefined;
+      // false: acknowledged by a live waiter, or the row has expired / been pruned
+      if (await channel.isAcknowledged(cb.response.id)) {
+        ctx.log.info(`response ${cb.response.id} of '${cb.response.correlationId}' was delivered live; callback not sent`);
+        return undefined;
+      }
+      ctx.log.warn(`response ${cb.response.id} of '${cb.response.correlationId}' expired before its callback was sent; sending the copy the callback job carries`);
     }
     const body = JSON.stringify(cb.response);
     const timeout = AbortSignal.timeout(options.timeoutMs);

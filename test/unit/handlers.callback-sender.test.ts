@@ -30,7 +30,7 @@ describe('callback sender', () => {
   it('claims recovery, then POSTs the signed response with a stable delivery id', async () => {
     const claims: string[] = [];
     const { f, calls } = fakeFetch(204);
-    await callbackSender(options, { claimForRecovery: async (id) => (claims.push(id), true) }, f)(job(), ctx);
+    await callbackSender(options, { claimForRecovery: async (id) => (claims.push(id), true), isAcknowledged: async () => false }, f)(job(), ctx);
     expect(claims).toEqual(['m1']);
     const headers = calls[0]!.init.headers as Record<string, string>;
     expect(verifySignature(SECRET, String(calls[0]!.init.body), headers['X-Signature'])).toBe(true);
@@ -40,13 +40,22 @@ describe('callback sender', () => {
 
   it('sends nothing when a live waiter acknowledged the response first (the race guard answers false)', async () => {
     const { f, calls } = fakeFetch(200);
-    await callbackSender(options, { claimForRecovery: async () => false }, f)(job(), ctx);
+    await callbackSender(options, { claimForRecovery: async () => false, isAcknowledged: async () => true }, f)(job(), ctx);
     expect(calls).toHaveLength(0);
+  });
+
+  it('still sends when the response row is gone (retention ran out during retries): nothing is dropped silently', async () => {
+    const { f, calls } = fakeFetch(200);
+    const checked: string[] = [];
+    await callbackSender(options, { claimForRecovery: async () => false, isAcknowledged: async (id) => (checked.push(id), false) }, f)(job(), ctx);
+    expect(checked).toEqual(['m1']);
+    expect(calls).toHaveLength(1);
+    expect(JSON.parse(String(calls[0]!.init.body))).toMatchObject({ correlationId: 'c1', id: 'm1', final: true });
   });
 
   it('fails the job on a non-2xx answer and refuses a host no longer allowed', async () => {
     const { f } = fakeFetch(502);
-    await expect(callbackSender(options, { claimForRecovery: async () => true }, f)(job(), ctx)).rejects.toThrow(/answered 502/);
-    await expect(callbackSender(options, { claimForRecovery: async () => true }, f)(job('https://other.example.com/x'), ctx)).rejects.toBeInstanceOf(PermanentJobError);
+    await expect(callbackSender(options, { claimForRecovery: async () => true, isAcknowledged: async () => false }, f)(job(), ctx)).rejects.toThrow(/answered 502/);
+    await expect(callbackSender(options, { claimForRecovery: async () => true, isAcknowledged: async () => false }, f)(job('https://other.example.com/x'), ctx)).rejects.toBeInstanceOf(PermanentJobError);
   });
 });
