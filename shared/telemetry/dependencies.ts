@@ -54,6 +54,7 @@ const TRANSPORT_METHODS: Record<AsyncMethodKeys<TransportStore>, true> = {
   listDeadLetters: true,
   requeueDeadLetter: true,
   deleteDeadLetter: true,
+  hasMessage: true,
   now: true,
   close: true,
 };

@@ -1,4 +1,6 @@
+import { derivedUuid } from '../channel/ids';
 import type { Logger } from '../log';
+import { DEFAULT_RETRY_CLASSES, withRetry, type RetryPolicy } from '../sql/retry';
 import type { AckBatcher } from './ack-batcher';
 import { exceedsCap, isLastAttempt, redeliveryDelay, type DeliveryPolicy } from './delivery-policy';
 import { deadLetterHeaders, getHeader } from './headers';
@@ -13,13 +15,14 @@ export interface SettleContext {
 export type DeliveryOutcome = 'completed' | 'retried' | 'dead-lettered' | 'released';
 
 export interface DispatchDeps {
-  store: Pick<TransportStore, 'renew' | 'release' | 'deadLetter'>;
+  store: Pick<TransportStore, 'renew' | 'release' | 'deadLetter' | 'hasMessage'>;
   acks: AckBatcher;
   policy: DeliveryPolicy;
   lockTimeoutMs: number;
   deadLetterQueue: string;
   logger: Logger;
-  newId: () => string;
+  /** Backoff per transient class for the dead-letter move (default DEFAULT_RETRY_CLASSES). */
+  retry?: RetryPolicy;
   /** Called after a successful handler, before the ack (e.g. to publish the job's response). */
   onCompleted?: (job: Job, result: unknown, settle: SettleContext) => Promise<void>;
   /** Called once a job has been dead-lettered for good. Failures are logged, never rethrown. */
@@ -86,23 +89,47 @@ export async function dispatchDelivery(msg: ClaimedMessage, handler: JobHandler,
   return 'completed';
 }
 
-/** Dead-letter move (fenced); when it no-ops or fails, fall back to a NAK so nothing is lost. */
+/** How often a dead-letter move is tried on transient faults (within the settle deadline). */
+const DEAD_LETTER_ATTEMPTS = 3;
+
+/**
+ * Dead-letter move (fenced), retried on transient faults. The dead-letter row's id is derived from the claim
+ * (id + lock id), so a move whose commit went unanswered (the connection broke after COMMIT) is recognised: the
+ * retry finds the source row gone and the dead-letter row present, and the move counts as done (its error response
+ * is still published). When the move really no-ops or keeps failing, fall back to a NAK so nothing is lost.
+ */
 async function bury(msg: ClaimedMessage, job: Job | undefined, reason: string, deps: DispatchDeps): Promise<boolean> {
+  const newId = derivedUuid(`asyncresponse:dead-letter:${msg.id}:${msg.lockId}`);
   let moved = false;
+  let uncertain = false; // an attempt failed: it may have committed before its answer was lost
   try {
-    moved = await deps.store.deadLetter({
-      source: msg,
-      newId: deps.newId(),
-      deadLetterQueue: deps.deadLetterQueue,
-      payloadJson: msg.payloadJson,
-      headers: deadLetterHeaders(msg.headers, reason, msg.queue),
-      reason,
-    });
-    if (!moved) deps.logger.warn(`dead-lettering job ${msg.id} no-opped: the claim's lease had lapsed and the row was re-claimed`);
+    moved = await withRetry(
+      async (attempt) => {
+        if (attempt > 1) uncertain = true;
+        return deps.store.deadLetter({
+          source: msg,
+          newId,
+          deadLetterQueue: deps.deadLetterQueue,
+          payloadJson: msg.payloadJson,
+          headers: deadLetterHeaders(msg.headers, reason, msg.queue),
+          reason,
+        });
+      },
+      {
+        policy: deps.retry ?? DEFAULT_RETRY_CLASSES,
+        maxAttempts: DEAD_LETTER_ATTEMPTS,
+        deadline: deps.settleDeadline,
+        onRetry: (err, attempt, delayMs, cls) => deps.logger.warn(`dead-lettering job ${msg.id} failed transiently (${cls}, attempt ${attempt}); retrying in ${Math.round(delayMs)} ms`, err),
+      },
+    );
   } catch (err) {
-    deps.logger.error(`failed to dead-letter job ${msg.id}; releasing it for retry`, err);
+    uncertain = true;
+    deps.logger.error(`failed to dead-letter job ${msg.id}`, err);
   }
+  if (!moved && uncertain) moved = await movedEarlier(msg, newId, deps);
+  else if (!moved) deps.logger.warn(`dead-lettering job ${msg.id} no-opped: the claim's lease had lapsed and the row was re-claimed`);
   if (!moved) {
+    deps.logger.warn(`job ${msg.id} was not dead-lettered; releasing it for retry`);
     await releaseQuietly(msg, redeliveryDelay(msg.attempt, deps.policy), deps);
     return false;
   }
@@ -114,6 +141,18 @@ async function bury(msg: ClaimedMessage, job: Job | undefined, reason: string, d
     }
   }
   return true;
+}
+
+/** After a failed attempt: did an earlier attempt commit? (its dead-letter row, with the derived id, exists) */
+async function movedEarlier(msg: ClaimedMessage, newId: string, deps: DispatchDeps): Promise<boolean> {
+  try {
+    const present = await deps.store.hasMessage(deps.deadLetterQueue, newId);
+    if (present) deps.logger.warn(`dead-lettering job ${msg.id}: an attempt whose answer was lost had committed; the move is done`);
+    return present;
+  } catch (err) {
+    deps.logger.error(`could not check whether job ${msg.id} was dead-lettered`, err);
+    return false;
+  }
 }
 
 async function releaseQuietly(msg: ClaimedMessage, delayMs: number, deps: DispatchDeps): Promise<void> {

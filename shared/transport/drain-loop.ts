@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { Logger } from '../log';
 import { classDelay, DEFAULT_RETRY_CLASSES, sleep, type RetryPolicy } from '../sql/retry';
 import { classifyTransient } from '../sql/transient';
@@ -76,7 +75,7 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
     lockTimeoutMs: o.lockTimeoutMs,
     deadLetterQueue: o.deadLetterQueue,
     logger: o.logger,
-    newId: randomUUID,
+    retry: o.claimRetry ?? DEFAULT_RETRY_CLASSES,
     onCompleted: o.onCompleted,
     onDeadLettered: o.onDeadLettered,
     settleDeadline: claimDeadline + SETTLE_GRACE_MS,

@@ -92,6 +92,8 @@ export interface TransportStore {
   /** Moves a dead letter back onto its source queue (attempts reset, dead-letter headers removed). */
   requeueDeadLetter(deadLetterQueue: string, sourceQueue: string, id: string): Promise<boolean>;
   deleteDeadLetter(deadLetterQueue: string, sourceQueue: string, id: string): Promise<boolean>;
+  /** Whether a row with this id is on exactly this queue (settles a dead-letter move whose commit went unanswered). */
+  hasMessage(queue: string, id: string): Promise<boolean>;
   /** The database clock; doubles as the health probe. */
   now(): Promise<Date>;
   close(): Promise<void>;

@@ -41,9 +41,17 @@ for (const fixture of storeFixtures()) {
         lockTimeoutMs: LOCK,
         deadLetterQueue: dlq,
         logger: silentLogger,
-        newId: randomUUID,
       };
     }
+
+    it('hasMessage finds a dead letter on exactly its queue, and nothing for an unknown id', async () => {
+      const id = await bury('hmsrc', 'hm_dlq');
+      expect(await h.store.hasMessage('hm_dlq', id)).toBe(true);
+      expect(await h.store.hasMessage('hmsrc', id)).toBe(false);
+      expect(await h.store.hasMessage('hm_dlq ', id)).toBe(false);
+      expect(await h.store.hasMessage('HM_DLQ', id)).toBe(false);
+      expect(await h.store.hasMessage('hm_dlq', randomUUID())).toBe(false);
+    });
 
     it('the prune deletes only its own queue’s old rows, in bounded batches', async () => {
       const oldOwn = await bury('prsrc', 'pr_dlq');

@@ -17,11 +17,16 @@ interface Row {
  * An in-memory stand-in with the transport's semantics, for unit tests of loops that take an injected store.
  * (Every SQL behaviour itself is tested by the contract suite against real databases.)
  */
-export class MemoryStore implements Pick<TransportStore, 'publish' | 'claim' | 'ack' | 'release' | 'renew' | 'deadLetter'> {
+export class MemoryStore implements Pick<TransportStore, 'publish' | 'claim' | 'ack' | 'release' | 'renew' | 'deadLetter' | 'hasMessage'> {
   rows = new Map<string, Row>();
   calls = { claim: 0, ack: 0, release: [] as Array<{ id: string; delayMs: number }>, renew: 0, deadLetter: 0 };
   failClaims = 0;
   claimError: Error = Object.assign(new Error('connection reset'), { code: 'ECONNRESET' });
+  /**
+   * Scripted faults of the next dead-letter moves: 'before' fails without committing; 'after' commits and then
+   * fails (the connection broke before the answer arrived).
+   */
+  deadLetterFaults: Array<'before' | 'after'> = [];
 
   async publish(messages: readonly OutgoingMessage[]) {
     return messages.map((m) => {
@@ -81,6 +86,8 @@ export class MemoryStore implements Pick<TransportStore, 'publish' | 'claim' | '
 
   async deadLetter(move: DeadLetterMove) {
     this.calls.deadLetter++;
+    const fault = this.deadLetterFaults.shift();
+    if (fault === 'before') throw this.claimError;
     if (!this.fenced(move.source)) return false;
     this.rows.delete(move.source.id);
     const now = Date.now();
@@ -95,7 +102,12 @@ export class MemoryStore implements Pick<TransportStore, 'publish' | 'claim' | '
       attempts: 0,
       createdAt: now,
     });
+    if (fault === 'after') throw this.claimError;
     return true;
+  }
+
+  async hasMessage(queue: string, id: string) {
+    return this.rows.get(id)?.queue === queue;
   }
 
   inQueue(queue: string): Row[] {

@@ -136,6 +136,18 @@ describe('SQL Server statement shapes', () => {
     expect(s.deleteDeadLetter.text).toMatch(/^DELETE FROM \[dbo\]\.\[jobs\]\nWHERE id = @id AND/);
   });
 
+  it('hasMessage looks the id up on exactly one queue (the binary sentinel) and answers a bit', () => {
+    expect(s.hasMessage.text).toBe(
+      [
+        'SELECT CAST(CASE WHEN EXISTS (',
+        '    SELECT 1 FROM [dbo].[jobs]',
+        `    WHERE id = @id AND queue = @queue AND ${SENTINEL}`,
+        ') THEN 1 ELSE 0 END AS bit) AS present;',
+      ].join('\n'),
+    );
+    expect(Object.keys(s.hasMessage.params).sort()).toEqual(['id', 'queue']);
+  });
+
   it('now reads the database clock', () => {
     expect(s.now.text).toBe('SELECT SYSUTCDATETIME() AS now;');
   });

@@ -209,6 +209,18 @@ describe('SQL Server store: parameters and rows', () => {
     expect(pool.calls[0]!.inputs.neg_retention_ms!.value).toBe(-86_400_000);
   });
 
+  it('hasMessage reads the bit (true or 1) and binds id and queue', async () => {
+    let present: unknown = true;
+    const { pool, store } = await readyStore(() => [[{ present }]]);
+    expect(await store.hasMessage('dlq', ID1)).toBe(true);
+    expect(pool.calls[0]!.inputs.queue!.value).toBe('dlq');
+    expect(pool.calls[0]!.inputs.id!.value).toBe(ID1);
+    present = 1;
+    expect(await store.hasMessage('dlq', ID1)).toBe(true);
+    present = false;
+    expect(await store.hasMessage('dlq', ID1)).toBe(false);
+  });
+
   it('queue stats, dead-letter listing, requeue and delete map their rows', async () => {
     const created = at('2030-01-01T00:00:00Z');
     const { pool, store } = await readyStore((call) => {

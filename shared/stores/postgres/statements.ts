@@ -19,6 +19,7 @@ export interface PgStatements {
   listDeadLetters: string;
   requeueDeadLetter: string;
   deleteDeadLetter: string;
+  hasMessage: string;
   now: string;
 }
 
@@ -90,6 +91,7 @@ SET queue = $2, attempts = 0, available_at = clock_timestamp(), locked_until = N
     headers_json = (headers_json::jsonb - 'AR-DeadLetter-Reason' - 'AR-DeadLetter-Source-Queue')::text
 WHERE id = $3 AND queue = $1 AND ${SOURCE_QUEUE} = $2`,
     deleteDeadLetter: `DELETE FROM ${t} WHERE id = $3 AND queue = $1 AND ${SOURCE_QUEUE} = $2`,
+    hasMessage: `SELECT EXISTS (SELECT 1 FROM ${t} WHERE id = $2 AND queue = $1) AS present`,
     now: 'SELECT clock_timestamp() AS now',
   };
 }

@@ -247,6 +247,12 @@ export class PostgresTransportStore implements TransportStore {
     return r.rowCount > 0;
   }
 
+  async hasMessage(queue: string, id: string): Promise<boolean> {
+    await this.ensureSchema();
+    const r = await this.client.query<{ present: boolean }>(this.sql.hasMessage, [queue, id]);
+    return r.rows[0]!.present;
+  }
+
   async now(): Promise<Date> {
     const r = await this.client.query<{ now: Date }>(this.sql.now);
     return r.rows[0]!.now;

@@ -386,6 +386,19 @@ export function deleteDeadLetter(names: TransportNames): Statement<'id' | 'dlq' 
   };
 }
 
+/** Whether the row is on exactly this queue (read committed: an uncommitted move waits rather than lies). */
+export function hasMessage(names: TransportNames): Statement<'id' | 'queue'> {
+  return {
+    text: [
+      'SELECT CAST(CASE WHEN EXISTS (',
+      `    SELECT 1 FROM ${qualifiedTable(names)}`,
+      `    WHERE id = @id AND ${exactQueueMatch('queue', 'queue')}`,
+      ') THEN 1 ELSE 0 END AS bit) AS present;',
+    ].join('\n'),
+    params: { id: types.id(), queue: types.queue() },
+  };
+}
+
 /** The database clock. PostgreSQL: SELECT clock_timestamp(). */
 export function dbNow(): Statement<never> {
   return { text: 'SELECT SYSUTCDATETIME() AS now;', params: {} };
@@ -493,6 +506,7 @@ export function transportStatements(names: TransportNames) {
     listDeadLetters: listDeadLetters(names),
     requeueDeadLetter: requeueDeadLetter(names),
     deleteDeadLetter: deleteDeadLetter(names),
+    hasMessage: hasMessage(names),
     now: dbNow(),
     ddlPhase1: ddlPhase1(names),
     ddlTableLock: ddlTableLock(names),

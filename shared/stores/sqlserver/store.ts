@@ -379,6 +379,12 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
     return firstNumber(result, 'affected') > 0;
   }
 
+  async hasMessage(queue: string, id: string): Promise<boolean> {
+    await this.ensureSchema();
+    const value = rows(await this.run(this.statements.hasMessage, { id, queue }))[0]?.present;
+    return value === true || value === 1;
+  }
+
   /** The database clock. Deliberately schema-free: it is the health probe, and must answer before migration. */
   async now(): Promise<Date> {
     return rows(await this.run(this.statements.now, {}))[0]?.now as Date;
