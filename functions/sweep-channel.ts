@@ -9,8 +9,10 @@ export async function sweepChannelTimer(_timer: Timer, context: InvocationContex
   const report = await rt.track(sweepChannel(rt.channel, rt.config.channel, context));
   rt.metrics.sweepFinished(report);
   for (const [table, deleted] of Object.entries(report.pruned ?? {})) rt.metrics.pruned(table as ChannelTable, deleted);
-  if (report.routed > 0 || report.failed > 0) {
-    context.info(`sweep: ${report.overdue} overdue, ${report.routed} routed to callbacks, ${report.failed} failed in ${report.durationMs} ms`);
+  if (report.routed > 0 || report.failed > 0 || report.cutShort) {
+    context.info(
+      `sweep: ${report.overdue} overdue, ${report.routed} routed to callbacks, ${report.failed} failed in ${report.durationMs} ms${report.cutShort ? ' (cut short; the next run goes on)' : ''}`,
+    );
   }
   return report;
 }

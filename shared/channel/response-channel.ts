@@ -174,8 +174,8 @@ export class ResponseChannel {
       }
       const registrations = await this.store.loadRegistrations(corr);
       if (registrations.length === 0) return { id, delivery: 'stored', duplicate: false };
-      const routed = await this.routeToRecovery(id, corr, envelope, registrations, options.deadline);
-      return { id, delivery: routed ? 'recovery' : 'live', duplicate: false };
+      const outcome = await this.routeToRecovery(id, corr, envelope, registrations, options.deadline);
+      return { id, delivery: DELIVERY_OF_ROUTE[outcome], duplicate: false };
     } catch (err) {
       this.logger.warn(`response ${id} for '${corr}' is stored, but routing it failed; the channel sweep routes it`, err);
       return { id, delivery: 'stored', duplicate: false };
@@ -207,14 +207,15 @@ export class ResponseChannel {
    * (deterministic ids, so a repeat enqueues nothing while the job exists), then the race guard
    * (recovery_claimed = 1 WHERE acked_at IS NULL). A crash between the two leaves jobs whose sender claims
    * recovery itself before it POSTs, so nothing is lost and a live delivery still wins if it acks first.
-   * A final response consumes the registrations. Returns false when a live waiter acked it first or no
-   * registration is left.
+   * A final response consumes the registrations.
    */
-  async routeToRecovery(id: string, correlationId: string, envelopeJson: string, registrations?: Registration[], deadline?: number): Promise<boolean> {
+  async routeToRecovery(id: string, correlationId: string, envelopeJson: string, registrations?: Registration[], deadline?: number): Promise<RouteOutcome> {
     // Already routed (the sweep and a confirming publisher can both get here): enqueueing again after its
     // callback jobs were sent and deleted would send them twice.
     const [current] = await this.store.loadMessagesById(correlationId, [id]);
-    if (!current || current.recoveryClaimed || current.ackedAt !== null) return false;
+    if (!current) return 'gone';
+    if (current.ackedAt !== null) return 'acknowledged';
+    if (current.recoveryClaimed) return 'already-routed';
     const regs = registrations ?? (await this.store.loadRegistrations(correlationId));
     const body = readEnvelope(envelopeJson);
     const jobs: OutgoingMessage[] = [];
@@ -239,15 +240,20 @@ export class ResponseChannel {
         delayMs: 0,
       });
     }
-    if (jobs.length === 0) return false;
+    if (jobs.length === 0) return 'no-registrations';
     await this.publisher.publish(jobs, deadline);
     const claimed = await withRetry(() => this.store.claimForRecovery(id), this.retry(deadline));
-    if (!claimed) return false; // a live waiter took it; the jobs find it acknowledged and skip
-    if (body.final) {
-      for (const reg of regs) await this.store.deleteRegistration(correlationId, reg.registrationId);
-    }
+    if (!claimed) return 'acknowledged'; // a live waiter took it; the jobs find it acknowledged and skip
     this.logger.info(`response ${id} for '${correlationId}' routed to ${jobs.length} callback registration(s)`);
-    return true;
+    if (body.final) {
+      // The response is routed whatever happens here: a registration left behind only expires later.
+      try {
+        for (const reg of regs) await this.store.deleteRegistration(correlationId, reg.registrationId);
+      } catch (err) {
+        this.logger.warn(`response ${id} for '${correlationId}' is routed, but consuming its registrations failed; they expire on their own`, err);
+      }
+    }
+    return 'routed';
   }
 
   async registerCallback(correlationId: string, callbackUrl: string, ttlMs: number): Promise<{ registrationId: string; expiresAt: Date }> {
@@ -257,6 +263,21 @@ export class ResponseChannel {
     return { registrationId, expiresAt };
   }
 }
+
+/**
+ * What routeToRecovery did: `routed` (callback jobs enqueued, recovery claimed), `already-routed` (an earlier
+ * route owns it), `acknowledged` (a live waiter took it first), `no-registrations` (none left or none readable),
+ * `gone` (expired).
+ */
+export type RouteOutcome = 'routed' | 'already-routed' | 'acknowledged' | 'no-registrations' | 'gone';
+
+const DELIVERY_OF_ROUTE: Record<RouteOutcome, Delivery> = {
+  routed: 'recovery',
+  'already-routed': 'recovery',
+  acknowledged: 'live',
+  'no-registrations': 'stored',
+  gone: 'stored',
+};
 
 function toDelivered(row: ChannelMessage): DeliveredResponse {
   const body = readEnvelope(row.envelopeJson!);

@@ -82,6 +82,9 @@ for (const [name, open, skip] of targets) {
       const result = await channel.publishResponse({ correlationId: 'live-1', payload: 1, final: true });
       expect(result.delivery).toBe('live');
       expect(await waiting).toMatchObject({ correlationId: 'live-1', payload: 1 });
+      // a router that comes late (the sweep) finds it acknowledged and routes nothing
+      await channel.registerCallback('live-1', 'https://hooks.example.com/late', 60_000);
+      expect(await channel.routeToRecovery(result.id, 'live-1', JSON.stringify({ SchemaVersion: 1, Success: true, Payload: 1 }))).toBe('acknowledged');
     });
 
     it('a live row whose waiter never takes the response: stored without registrations, recovery with them', async () => {
@@ -104,7 +107,7 @@ for (const [name, open, skip] of targets) {
       const first = await channel.publishResponse({ correlationId: 'nf-1', payload: 'progress', final: false });
       expect(first.delivery).toBe('recovery');
       // routing it again (the sweep and a confirming publisher can both try) finds it routed and does nothing
-      expect(await channel.routeToRecovery(first.id, 'nf-1', JSON.stringify({ SchemaVersion: 1, Success: true, Payload: 'progress', Final: false }))).toBe(false);
+      expect(await channel.routeToRecovery(first.id, 'nf-1', JSON.stringify({ SchemaVersion: 1, Success: true, Payload: 'progress', Final: false }))).toBe('already-routed');
       const jobs = await transport.claim(CALLBACK_QUEUE, 10, 30_000);
       expect(jobs.filter((j) => JSON.parse(j.payloadJson).response.id === first.id)).toHaveLength(1);
       expect(await channel.store.loadRegistrations('nf-1')).toHaveLength(1);
@@ -122,7 +125,7 @@ for (const [name, open, skip] of targets) {
 
     it('routing with no registration left claims nothing (the response stays deliverable)', async () => {
       const r = await channel.publishResponse({ correlationId: 'noreg-1', payload: 1, final: true });
-      expect(await channel.routeToRecovery(r.id, 'noreg-1', JSON.stringify({ SchemaVersion: 1, Success: true, Payload: 1 }))).toBe(false);
+      expect(await channel.routeToRecovery(r.id, 'noreg-1', JSON.stringify({ SchemaVersion: 1, Success: true, Payload: 1 }))).toBe('no-registrations');
       expect(await channel.waitForResponse('noreg-1', 0)).toMatchObject({ id: r.id });
     });
 

@@ -113,7 +113,7 @@ describe('App Insights metrics and dependencies through the real SDK (in memory)
     m.drainFinished(report({ claimed: 4, completed: 2, retried: 1, deadLettered: 1, released: 0, durationMs: 800, stoppedBy: 'idle' }));
     m.drainFinished(report({ claimed: 1, completed: 1, durationMs: 1200, stoppedBy: 'budget' }));
     m.queueDepth({ queue: 'worker', ready: 7, delayed: 1, leased: 2, deadLettered: 3, oldestReadyAgeSeconds: 42.5 });
-    m.sweepFinished({ overdue: 0, routed: 0, failed: 0, pruned: null, durationMs: 15 });
+    m.sweepFinished({ overdue: 0, routed: 0, failed: 0, cutShort: false, pruned: null, durationMs: 15 });
     m.pruned('deadletters', 1000);
     m.responsePublished('live', 'http');
     await telemetry.flush();

@@ -51,7 +51,7 @@ describe('metrics mapping', () => {
     m.jobsPublished('worker', 100);
     m.pruned('subscribers', 0);
     m.pruned('recovery', 3);
-    m.sweepFinished({ overdue: 1, routed: 1, failed: 0, pruned: null, durationMs: 33 });
+    m.sweepFinished({ overdue: 1, routed: 1, failed: 0, cutShort: false, pruned: null, durationMs: 33 });
     m.responsePublished('recovery', 'worker');
     expect(m.records).toEqual([
       { name: 'asyncresponse.jobs.published', value: 100, properties: { queue: 'worker' } },
