@@ -106,6 +106,7 @@ export class ResponseChannel {
         if (signalled) continue;
         await new Promise<void>((resolve) => {
           const timer = setTimeout(done, Math.min(this.config.activePollIntervalMs, deadline - now));
+          if (signal?.aborted) return done(); // aborted during the heartbeat: a listener added now would never fire
           signal?.addEventListener('abort', done, { once: true });
           wake = done;
           function done() {
@@ -131,10 +132,12 @@ export class ResponseChannel {
       for (const row of rows) {
         if (seen.has(row.id)) continue;
         seen.add(row.id);
+        // Acked rows (fan-out: another waiter took it first) come header-only; their body is read before the claim
+        // so the claim is the last database step before the answer.
+        const full = row.envelopeJson === null ? (await this.store.loadMessagesById(correlationId, [row.id]))[0] : row;
+        if (!full?.envelopeJson) continue; // expired since the page was read
         if (!(await this.store.claimForDelivery(row.id, watermark))) continue; // recovery owns it, or it is history
         this.local.delivered(row.id);
-        const full = row.envelopeJson === null ? (await this.store.loadMessagesById(correlationId, [row.id]))[0] : row;
-        if (!full?.envelopeJson) continue; // expired between the claim and the read
         return toDelivered(full);
       }
       if (rows.length < PAGE) return null;

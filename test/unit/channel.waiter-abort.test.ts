@@ -1,0 +1,35 @@
+// A long-poll waiter stops promptly when the process shuts down, also when the stop lands during its heartbeat.
+import { describe, expect, it } from 'vitest';
+import { ResponseChannel } from '../../shared/channel/response-channel';
+import type { ChannelStore } from '../../shared/channel/types';
+import { loadConfig } from '../../shared/config';
+import { silentLogger } from '../../shared/log';
+import type { Publisher } from '../../shared/transport/publisher';
+
+describe('long-poll waiter and the stopping signal', () => {
+  it('an abort that lands while the heartbeat runs ends the wait at once, not after the next poll interval', async () => {
+    const stop = new AbortController();
+    let heartbeats = 0;
+    const deleted: string[] = [];
+    const store = {
+      subscriptionStart: async () => ({ startedAt: '2030-01-01 00:00:00.0000000', startedSeq: '1' }),
+      upsertSubscriber: async () => undefined,
+      loadPending: async () => [],
+      heartbeatSubscribers: async () => {
+        heartbeats++;
+        stop.abort(); // shutdown begins while the heartbeat is in flight
+        await new Promise((r) => setTimeout(r, 20));
+      },
+      deleteSubscriber: async (correlationId: string) => {
+        deleted.push(correlationId);
+      },
+    } as unknown as ChannelStore;
+    const config = { ...loadConfig({}).channel, heartbeatIntervalMs: 0, activePollIntervalMs: 30_000 };
+    const channel = new ResponseChannel(store, {} as Publisher, config, silentLogger);
+    const started = Date.now();
+    expect(await channel.waitForResponse('c-1', 60_000, stop.signal)).toBeNull();
+    expect(heartbeats).toBe(1);
+    expect(Date.now() - started).toBeLessThan(10_000); // before the fix: the full 30 s poll interval
+    expect(deleted).toEqual(['c-1']);
+  });
+});
