@@ -42,6 +42,13 @@ describe('SQL Server channel catalog verification', () => {
     }
   });
 
+  it('an enabled trigger on a channel table fails verification for that table only (OUTPUT without INTO, error 334)', () => {
+    const catalog = { ...channelSpecCatalog(names), triggers: [{ table_name: names.messageTable, trigger_name: 'audit_msg' }] };
+    const { problems } = evaluateChannelCatalog(catalog, names, OPERATOR);
+    expect(problems).toHaveLength(1);
+    expect(problems[0]!.startsWith(`${MSG} has enabled trigger(s) [audit_msg]: `)).toBe(true);
+  });
+
   it('rejects a case-insensitive correlation_id collation, naming the collation and BIN2', () => {
     for (const table of [names.recoveryTable, names.messageTable, names.subscriberTable]) {
       const ci = withColumn(channelSpecCatalog(names), table, 'correlation_id', { collation_name: 'SQL_Latin1_General_CP1_CI_AS' });

@@ -171,11 +171,11 @@ export function specCatalog(names: TransportNames, options: { indexes?: boolean 
           ...indexRows(names.createdIndex, ['created_at']),
         ]),
   ];
-  return { objects, columns: specColumns(), primaryKey, indexes };
+  return { objects, columns: specColumns(), primaryKey, indexes, database: [{ compatibility_level: 160 }], triggers: [] };
 }
 
 export function catalogRecordsets(catalog: TransportCatalog): Row[][] {
-  return [catalog.objects, catalog.columns, catalog.primaryKey, catalog.indexes] as unknown as Row[][];
+  return [catalog.objects, catalog.columns, catalog.primaryKey, catalog.indexes, catalog.database ?? [], catalog.triggers ?? []] as unknown as Row[][];
 }
 
 export const absentCatalog: TransportCatalog = { objects: [], columns: [], primaryKey: [], indexes: [] };

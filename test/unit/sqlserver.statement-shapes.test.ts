@@ -204,6 +204,9 @@ describe('SQL Server statement shapes', () => {
     expect(t).not.toContain('jobs');
     expect(Object.keys(s.catalogSnapshot.params).sort()).toEqual(['schema', 'table']);
     expect(length(s.catalogSnapshot, 'table')).toBe(128);
+    expect(t.match(/^SELECT /gm)).toHaveLength(6);
+    expect(t).toContain('SELECT d.compatibility_level FROM sys.databases AS d WHERE d.database_id = DB_ID();');
+    expect(t).toContain('SELECT tr.name AS trigger_name FROM sys.triggers AS tr WHERE tr.parent_id = @object_id AND tr.is_disabled = 0;');
     for (const column of ['is_disabled', 'is_hypothetical', 'has_filter', 'key_ordinal', 'is_descending_key', 'type_desc', 'default_definition', 'collation_name', 'scale']) {
       expect(t).toContain(column);
     }

@@ -111,8 +111,30 @@ describe('SQL Server catalog verification', () => {
     const varchar = withColumn(specCatalog(names), 'queue', { type_name: 'varchar', max_length: 100 });
     expect(evaluateTransportCatalog(varchar, names, AUTO).problems[0]).toMatch(/expected nvarchar\(200\) NOT NULL; found varchar\(100\) NOT NULL/);
     expect(evaluateTransportCatalog(varchar, names, OPERATOR).problems).toEqual([]);
+    // allowed, but the nvarchar parameter converts the column on every claim: a warning says so
+    expect(evaluateTransportCatalog(varchar, names, OPERATOR).warnings).toEqual([expect.stringMatching(/\.queue is varchar\(100\); the store binds queue names as nvarchar\(200\)/)]);
+    expect(evaluateTransportCatalog(ci, names, OPERATOR).warnings).toEqual([]);
     const nullable = withColumn(specCatalog(names), 'queue', { type_name: 'varchar', max_length: 100, is_nullable: true });
     expect(evaluateTransportCatalog(nullable, names, OPERATOR).problems).toEqual([`column 'queue' of ${TABLE}: expected NOT NULL; found NULL.`]);
+  });
+
+  it('a database below compatibility level 130 fails verification with the statement that fixes it (OPENJSON)', () => {
+    for (const mode of [AUTO, OPERATOR]) {
+      const old = { ...specCatalog(names), database: [{ compatibility_level: 120 }] };
+      expect(evaluateTransportCatalog(old, names, mode).problems).toEqual([
+        expect.stringMatching(/compatibility level is 120; .*OPENJSON, which needs 130 .*ALTER DATABASE CURRENT SET COMPATIBILITY_LEVEL = 130;/),
+      ]);
+    }
+    expect(evaluateTransportCatalog({ ...specCatalog(names), database: [{ compatibility_level: 130 }] }, names, OPERATOR).problems).toEqual([]);
+    expect(evaluateTransportCatalog({ ...specCatalog(names), database: [] }, names, OPERATOR).problems).toEqual([]); // not readable: no verdict
+  });
+
+  it('enabled triggers on the table fail verification (OUTPUT without INTO is refused, error 334), naming them', () => {
+    const audited = { ...specCatalog(names), triggers: [{ trigger_name: 'audit_ins' }, { trigger_name: 'audit_upd' }] };
+    const { problems } = evaluateTransportCatalog(audited, names, OPERATOR);
+    expect(problems).toHaveLength(1);
+    expect(problems[0]!.startsWith(`${TABLE} has enabled trigger(s) [audit_ins], [audit_upd]: `)).toBe(true);
+    expect(problems[0]).toContain('(error 334)');
   });
 
   it('extra columns are allowed unless NOT NULL without a default', () => {

@@ -330,3 +330,37 @@ export async function readCatalogSets<P extends string>(
 export function catalogSet<T>(sets: readonly unknown[][], index: number): T[] {
   return (sets[index] ?? []) as T[];
 }
+
+/** OPENJSON (every batch statement) needs database compatibility level 130 (SQL Server 2016) or higher. */
+export const MIN_COMPATIBILITY_LEVEL = 130;
+
+export interface CatalogDatabaseRow {
+  compatibility_level: number | null;
+}
+
+export interface CatalogTriggerRow {
+  trigger_name: string;
+  /** the channel snapshot tags each trigger with its configured table name */
+  table_name?: string;
+}
+
+export function compatibilityProblem(rows: readonly CatalogDatabaseRow[]): string | null {
+  const level = rows[0]?.compatibility_level;
+  if (level === null || level === undefined || level >= MIN_COMPATIBILITY_LEVEL) return null;
+  return (
+    `the database's compatibility level is ${level}; the store's batch statements use OPENJSON, which needs ` +
+    `${MIN_COMPATIBILITY_LEVEL} or higher (found only at run time as "Invalid object name 'OPENJSON'"). Raise it: ` +
+    `ALTER DATABASE CURRENT SET COMPATIBILITY_LEVEL = ${MIN_COMPATIBILITY_LEVEL}; -- or higher (160 is SQL Server 2022's)`
+  );
+}
+
+/** Enabled triggers break every statement with an OUTPUT clause (error 334): publish, claim, response insert. */
+export function triggerProblem(table: string, triggers: readonly CatalogTriggerRow[]): string | null {
+  if (triggers.length === 0) return null;
+  const names = triggers.map((t) => `[${t.trigger_name}]`).join(', ');
+  return (
+    `${table} has enabled trigger(s) ${names}: SQL Server refuses an OUTPUT clause without INTO on a table with ` +
+    'enabled triggers (error 334), and the store\'s publish and claim statements use one. Disable or drop them ' +
+    '(DISABLE TRIGGER ... ON ...), or point the store at its own table.'
+  );
+}

@@ -528,7 +528,8 @@ export function pruneExpiredBatch(names: ChannelNames, table: ChannelTable): Sta
  * Catalog snapshot of the channel's objects, five result sets: 0 objects of the schema whose name matches
  * one of the four configured names case-insensitively (kind check), 1 columns with their defaults, 2 primary-
  * key columns, 3 index columns with the index flags — each of 1–3 tagged with the configured table name —
- * and 4 the sequence (sql_variant properties rendered as text: bigint bounds do not fit a JS number).
+ * and 4 the sequence (sql_variant properties rendered as text: bigint bounds do not fit a JS number), 5 the
+ * tables' enabled triggers (they break OUTPUT clauses), tagged with the configured table name.
  */
 export function channelCatalogSnapshot(): Statement<'schema' | 'recovery_table' | 'message_table' | 'subscriber_table' | 'sequence'> {
   return {
@@ -574,6 +575,11 @@ export function channelCatalogSnapshot(): Statement<'schema' | 'recovery_table' 
       '       s.is_cycling',
       'FROM sys.sequences AS s',
       'WHERE s.schema_id = @schema_id AND LOWER(s.name) = LOWER(@sequence);',
+      'SELECT t.table_name, tr.name AS trigger_name',
+      'FROM @tables AS t',
+      'INNER JOIN sys.triggers AS tr ON tr.parent_id = t.object_id',
+      'WHERE tr.is_disabled = 0',
+      'ORDER BY t.table_name, tr.name;',
     ].join('\n'),
     params: {
       schema: types.sysname(),

@@ -21,8 +21,9 @@ import {
   readCatalogSets,
   sameName,
   typeCode,
+  triggerProblem,
 } from './catalog-common';
-import type { CatalogColumnRow, CatalogIndexRow, CatalogKeyColumnRow, CatalogObjectRow, ExpectedColumnShape, Queryable } from './catalog-common';
+import type { CatalogColumnRow, CatalogIndexRow, CatalogKeyColumnRow, CatalogObjectRow, CatalogTriggerRow, ExpectedColumnShape, Queryable } from './catalog-common';
 import { BIN2 } from './statements';
 
 export type ChannelCatalogColumnRow = CatalogColumnRow & { table_name: string };
@@ -45,6 +46,8 @@ export interface ChannelCatalog {
   primaryKey: ChannelCatalogKeyColumnRow[];
   indexes: ChannelCatalogIndexRow[];
   sequences: CatalogSequenceRow[];
+  /** absent in older fakes: no check */
+  triggers?: CatalogTriggerRow[];
 }
 
 export interface ChannelVerifyMode {
@@ -248,6 +251,8 @@ export function evaluateChannelCatalog(catalog: ChannelCatalog, names: ChannelNa
     problems.push(...evaluated.problems);
     warnings.push(...evaluated.warnings);
     problems.push(...evaluatePrimaryKey(kind, table, catalog.primaryKey.filter((k) => sameName(k.table_name, tableName))));
+    const triggers = triggerProblem(table, (catalog.triggers ?? []).filter((t) => sameName(t.table_name, tableName)));
+    if (triggers) problems.push(triggers);
     if (mode.autoCreate && !mode.skipIndexes) {
       problems.push(...evaluateIndexes(names, tableName, table, catalog.indexes.filter((i) => sameName(i.table_name, tableName))));
     }
@@ -287,6 +292,7 @@ export async function readChannelCatalog(parent: Queryable, names: ChannelNames,
     primaryKey: catalogSet<ChannelCatalogKeyColumnRow>(sets, 2),
     indexes: catalogSet<ChannelCatalogIndexRow>(sets, 3),
     sequences: catalogSet<CatalogSequenceRow>(sets, 4),
+    triggers: catalogSet<CatalogTriggerRow>(sets, 5),
   };
 }
 

@@ -455,9 +455,11 @@ export function ddlBuildIndexes(names: TransportNames): Statement<never> {
 }
 
 /**
- * Catalog snapshot for verification, five result sets keyed on the table's object id:
+ * Catalog snapshot for verification, six result sets keyed on the table's object id:
  * 0 objects whose name matches case-insensitively (kind check), 1 columns with their defaults,
- * 2 primary-key key columns, 3 index key/included columns with the index flags.
+ * 2 primary-key key columns, 3 index key/included columns with the index flags, 4 the database's compatibility
+ * level (OPENJSON needs 130), 5 the table's enabled triggers (they break OUTPUT clauses).
+ * (The current database's row of sys.databases is visible to every user of it.)
  */
 export function catalogSnapshot(): Statement<'schema' | 'table'> {
   return {
@@ -487,6 +489,8 @@ export function catalogSnapshot(): Statement<'schema' | 'table'> {
       'LEFT JOIN sys.columns AS col ON col.object_id = ic.object_id AND col.column_id = ic.column_id',
       'WHERE i.object_id = @object_id AND i.index_id > 0',
       'ORDER BY i.index_id, ic.key_ordinal;',
+      'SELECT d.compatibility_level FROM sys.databases AS d WHERE d.database_id = DB_ID();',
+      'SELECT tr.name AS trigger_name FROM sys.triggers AS tr WHERE tr.parent_id = @object_id AND tr.is_disabled = 0;',
     ].join('\n'),
     params: { schema: types.sysname(), table: types.sysname() },
   };

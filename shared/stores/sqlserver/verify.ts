@@ -6,6 +6,8 @@ import type { Logger } from '../../log';
 import {
   catalogSet,
   columnTypeProblem,
+  compatibilityProblem,
+  triggerProblem,
   declaredIndexProblems,
   evaluateExpectedColumns,
   groupIndexes,
@@ -18,7 +20,16 @@ import {
   sameName,
   typeCode,
 } from './catalog-common';
-import type { CatalogColumnRow, CatalogIndexRow, CatalogKeyColumnRow, CatalogObjectRow, ExpectedColumnShape, Queryable } from './catalog-common';
+import type {
+  CatalogColumnRow,
+  CatalogDatabaseRow,
+  CatalogIndexRow,
+  CatalogKeyColumnRow,
+  CatalogObjectRow,
+  CatalogTriggerRow,
+  ExpectedColumnShape,
+  Queryable,
+} from './catalog-common';
 import { BIN2, catalogSnapshot, CREATED_INDEX_KEYS, qualifiedTable, READY_INDEX_KEYS } from './statements';
 
 // The catalog row shapes and renderType moved to catalog-common.ts (shared with channel-verify.ts); re-exported
@@ -31,6 +42,9 @@ export interface TransportCatalog {
   columns: CatalogColumnRow[];
   primaryKey: CatalogKeyColumnRow[];
   indexes: CatalogIndexRow[];
+  /** absent in older fakes: no check */
+  database?: CatalogDatabaseRow[];
+  triggers?: CatalogTriggerRow[];
 }
 
 export interface VerificationResult {
@@ -85,6 +99,22 @@ function foundColumnProblems(label: string, expected: ExpectedColumn, found: Cat
     );
   }
   return problems;
+}
+
+/**
+ * Operator table: a queue column that is not nvarchar makes SQL Server convert the column to the nvarchar
+ * parameter's type (CONVERT_IMPLICIT), which turns the ready-index seek into a scan or a range seek plus a sort
+ * under UPDLOCK on every claim. Allowed (it works), but worth a warning.
+ */
+function queueColumnWarnings(columns: readonly CatalogColumnRow[], names: TransportNames, mode: VerifyMode): string[] {
+  if (mode.autoCreate) return [];
+  const queue = columns.find((c) => sameName(c.name, 'queue'));
+  if (!queue || queue.type_name.toLowerCase() === 'nvarchar') return [];
+  return [
+    `${qualifiedTable(names)}.queue is ${renderType(queue)}; the store binds queue names as nvarchar(200), so SQL Server ` +
+      'converts the column on every claim and the ready index no longer gives a plain seek in order. Prefer nvarchar(200) ' +
+      `COLLATE ${BIN2}.`,
+  ];
 }
 
 export function evaluateTableColumns(
@@ -161,7 +191,10 @@ export function evaluateTransportCatalog(
   }
   const columns = evaluateTableColumns(catalog.columns, names, mode);
   const problems = [...columns.problems, ...evaluatePrimaryKey(catalog.primaryKey, names)];
-  const warnings = [...columns.warnings];
+  for (const problem of [compatibilityProblem(catalog.database ?? []), triggerProblem(table, catalog.triggers ?? [])]) {
+    if (problem) problems.push(problem);
+  }
+  const warnings = [...columns.warnings, ...queueColumnWarnings(catalog.columns, names, mode)];
   if (mode.skipIndexes) return { status: 'present', problems, warnings };
   if (mode.autoCreate) problems.push(...evaluateIndexes(catalog.indexes, names));
   else if (!hasUsableDequeueIndex(catalog.indexes)) warnings.push(dequeueIndexWarning(names));
@@ -180,6 +213,8 @@ export async function readTransportCatalog(
     columns: catalogSet<CatalogColumnRow>(sets, 1),
     primaryKey: catalogSet<CatalogKeyColumnRow>(sets, 2),
     indexes: catalogSet<CatalogIndexRow>(sets, 3),
+    database: catalogSet<CatalogDatabaseRow>(sets, 4),
+    triggers: catalogSet<CatalogTriggerRow>(sets, 5),
   };
 }
 
