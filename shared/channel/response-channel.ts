@@ -52,7 +52,8 @@ const PAGES_PER_POLL = 16;
  */
 export class ResponseChannel {
   readonly local = new LocalWaiters();
-  readonly instanceId = `${hostname()}-${process.pid}-${randomUUID().replace(/-/g, '')}`;
+  /** At most 150 characters: the subscriber table's instance_id is nvarchar(200), and host names can be long. */
+  readonly instanceId = `${hostname().slice(0, 100)}-${process.pid}-${randomUUID().replace(/-/g, '')}`;
 
   constructor(
     readonly store: ChannelStore,

@@ -75,6 +75,19 @@ describe('SQL Server store: parameters and rows', () => {
     ]);
   });
 
+  it("publish sends the batch in SQL Server's key order (one lock order for concurrent batches), ord keeps the publish order", async () => {
+    // SQL Server orders uniqueidentifiers by their last six bytes first: ...0002 sorts after ...0001 whatever the prefix
+    const LATE = 'ffffffff-ffff-4fff-8fff-000000000001';
+    const EARLY = '00000000-0000-4000-8000-000000000002';
+    const { pool, store } = await readyStore(() => [[]]);
+    await store.publish([msg(EARLY), msg(LATE)]);
+    const batch = JSON.parse(pool.calls[0]!.inputs.batch!.value as string) as Array<{ id: string; ord: number }>;
+    expect(batch.map((b) => [b.id, b.ord])).toEqual([
+      [LATE, 1],
+      [EARLY, 0],
+    ]);
+  });
+
   it('a duplicate whose row is already gone reports availableAt null', async () => {
     const { store } = await readyStore(() => [[], []]);
     expect(await store.publish([msg(ID2)])).toEqual([{ id: ID2, inserted: false, availableAt: null }]);

@@ -25,7 +25,7 @@ import {
   readChannelCatalog,
 } from './channel-verify';
 import type { PoolHolder } from './pool-guard';
-import { lower, rows, SqlServerStoreBase, type Row } from './store-common';
+import { compareSqlServerGuids, lower, rows, SqlServerStoreBase, type Row } from './store-common';
 
 export interface SqlServerChannelStoreOptions {
   names: ChannelNames;
@@ -86,23 +86,7 @@ function seqText(value: unknown): string | null {
   return value === null || value === undefined ? null : String(value);
 }
 
-/**
- * SQL Server's uniqueidentifier order (SqlGuid): bytes 10–15, then 8–9, 6–7, 4–5, 0–3 of the .NET byte layout,
- * whose first three groups are little-endian. Only used to merge hydration chunks that the server ordered
- * separately; everything else keeps the server's order.
- */
-export function sqlServerGuidKey(id: string): string {
-  const hex = id.replace(/-/g, '').toLowerCase();
-  const byte = (i: number) => hex.slice(i * 2, i * 2 + 2);
-  // string bytes: 0-3 Data1 (big-endian text), 4-5 Data2, 6-7 Data3, 8-15 Data4
-  return [10, 11, 12, 13, 14, 15, 8, 9, 7, 6, 5, 4, 3, 2, 1, 0].map(byte).join('');
-}
-
-export function compareSqlServerGuids(a: string, b: string): number {
-  const ka = sqlServerGuidKey(a);
-  const kb = sqlServerGuidKey(b);
-  return ka < kb ? -1 : ka > kb ? 1 : 0;
-}
+export { compareSqlServerGuids, sqlServerGuidKey } from './store-common';
 
 function toMessage(row: Row): ChannelMessage {
   return {

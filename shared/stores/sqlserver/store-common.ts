@@ -160,3 +160,22 @@ export abstract class SqlServerStoreBase {
     if (this.ownsPool) await this.poolHolder.close();
   }
 }
+
+/**
+ * SQL Server's uniqueidentifier order (SqlGuid): bytes 10–15, then 8–9, 6–7, 4–5, 0–3 of the .NET byte layout,
+ * whose first three groups are little-endian. Used to merge hydration chunks that the server ordered
+ * separately, and to send publish batches in key order (concurrent batches then take their key-range locks in
+ * one order and cannot deadlock on each other).
+ */
+export function sqlServerGuidKey(id: string): string {
+  const hex = id.replace(/-/g, '').toLowerCase();
+  const byte = (i: number) => hex.slice(i * 2, i * 2 + 2);
+  // string bytes: 0-3 Data1 (big-endian text), 4-5 Data2, 6-7 Data3, 8-15 Data4
+  return [10, 11, 12, 13, 14, 15, 8, 9, 7, 6, 5, 4, 3, 2, 1, 0].map(byte).join('');
+}
+
+export function compareSqlServerGuids(a: string, b: string): number {
+  const ka = sqlServerGuidKey(a);
+  const kb = sqlServerGuidKey(b);
+  return ka < kb ? -1 : ka > kb ? 1 : 0;
+}

@@ -20,7 +20,7 @@ import { DDL_TABLE_LOCK_TIMEOUT_MS, INDEX_BUILD_COMMAND_TIMEOUT_S, type Transpor
 import { createSqlServerPool, type SqlServerConnectionOptions } from './connection';
 import { createPoolHolder, existingPoolHolder, poolHolderFor, type PoolHolder } from './pool-guard';
 import { qualifiedTable, transportStatements, type TransportStatements } from './statements';
-import { lower, rollbackQuietly, rows, SqlServerStoreBase } from './store-common';
+import { compareSqlServerGuids, lower, rollbackQuietly, rows, SqlServerStoreBase } from './store-common';
 import { evaluateTransportCatalog, missingIndexes, readTransportCatalog, VERIFICATION_FIX_HINT } from './verify';
 
 export interface SqlServerStoreDeps {
@@ -227,15 +227,19 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
         unique.push(m);
       }
     });
+    // ord keeps the publish order (created_at); the array goes in key order, so concurrent batches probe and
+    // range-lock their ids in one order and cannot deadlock on each other's key ranges.
     const batch = JSON.stringify(
-      unique.map((m, ord) => ({
-        id: m.id,
-        queue: m.queue,
-        payload_json: m.payloadJson,
-        headers_json: JSON.stringify(m.headers ?? {}),
-        delay_ms: delayOf(m.delayMs),
-        ord,
-      })),
+      unique
+        .map((m, ord) => ({
+          id: m.id,
+          queue: m.queue,
+          payload_json: m.payloadJson,
+          headers_json: JSON.stringify(m.headers ?? {}),
+          delay_ms: delayOf(m.delayMs),
+          ord,
+        }))
+        .sort((a, b) => compareSqlServerGuids(a.id, b.id)),
     );
     // a lost duplicate-key race rolls the whole INSERT back; the re-run reports the rows that now exist as duplicates
     const result = await this.runRetryingDuplicateKeyRace(
