@@ -100,7 +100,9 @@ describe.skipIf(!PG_URL)('cross-process delivery (two hosts, one PostgreSQL serv
     const res = await waiting;
     expect(res.status).toBe(200);
     expect(await res.json()).toMatchObject({ correlationId: 'xp-1', payload: { from: 'A' } });
-    expect(Date.now() - started).toBeLessThan(2000);
+    // polls are 250 ms apart (NOTIFY wakes it sooner); the bound leaves room for a loaded CI machine and still
+    // tells a polled delivery from the GET's own 20 s timeout
+    expect(Date.now() - started).toBeLessThan(5000);
   });
 
   it('a job published on host A is answered to a waiter on host B', async () => {
