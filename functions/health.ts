@@ -15,7 +15,9 @@ export async function health(_request: HttpRequest, context: InvocationContext):
       context.warn('health: the schema is not usable', err);
       return json(503, { status: 'degraded', store, schema: `error: ${(err as Error).message}`, databaseTime: now.toISOString() });
     }
-    return json(200, { status: 'ok', store, schema: 'ready', databaseTime: now.toISOString() });
+    // callbacks off because the signing secret's Key Vault reference has not resolved: the rest works, so 200
+    const problem = rt.config.channel.callbackSigningSecretProblem;
+    return json(200, { status: 'ok', store, schema: 'ready', databaseTime: now.toISOString(), ...(problem ? { callbacks: `off: ${problem}` } : {}) });
   } catch (err) {
     context.warn('health: the database is unreachable', err);
     return json(503, { status: 'unavailable', store, schema: 'unknown', detail: (err as Error).message });

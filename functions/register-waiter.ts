@@ -10,7 +10,7 @@ import { getRuntime } from '../shared/runtime';
 export async function registerWaiter(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
   const rt = await getRuntime();
   const c = rt.config.channel;
-  if (!c.callbackSigningSecret) return problem(503, 'callbacks are disabled: CALLBACK_SIGNING_SECRET is not set');
+  if (!c.callbackSigningSecret) return problem(503, `callbacks are disabled: ${c.callbackSigningSecretProblem ?? 'CALLBACK_SIGNING_SECRET is not set'}`);
   const body = await readJsonBody(request.headers.get('content-type'), request.headers.get('content-length'), () => request.text());
   if (!body.ok) return body.answer;
   const b = (body.value ?? {}) as Record<string, unknown>;

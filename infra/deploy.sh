@@ -12,7 +12,8 @@
 # Environment (only the first two are required):
 #   AZURE_RESOURCE_GROUP       resource group (created when missing)
 #   AZURE_LOCATION             region with Flex Consumption (az functionapp list-flexconsumption-locations)
-#   SQL_ADMIN_LOGIN            Entra admin of the SQL server   (default: your signed-in user's UPN)
+#   SQL_ADMIN_LOGIN            Entra admin of a new SQL server  (default: your signed-in user's UPN; an existing
+#                              server keeps its admin: Azure sets it only at creation)
 #   SQL_ADMIN_OBJECT_ID        its object id                    (default: your signed-in user's object id)
 #   SQL_ADMIN_PRINCIPAL_TYPE   User | Group | Application       (default: User)
 #   DEPLOYER_IP                public IPv4 admitted by the SQL firewall for steps 2-3 (default: looked up)
@@ -35,7 +36,7 @@ for arg in "$@"; do
     --skip-grant) skip_grant=1 ;;
     --skip-schema) skip_schema=1 ;;
     --skip-code) skip_code=1 ;;
-    -h | --help) sed -n '2,26p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,27p' "$0"; exit 0 ;;
     *) echo "unknown argument: $arg" >&2; exit 2 ;;
   esac
 done
@@ -76,9 +77,36 @@ out() {
 # ---------------------------------------------------------------------------------------------------------
 if [[ $skip_infra -eq 0 ]]; then
   : "${AZURE_LOCATION:?set AZURE_LOCATION (a region that offers Flex Consumption)}"
+  # Resources go to the group's region: an existing group elsewhere would put them in a region without Flex.
+  # (lower-cased with tr: macOS ships bash 3.2, which has no ${var,,})
+  existing_location="$(az group show --name "$RG" --query location -o tsv 2>/dev/null | tr '[:upper:]' '[:lower:]' || true)"
+  wanted_location="$(printf '%s' "$AZURE_LOCATION" | tr -d ' ' | tr '[:upper:]' '[:lower:]')"
+  if [[ -n "$existing_location" && "$existing_location" != "$wanted_location" ]]; then
+    die "resource group $RG already exists in $existing_location, not $AZURE_LOCATION; use that region or another group"
+  fi
   say "resource group $RG in $AZURE_LOCATION"
   az group create --name "$RG" --location "$AZURE_LOCATION" --output none
 
+  # Flex Consumption needs Microsoft.App as well as Microsoft.Web; ARM only registers what the template names.
+  for namespace in Microsoft.Web Microsoft.App; do
+    if [[ "$(az provider show --namespace "$namespace" --query registrationState -o tsv 2>/dev/null)" != "Registered" ]]; then
+      say "registering the resource provider $namespace"
+      az provider register --namespace "$namespace" --wait
+    fi
+  done
+
+  # Azure applies the server's Entra admin only when the server is created: on later runs pass the existing one
+  # (sending someone else would be ignored or refused), unless SQL_ADMIN_* says otherwise.
+  existing_server="$(az sql server list -g "$RG" --query '[0].name' -o tsv 2>/dev/null || true)"
+  if [[ -z "${SQL_ADMIN_OBJECT_ID:-}" && -n "$existing_server" ]]; then
+    admin_sid="$(az sql server show -g "$RG" -n "$existing_server" --query administrators.sid -o tsv)"
+    if [[ -n "$admin_sid" ]]; then
+      SQL_ADMIN_OBJECT_ID="$admin_sid"
+      SQL_ADMIN_LOGIN="$(az sql server show -g "$RG" -n "$existing_server" --query administrators.login -o tsv)"
+      SQL_ADMIN_PRINCIPAL_TYPE="$(az sql server show -g "$RG" -n "$existing_server" --query administrators.principalType -o tsv)"
+      say "SQL Entra admin: keeping $SQL_ADMIN_LOGIN ($SQL_ADMIN_PRINCIPAL_TYPE) of $existing_server; the grant and schema steps need you to be it or in it"
+    fi
+  fi
   if [[ -z "${SQL_ADMIN_OBJECT_ID:-}" ]]; then
     say "SQL Entra admin: the signed-in user"
     SQL_ADMIN_OBJECT_ID="$(az ad signed-in-user show --query id -o tsv)" ||
@@ -120,8 +148,9 @@ if [[ $skip_infra -eq 0 ]]; then
   fi
   if [[ -n "$secret" ]]; then
     # shellcheck disable=SC2016 # "$schema" is a JSON key, not a shell variable
-    (umask 077 && node -e 'process.stdout.write(JSON.stringify({ "$schema": "https://schema.management.azure.com/schemas/2019-04-01/deploymentParameters.json#",
-      contentVersion: "1.0.0.0", parameters: { callbackSigningSecret: { value: process.argv[1] } } }))' "$secret" >"$work/secret.parameters.json")
+    # (through the environment: an argument would show in ps)
+    (umask 077 && SIGNING_SECRET="$secret" node -e 'process.stdout.write(JSON.stringify({ "$schema": "https://schema.management.azure.com/schemas/2019-04-01/deploymentParameters.json#",
+      contentVersion: "1.0.0.0", parameters: { callbackSigningSecret: { value: process.env.SIGNING_SECRET } } }))' >"$work/secret.parameters.json")
     params+=(--parameters "@$work/secret.parameters.json")
   fi
   unset secret
@@ -195,8 +224,37 @@ if [[ $skip_code -eq 0 ]]; then
   (cd "$stage" && npm ci --omit=dev --no-audit --no-fund)
   (cd "$stage" && zip -qr "$work/app.zip" host.json package.json dist node_modules)
   say "deploying the package ($(du -h "$work/app.zip" | cut -f1)) to $APP"
-  az functionapp deployment source config-zip --resource-group "$RG" --name "$APP" --src "$work/app.zip" --output none
+  for attempt in 1 2 3; do
+    # right after the first deployment the identity's storage role may not apply yet (403 on the package upload)
+    if az functionapp deployment source config-zip --resource-group "$RG" --name "$APP" --src "$work/app.zip" --output none; then
+      break
+    fi
+    [[ $attempt -lt 3 ]] || die "the zip deployment failed 3 times"
+    echo "retrying in 60 s ..."; sleep 60
+  done
 fi
+
+# ---------------------------------------------------------------------------------------------------------
+# The signing secret's Key Vault reference: right after a first deployment the identity's access to the vault
+# may not apply yet, and the app then sees the reference text (callbacks stay off, everything else works).
+# Wait for it to resolve, restarting the app so the platform fetches it again.
+# ---------------------------------------------------------------------------------------------------------
+app_id="$(az functionapp show -g "$RG" -n "$APP" --query id -o tsv)"
+reference_status() {
+  az rest --method get --output tsv --query properties.status \
+    --url "https://management.azure.com${app_id}/config/configreferences/appsettings/CALLBACK_SIGNING_SECRET?api-version=2022-03-01" 2>/dev/null || true
+}
+status="$(reference_status)"
+for _ in 1 2 3 4 5 6 7 8 9 10; do
+  [[ "$status" == "Resolved" || -z "$status" ]] && break
+  say "the Key Vault reference of CALLBACK_SIGNING_SECRET is '$status'; restarting the app in 60 s to fetch it again"
+  sleep 60
+  az functionapp restart -g "$RG" -n "$APP" --output none
+  sleep 20
+  status="$(reference_status)"
+done
+[[ "$status" == "Resolved" || -z "$status" ]] ||
+  echo "warning: CALLBACK_SIGNING_SECRET is still '$status': callbacks are off until it resolves (docs/azure.md, troubleshooting)" >&2
 
 # ---------------------------------------------------------------------------------------------------------
 # 5. Check

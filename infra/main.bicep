@@ -62,6 +62,9 @@ param databaseSkuFamily string = 'Gen5'
 @description('Database vCores (serverless: the maximum).')
 param databaseCapacity int = 2
 
+@description('Maximum database size in bytes; 0 = the SKU\'s default (use 0 for DTU SKUs such as Basic or S0-S2).')
+param databaseMaxSizeBytes int = 34359738368
+
 @description('Serverless minimum vCores, as a decimal string.')
 param databaseMinCapacity string = '0.5'
 
@@ -204,6 +207,7 @@ module sql 'modules/sql.bicep' = {
     skuTier: databaseSkuTier
     skuFamily: databaseSkuFamily
     skuCapacity: databaseCapacity
+    maxSizeBytes: databaseMaxSizeBytes
     minCapacity: databaseMinCapacity
     autoPauseDelayMinutes: databaseAutoPauseDelayMinutes
     backupStorageRedundancy: databaseBackupStorageRedundancy

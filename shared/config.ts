@@ -69,6 +69,8 @@ export interface ChannelConfig {
   maxWaitSeconds: number;
   callbackAllowedHosts: string[];
   callbackSigningSecret?: string;
+  /** Why callbacks are off although a secret is configured (an unresolved Key Vault reference); health shows it. */
+  callbackSigningSecretProblem?: string;
   callbackTimeoutMs: number;
   correlationIdJsonPaths: string[];
   drainResponsesSchedule: string;
@@ -350,9 +352,15 @@ function loadChannelConfig(
   const hosts = (str('CALLBACK_ALLOWED_HOSTS') ?? '').split(',').map((h) => h.trim().toLowerCase()).filter((h) => h !== '');
   for (const h of hosts) if (!/^(\*\.)?[a-z0-9.-]+(:\d{1,5})?$/.test(h)) problems.push(`CALLBACK_ALLOWED_HOSTS entry '${h}' is not a host, host:port or *.domain`);
   const paths = (str('CORRELATION_ID_JSON_PATHS') ?? DEFAULT_CORRELATION_ID_JSON_PATHS.join(',')).split(',').map((p) => p.trim()).filter((p) => p !== '');
-  const secret = str('CALLBACK_SIGNING_SECRET');
+  let secret = str('CALLBACK_SIGNING_SECRET');
+  let secretProblem: string | undefined;
   if (secret?.startsWith('@Microsoft.KeyVault(')) {
-    problems.push('CALLBACK_SIGNING_SECRET is an unresolved Key Vault reference: grant the app identity "Key Vault Secrets User" on the vault');
+    // Not fatal: the platform passes the reference text through until the identity's access to the vault has taken
+    // effect (RBAC can take minutes after a first deploy). Everything but callbacks works meanwhile.
+    secret = undefined;
+    secretProblem =
+      'CALLBACK_SIGNING_SECRET is an unresolved Key Vault reference (the app identity needs "Key Vault Secrets User" on the vault; ' +
+      'after granting it, restart the app): callbacks are off until it resolves';
   } else if (secret !== undefined && secret.length < 16) problems.push('CALLBACK_SIGNING_SECRET must be at least 16 characters');
   return {
     ...tables,
@@ -367,6 +375,7 @@ function loadChannelConfig(
     maxWaitSeconds: num('MAX_WAIT_SECONDS', 120, { min: 0, max: 220 }),
     callbackAllowedHosts: hosts,
     callbackSigningSecret: secret,
+    ...(secretProblem ? { callbackSigningSecretProblem: secretProblem } : {}),
     callbackTimeoutMs: num('CALLBACK_TIMEOUT_SECONDS', 30, { min: 1, max: 600 }) * 1000,
     correlationIdJsonPaths: paths,
     drainResponsesSchedule: str('DRAIN_RESPONSES_SCHEDULE') ?? '*/10 * * * * *',

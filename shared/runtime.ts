@@ -95,6 +95,7 @@ export function getRuntime(overrides: RuntimeOverrides = {}): Promise<Runtime> {
     const stopping = stopper.signal; // captured now: a shutdown during start-up must still reach this runtime
     const cfg = appConfig();
     const logger = safeLogger(consoleLogger(cfg.logLevel));
+    if (cfg.channel.callbackSigningSecretProblem) logger.error(cfg.channel.callbackSigningSecretProblem);
     const telemetry = startTelemetry(process.env);
     const metrics = overrides.metrics ?? telemetry.metrics;
     const stores = await instrumentStores(await openStores(cfg, logger), cfg.store, telemetry.dependencies);

@@ -3,11 +3,11 @@
 // Ingestion authentication. The function app always gets APPLICATIONINSIGHTS_AUTHENTICATION_STRING
 // (Authorization=AAD;ClientId=<identity>), so the Functions host sends its telemetry (requests, traces,
 // exceptions) with the managed identity; the identity gets Monitoring Metrics Publisher here, the role the docs
-// require for Entra ingestion. Local (instrumentation-key) auth stays ENABLED by default because the app's own
-// custom metrics (asyncresponse.*) come from the Application Insights SDK inside the Node worker, and that
-// exporter does not read APPLICATIONINSIGHTS_AUTHENTICATION_STRING: it needs a token credential passed in code.
-// Set disableLocalAuth=true only once the telemetry module passes the identity's credential to the exporter;
-// otherwise the custom metrics (and the workbook and two of the alerts built on them) are rejected silently.
+// require for Entra ingestion. The app's own custom metrics (asyncresponse.*) come from the Application Insights
+// SDK inside the Node worker, whose exporter does not read APPLICATIONINSIGHTS_AUTHENTICATION_STRING; the app
+// passes the identity's credential to it in code (shared/telemetry/setup.ts). That path has not been exercised
+// against Azure yet, so local (instrumentation-key) auth stays ENABLED by default: after disableLocalAuth=true,
+// check that customMetrics still arrive (docs/azure.md), else the workbook and two alerts lose their data.
 
 @description('Log Analytics workspace name.')
 param logAnalyticsName string

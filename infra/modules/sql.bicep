@@ -54,7 +54,7 @@ param minCapacity string = '0.5'
 @description('Serverless only: minutes idle before auto-pause; -1 disables auto-pause. A 10 s drain timer keeps the database busy, so it never pauses while the app runs.')
 param autoPauseDelayMinutes int = 60
 
-@description('Maximum database size in bytes (32 GiB by default).')
+@description('Maximum database size in bytes (32 GiB by default); 0 = the SKU\'s default (DTU tiers such as Basic only take their own fixed sizes).')
 param maxSizeBytes int = 34359738368
 
 @description('Backup storage redundancy (Local is not offered in every region).')
@@ -122,7 +122,7 @@ resource database 'Microsoft.Sql/servers/databases@2023-08-01' = {
   }
   properties: {
     collation: 'SQL_Latin1_General_CP1_CI_AS'
-    maxSizeBytes: maxSizeBytes
+    maxSizeBytes: maxSizeBytes > 0 ? maxSizeBytes : null
     zoneRedundant: false
     requestedBackupStorageRedundancy: backupStorageRedundancy
     // Serverless-only properties; sent as null (omitted) for provisioned and DTU SKUs.

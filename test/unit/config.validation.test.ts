@@ -67,6 +67,15 @@ describe('configuration', () => {
     expect(() => loadConfig({ SQL_RETRY_LOCK_BASE_MS: '500', SQL_RETRY_LOCK_MAX_MS: '100' })).toThrow(/lock\.maxMs/);
   });
 
+  it('an unresolved Key Vault reference for the signing secret turns callbacks off instead of failing the app', () => {
+    const c = loadConfig({ CALLBACK_SIGNING_SECRET: '@Microsoft.KeyVault(SecretUri=https://kv.vault.azure.net/secrets/cb/)' });
+    expect(c.channel.callbackSigningSecret).toBeUndefined();
+    expect(c.channel.callbackSigningSecretProblem).toMatch(/unresolved Key Vault reference .*Key Vault Secrets User.*callbacks are off/);
+    expect(loadConfig({ CALLBACK_SIGNING_SECRET: 'a-resolved-secret-of-32-characters' }).channel).toMatchObject({ callbackSigningSecret: 'a-resolved-secret-of-32-characters' });
+    expect(loadConfig({ CALLBACK_SIGNING_SECRET: 'a-resolved-secret-of-32-characters' }).channel.callbackSigningSecretProblem).toBeUndefined();
+    expect(() => loadConfig({ CALLBACK_SIGNING_SECRET: 'short' })).toThrow(/at least 16 characters/);
+  });
+
   it('DEAD_LETTER_RETENTION_DAYS=0 keeps dead letters forever', () => {
     expect(loadConfig({ DEAD_LETTER_RETENTION_DAYS: '0' }).deadLetterRetentionMs).toBeNull();
   });
