@@ -31,21 +31,24 @@ export function getHeader(headers: Headers, name: string): string | undefined {
 }
 
 /**
- * Original headers plus the two dead-letter headers; CR and LF in the reason become spaces, and U+0000 becomes
- * U+FFFD everywhere (PostgreSQL's jsonb refuses it, and the dead-letter queries read these headers as JSON).
+ * Original headers plus the two dead-letter headers; CR and LF in the reason become spaces, and U+0000 and lone
+ * surrogates become U+FFFD everywhere (PostgreSQL's jsonb refuses both, and the dead-letter queries read these
+ * headers as JSON).
  */
 export function deadLetterHeaders(original: Headers, reason: string, sourceQueue: string): Headers {
   const out: Headers = {};
   for (const [key, value] of Object.entries(original)) {
     const lower = key.toLowerCase();
     if (lower === DEAD_LETTER_REASON_HEADER.toLowerCase() || lower === DEAD_LETTER_SOURCE_HEADER.toLowerCase()) continue;
-    out[withoutNul(key)] = withoutNul(value);
+    out[jsonbSafe(key)] = jsonbSafe(value);
   }
-  out[DEAD_LETTER_REASON_HEADER] = withoutNul(reason.replace(/[\r\n]/g, ' '));
+  out[DEAD_LETTER_REASON_HEADER] = jsonbSafe(reason.replace(/[\r\n]/g, ' '));
   out[DEAD_LETTER_SOURCE_HEADER] = sourceQueue;
   return out;
 }
 
-function withoutNul(s: string): string {
-  return s.includes('\u0000') ? s.replace(/\u0000/g, '\uFFFD') : s;
+const JSONB_UNSAFE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+function jsonbSafe(s: string): string {
+  return s.replace(JSONB_UNSAFE, '\uFFFD');
 }

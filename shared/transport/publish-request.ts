@@ -1,11 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { correlationIdProblem } from '../correlation-id';
+import { correlationIdProblem, isWellFormedUtf16 } from '../correlation-id';
 import { UUID_PATTERN, type FieldError } from '../http/problem';
-import { CORRELATION_ID_HEADER, DEAD_LETTER_REASON_HEADER, DEAD_LETTER_SOURCE_HEADER, type Headers, type OutgoingMessage } from './types';
+import { CORRELATION_ID_HEADER, type Headers, type OutgoingMessage } from './types';
 
 export const MAX_BATCH = 100;
 export const MAX_DELAY_SECONDS = 3650 * 86400;
 const MAX_HEADERS = 64;
+/** All headers of one message as stored (JSON, UTF-8): they travel with every claim and dead letter. */
+export const MAX_HEADERS_BYTES = 16 * 1024;
+// C0 controls and DEL; a tab is allowed in values only
+const CONTROL_IN_NAME = /[\u0000-\u001f\u007f]/;
+const CONTROL_IN_VALUE = /[\u0000-\u0008\u000a-\u001f\u007f]/;
 
 export type ParsedPublish =
   | { ok: true; messages: OutgoingMessage[]; batch: boolean }
@@ -59,12 +64,12 @@ export function parsePublishBody(body: unknown, queue: string, maxMessageBytes: 
         const entries = Object.entries(m.headers as Record<string, unknown>);
         if (entries.length > MAX_HEADERS) errors.push({ field: at('headers'), message: `has more than ${MAX_HEADERS} entries` });
         for (const [name, value] of entries) {
-          if (typeof value !== 'string') errors.push({ field: at(`headers.${name}`), message: 'must be a string' });
-          else if (name === '' || name.length > 256) errors.push({ field: at(`headers.${name}`), message: 'name must be 1–256 characters' });
-          else if (name.includes('\u0000') || value.includes('\u0000')) errors.push({ field: at(`headers.${name}`), message: 'must not contain U+0000' });
-          else if (isReserved(name)) errors.push({ field: at(`headers.${name}`), message: 'is set by the transport and cannot be supplied' });
-          else headers[name] = value;
+          const why = headerProblem(name, value);
+          if (why) errors.push({ field: at(`headers.${name.slice(0, 64)}`), message: why });
+          else headers[name] = value as string; // headerProblem accepted it: a string
         }
+        const size = Buffer.byteLength(JSON.stringify(m.headers), 'utf8');
+        if (size > MAX_HEADERS_BYTES) tooLarge.push({ field: at('headers'), message: `are ${size} bytes as JSON; the limit is ${MAX_HEADERS_BYTES}` });
       }
     }
     if (m.correlationId !== undefined) {
@@ -82,13 +87,28 @@ export function parsePublishBody(body: unknown, queue: string, maxMessageBytes: 
     messages.push({ id, queue, payloadJson, headers, delayMs });
   });
   if (errors.length > 0) return fail(400, 'the request has invalid fields; nothing was published', errors);
-  if (tooLarge.length > 0) return fail(413, 'a payload is larger than MAX_MESSAGE_BYTES; nothing was published', tooLarge);
+  if (tooLarge.length > 0) return fail(413, `a payload is larger than MAX_MESSAGE_BYTES, or headers larger than ${MAX_HEADERS_BYTES} bytes; nothing was published`, tooLarge);
   return { ok: true, messages, batch };
 }
 
+/**
+ * Header rules: string values; names of 1–256 characters without control characters; values without control
+ * characters but tab; both well-formed UTF-16 (PostgreSQL's jsonb refuses lone surrogates, which would break every
+ * read of the row's headers); `AR-*` names are the transport's; `__proto__` cannot be kept as a plain key.
+ */
+function headerProblem(name: string, value: unknown): string | null {
+  if (typeof value !== 'string') return 'must be a string';
+  if (name === '' || name.length > 256) return 'name must be 1–256 characters';
+  if (name === '__proto__') return 'is not a usable header name';
+  if (CONTROL_IN_NAME.test(name)) return 'name must not contain control characters';
+  if (CONTROL_IN_VALUE.test(value)) return 'must not contain control characters (tab is allowed)';
+  if (!isWellFormedUtf16(name) || !isWellFormedUtf16(value)) return 'must be well-formed UTF-16 (no lone surrogates)';
+  if (isReserved(name)) return 'is reserved: AR-* headers are set by the transport (use the correlationId field for AR-Correlation-Id)';
+  return null;
+}
+
 function isReserved(name: string): boolean {
-  const lower = name.toLowerCase();
-  return [CORRELATION_ID_HEADER, DEAD_LETTER_REASON_HEADER, DEAD_LETTER_SOURCE_HEADER].some((h) => h.toLowerCase() === lower);
+  return name.toLowerCase().startsWith('ar-');
 }
 
 function fail(status: 400 | 413, detail: string, errors: FieldError[]): ParsedPublish {

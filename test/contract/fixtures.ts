@@ -18,7 +18,8 @@ export interface RawRow {
 
 /** Test-only manipulations of the queue table, in the store's own dialect. */
 export interface RawOps {
-  insert(id: string, queue: string): Promise<void>;
+  /** A row written straight into the table (as an external system or an older host might), headers as given. */
+  insert(id: string, queue: string, headersJson?: string): Promise<void>;
   row(id: string): Promise<RawRow | undefined>;
   countQueue(queue: string): Promise<number>;
   setLockId(id: string, lockId: string): Promise<void>;
@@ -60,8 +61,8 @@ export const MSSQL_SKIP_REASON = process.env.MSSQL_CONNECTION_STRING
 function pgRaw(client: PgClient, schema: string, table = 'asyncresponse_transport_messages'): RawOps {
   const t = `"${schema}"."${table}"`;
   return {
-    insert: async (id, queue) => {
-      await client.query(`INSERT INTO ${t} (id, queue, payload_json) VALUES ($1, $2, '{}')`, [id, queue]);
+    insert: async (id, queue, headersJson = '{}') => {
+      await client.query(`INSERT INTO ${t} (id, queue, payload_json, headers_json) VALUES ($1, $2, '{}', $3)`, [id, queue, headersJson]);
     },
     row: async (id) => {
       const r = await client.query<{ queue: string; attempts: number; lock_id: string | null }>(

@@ -33,10 +33,11 @@ export async function sqlServerHarness(connectionString: string, schema: string,
   const id = (value: string): [sql.ISqlType, unknown] => [sql.UniqueIdentifier(), value];
 
   const raw: RawOps = {
-    insert: async (rowId, queue) => {
-      await q(`INSERT INTO ${t} (id, queue, payload_json) VALUES (@id, @queue, N'{}')`, {
+    insert: async (rowId, queue, headersJson = '{}') => {
+      await q(`INSERT INTO ${t} (id, queue, payload_json, headers_json) VALUES (@id, @queue, N'{}', @headers)`, {
         id: id(rowId),
         queue: [sql.NVarChar(200), queue],
+        headers: [sql.NVarChar(sql.MAX), headersJson],
       });
     },
     row: async (rowId) => {

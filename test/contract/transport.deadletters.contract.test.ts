@@ -163,5 +163,34 @@ for (const fixture of storeFixtures()) {
       expect(dead!.headers.odd).toBe('a\uFFFDb');
       expect((await h.store.queueStats('nul', 'nul_dlq')).deadLettered).toBe(1);
     });
+
+    it('lone surrogates in a failure reason or header are stored as U+FFFD (jsonb-safe), and the row stays listed', async () => {
+      const m = message('sur', {}, { headers: { odd: 'a\ud800b' } });
+      await h.store.publish([m]);
+      const [c] = await h.store.claim('sur', 1, LOCK);
+      const reason = 'boom\udc00here';
+      expect(
+        await h.store.deadLetter({ source: c!, newId: randomUUID(), deadLetterQueue: 'sur_dlq', payloadJson: c!.payloadJson, headers: deadLetterHeaders(c!.headers, reason, 'sur'), reason }),
+      ).toBe(true);
+      const [dead] = await h.store.listDeadLetters('sur_dlq', 'sur', 5);
+      expect(dead!.headers).toMatchObject({ 'AR-DeadLetter-Reason': 'boom\uFFFDhere', odd: 'a\uFFFDb' });
+      expect((await h.store.queueStats('sur', 'sur_dlq')).deadLettered).toBe(1);
+    });
+
+    it('a row written straight into the table with unreadable header escapes cannot break the stats or the list of any queue', async () => {
+      const src = '"AR-DeadLetter-Source-Queue":"rawsrc"';
+      await h.raw.insert(randomUUID(), 'raw_dlq', `{${src},"x":"\\ud800"}`); // a lone surrogate escape: jsonb refuses it
+      await h.raw.insert(randomUUID(), 'raw_dlq', `{${src},"x":"\\u0000"}`); // a NUL escape: jsonb refuses it too
+      const pathLike = randomUUID();
+      await h.raw.insert(pathLike, 'raw_dlq', `{${src},"x":"C:\\\\u0000dir"}`); // an escaped backslash: the text \u0000, harmless
+      const stats = await h.store.queueStats('rawsrc', 'raw_dlq');
+      const listed = await h.store.listDeadLetters('raw_dlq', 'rawsrc', 10);
+      expect(listed.map((d) => d.id)).toContain(pathLike);
+      expect(listed.find((d) => d.id === pathLike)!.headers.x).toBe('C:\\u0000dir');
+      // PostgreSQL reads the two unreadable rows as having no source; SQL Server's JSON_VALUE reads them
+      expect(stats.deadLettered).toBe(listed.length);
+      expect(stats.deadLettered).toBeGreaterThanOrEqual(1);
+      expect((await h.store.queueStats('other', 'raw_dlq')).deadLettered).toBe(0);
+    });
   });
 }

@@ -45,6 +45,31 @@ describe('publish request validation', () => {
     expect(parsePublishBody({ payload: 1, headers: { a: 'x\u0000y' } }, 'w', MAX)).toMatchObject({ ok: false, errors: [{ field: 'headers.a' }] });
   });
 
+  it('rejects header names and values the stores could not read back, and reserves every AR-* name', () => {
+    const bad: Record<string, string>[] = [
+      { a: 'x\ud800' }, // lone surrogate: PostgreSQL's jsonb refuses it on every read of the row
+      { '\udc00': 'x' },
+      { a: 'line\r\nbreak' },
+      { 'a\nb': 'x' },
+      { a: 'bell\u0007' },
+      { 'AR-Attempts': '3' },
+      { 'ar-anything': 'x' },
+    ];
+    for (const headers of bad) {
+      const r = parsePublishBody({ payload: 1, headers }, 'w', MAX);
+      expect(r, JSON.stringify(headers)).toMatchObject({ ok: false, status: 400 });
+    }
+    const proto = JSON.parse('{"payload":1,"headers":{"__proto__":"keep-me"}}') as unknown;
+    expect(parsePublishBody(proto, 'w', MAX)).toMatchObject({ ok: false, errors: [{ field: 'headers.__proto__', message: 'is not a usable header name' }] });
+    const ok = parsePublishBody({ payload: 1, headers: { a: 'tab\there', emoji: '😀', 'x-ar': 'fine' } }, 'w', MAX);
+    expect(ok.ok && ok.messages[0]!.headers).toEqual({ a: 'tab\there', emoji: '😀', 'x-ar': 'fine' });
+  });
+
+  it('answers 413 when the headers are over 16 KiB as JSON', () => {
+    expect(parsePublishBody({ payload: 1, headers: { h: 'v'.repeat(17_000) } }, 'w', MAX)).toMatchObject({ ok: false, status: 413, errors: [{ field: 'headers' }] });
+    expect(parsePublishBody({ payload: 1, headers: { h: 'v'.repeat(16_000) } }, 'w', MAX).ok).toBe(true);
+  });
+
   it('rejects empty and oversized batches and repeated ids', () => {
     expect(parsePublishBody([], 'w', MAX)).toMatchObject({ ok: false, status: 400 });
     expect(parsePublishBody(Array.from({ length: 101 }, () => ({ payload: 1 })), 'w', MAX)).toMatchObject({ ok: false, status: 400 });

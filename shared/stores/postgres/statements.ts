@@ -24,8 +24,11 @@ export interface PgStatements {
 }
 
 /** Source-queue header read without failing on a row whose headers are not a JSON object. */
-// jsonb refuses a \u0000 escape, so a row carrying one is read as having no source instead of failing the query.
-const SOURCE_QUEUE = `(CASE WHEN left(ltrim(headers_json), 1) = '{' AND strpos(headers_json, '\\u0000') = 0 THEN headers_json::jsonb ->> 'AR-DeadLetter-Source-Queue' END)`;
+// jsonb refuses a \u0000 escape and surrogate escapes it cannot pair, so a row carrying \u0000 or any surrogate escape
+// (rows the app writes never do: deadLetterHeaders replaces both) is read as having no source instead of failing
+// the query for every queue. The pattern skips an escaped backslash (\\u0000 is the text "\u0000", harmless).
+const UNSAFE_JSON_ESCAPE = String.raw`(^|[^\\])(\\\\)*\\u(0000|d[89a-f])`;
+const SOURCE_QUEUE = `(CASE WHEN left(ltrim(headers_json), 1) = '{' AND headers_json !~* '${UNSAFE_JSON_ESCAPE}' THEN headers_json::jsonb ->> 'AR-DeadLetter-Source-Queue' END)`;
 const UNLEASED = '(locked_until IS NULL OR locked_until <= now())';
 export const TRANSPORT_NOTIFY_CHANNEL = 'asyncresponse_transport';
 /** Payload prefix of a transport notification: which table it is about ("schema.table:" + queue). */
