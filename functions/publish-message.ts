@@ -21,12 +21,17 @@ export async function publishMessage(request: HttpRequest, context: InvocationCo
   try {
     // Retries stop in time for a prompt 503 instead of waiting out every throttling backoff.
     const outcomes = await rt.track(rt.publisher.publish(parsed.messages, Date.now() + PUBLISH_BUDGET_MS));
+    // Ids are unique across queues: a duplicate names the queue its job is really on.
     const items = outcomes.map((o) => ({
       id: o.id,
-      queue: queue!,
+      queue: o.existingQueue ?? queue!,
       availableAt: o.availableAt?.toISOString() ?? null,
       ...(o.inserted ? {} : { duplicate: true }),
     }));
+    const elsewhere = outcomes.find((o) => o.existingQueue !== undefined && o.existingQueue !== queue);
+    if (!parsed.batch && elsewhere) {
+      return problem(409, `a job with id ${elsewhere.id} is already on queue '${elsewhere.existingQueue}' (ids are unique across queues); nothing was published`);
+    }
     const inserted = outcomes.filter((o) => o.inserted).length;
     rt.metrics.jobsPublished(queue!, inserted);
     const anyInserted = inserted > 0;

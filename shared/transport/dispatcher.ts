@@ -1,4 +1,3 @@
-import { derivedUuid } from '../channel/ids';
 import type { Logger } from '../log';
 import { DEFAULT_RETRY_CLASSES, withRetry, type RetryPolicy } from '../sql/retry';
 import type { AckBatcher } from './ack-batcher';
@@ -93,13 +92,15 @@ export async function dispatchDelivery(msg: ClaimedMessage, handler: JobHandler,
 const DEAD_LETTER_ATTEMPTS = 3;
 
 /**
- * Dead-letter move (fenced), retried on transient faults. The dead-letter row's id is derived from the claim
- * (id + lock id), so a move whose commit went unanswered (the connection broke after COMMIT) is recognised: the
- * retry finds the source row gone and the dead-letter row present, and the move counts as done (its error response
- * is still published). When the move really no-ops or keeps failing, fall back to a NAK so nothing is lost.
+ * Dead-letter move (fenced), retried on transient faults. The dead-letter row keeps the job's id (the move deletes
+ * the source row first, in the same transaction), so operators find a dead letter by the id they published, a
+ * requeued job runs under its own id again, and a move whose commit went unanswered (the connection broke after
+ * COMMIT) is recognised: the retry finds the source row gone and the id on the dead-letter queue, and the move
+ * counts as done (its error response is still published). When the move really no-ops or keeps failing, fall back
+ * to a NAK so nothing is lost.
  */
 async function bury(msg: ClaimedMessage, job: Job | undefined, reason: string, deps: DispatchDeps): Promise<boolean> {
-  const newId = derivedUuid(`asyncresponse:dead-letter:${msg.id}:${msg.lockId}`);
+  const newId = msg.id;
   let moved = false;
   let uncertain = false; // an attempt failed: it may have committed before its answer was lost
   try {
@@ -143,7 +144,7 @@ async function bury(msg: ClaimedMessage, job: Job | undefined, reason: string, d
   return true;
 }
 
-/** After a failed attempt: did an earlier attempt commit? (its dead-letter row, with the derived id, exists) */
+/** After a failed attempt: did an earlier attempt commit? (the job's id is on the dead-letter queue) */
 async function movedEarlier(msg: ClaimedMessage, newId: string, deps: DispatchDeps): Promise<boolean> {
   try {
     const present = await deps.store.hasMessage(deps.deadLetterQueue, newId);

@@ -21,6 +21,8 @@ export interface PublishOutcome {
   inserted: boolean;
   /** available_at of the stored row; null when a duplicate's row has already gone (consumed). */
   availableAt: Date | null;
+  /** A duplicate's stored row: the queue it is on (ids are unique across queues); absent when the row is gone. */
+  existingQueue?: string;
 }
 
 /** The fence every settlement carries: a statement matches only while the claim is still ours. */

@@ -133,9 +133,11 @@ for (const fixture of storeFixtures()) {
       expect(await h.raw.row(m.id)).toMatchObject({ attempts: 1, lockId: null });
       const [c2] = await h.store.claim('fail', 1, LOCK);
       expect(await dispatchDelivery(c2!, boom, d)).toBe('dead-lettered');
-      expect(await h.raw.row(m.id)).toBeUndefined();
+      // the dead letter keeps the job's id: the row is now on the dead-letter queue, fresh (attempts 0, no lease)
+      expect(await h.raw.row(m.id)).toEqual({ queue: 'fail_dlq', attempts: 0, lockId: null });
+      expect(await h.raw.countQueue('fail')).toBe(0);
       const [dead] = await h.store.listDeadLetters('fail_dlq', 'fail', 5);
-      expect(dead).toMatchObject({ reason: 'handler exploded', sourceQueue: 'fail' });
+      expect(dead).toMatchObject({ id: m.id, reason: 'handler exploded', sourceQueue: 'fail' });
       expect(dead!.headers['AR-DeadLetter-Reason']).toBe('handler exploded');
     });
 

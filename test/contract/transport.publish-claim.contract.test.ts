@@ -20,6 +20,16 @@ for (const fixture of storeFixtures()) {
       const claimed = await h.store.claim('dup', 10, LOCK);
       expect(claimed).toHaveLength(1);
       expect(claimed[0]!.payloadJson).toBe(m.payloadJson);
+      expect(second!.existingQueue).toBe('dup');
+    });
+
+    it('ids are unique across queues: publishing an id that is on another queue reports that queue and writes nothing', async () => {
+      const m = message('home');
+      await h.store.publish([m]);
+      const [other] = await h.store.publish([{ ...m, queue: 'away' }]);
+      expect(other).toMatchObject({ id: m.id, inserted: false, existingQueue: 'home' });
+      expect(await h.raw.countQueue('away')).toBe(0);
+      expect(await h.raw.countQueue('home')).toBe(1);
     });
 
     it('a batch publish inserts every new row and reports duplicates inside it', async () => {

@@ -51,7 +51,7 @@ describe('failing handler → dead letter → requeue (local host over HTTP)', (
       return items.length === 1 ? items : undefined;
     }, 'the job to be dead-lettered', 15_000);
     expect(received.filter((r) => r.id === id).map((r) => r.attempt)).toEqual([1, 2]);
-    expect(dead).toMatchObject({ sourceQueue: 'worker', payload: { order: 7 } });
+    expect(dead).toMatchObject({ id, sourceQueue: 'worker', payload: { order: 7 } }); // it keeps the job's id
     expect(dead!.reason).toMatch(/answered 500/);
     expect(dead!.headers['AR-DeadLetter-Source-Queue']).toBe('worker');
     expect((await (await app.api('queues/worker')).json()) as object).toMatchObject({ ready: 0, leased: 0, deadLettered: 1 });
@@ -60,7 +60,7 @@ describe('failing handler → dead letter → requeue (local host over HTTP)', (
     const requeue = await app.api(`queues/worker/deadletters/${dead!.id}/requeue`, { method: 'POST' });
     expect(requeue.status).toBe(200);
     expect(await requeue.json()).toEqual({ id: dead!.id });
-    await eventually(() => received.some((r) => r.id === dead!.id && r.status === 200 && r.attempt === 1), 'the requeued job to run', 10_000);
+    await eventually(() => received.some((r) => r.id === id && r.status === 200 && r.attempt === 1), 'the requeued job to run under its own id', 10_000);
     await eventually(async () => (await deadLetters()).length === 0, 'the dead-letter list to empty', 5000);
     expect((await app.api(`queues/worker/deadletters/${dead!.id}/requeue`, { method: 'POST' })).status).toBe(404);
   });

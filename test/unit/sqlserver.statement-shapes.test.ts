@@ -58,6 +58,7 @@ describe('SQL Server statement shapes', () => {
     expect(t).toContain('DECLARE @now datetime2 = SYSUTCDATETIME();');
     // the duplicates' stored rows are read only when something was not inserted
     expect(t).toMatch(/SET @inserted = @@ROWCOUNT;\s+IF @inserted < \(SELECT COUNT\(\*\) FROM OPENJSON\(@batch\)\)/);
+    expect(t).toContain('    SELECT existing.id, existing.available_at, existing.queue'); // ids are unique across queues
     expect(Object.keys(s.publishBatch.params)).toEqual(['batch']);
     expect(length(s.publishBatch, 'batch')).toBe(65535); // NVarChar(MAX)
   });

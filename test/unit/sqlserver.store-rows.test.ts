@@ -57,15 +57,15 @@ describe('SQL Server store: parameters and rows', () => {
     const { pool, store } = await readyStore(() => [
       [{ id: ID1.toUpperCase(), available_at: t1 }],
       [
-        { id: ID1.toUpperCase(), available_at: t1 },
-        { id: ID2.toUpperCase(), available_at: t2 },
+        { id: ID1.toUpperCase(), available_at: t1, queue: 'secret_queue_name' },
+        { id: ID2.toUpperCase(), available_at: t2, queue: 'elsewhere' },
       ],
     ]);
     const outcomes = await store.publish([msg(ID1, { delayMs: 1500.2 }), msg(ID2), msg(ID1.toLowerCase())]);
     expect(outcomes).toEqual([
       { id: ID1, inserted: true, availableAt: t1 },
-      { id: ID2, inserted: false, availableAt: t2 },
-      { id: ID1.toLowerCase(), inserted: false, availableAt: t1 },
+      { id: ID2, inserted: false, availableAt: t2, existingQueue: 'elsewhere' },
+      { id: ID1.toLowerCase(), inserted: false, availableAt: t1, existingQueue: 'secret_queue_name' },
     ]);
     expect(pool.calls).toHaveLength(1);
     const batch = JSON.parse(pool.calls[0]!.inputs.batch!.value as string) as Array<Record<string, unknown>>;
@@ -101,9 +101,9 @@ describe('SQL Server store: parameters and rows', () => {
       attempt++;
       if (attempt === 1) throw sqlError(2627, 14, 'Violation of PRIMARY KEY constraint');
       if (attempt === 2) throw sqlError(2601, 14, 'Cannot insert duplicate key row');
-      return [[], [{ id: ID1, available_at: t }]];
+      return [[], [{ id: ID1, available_at: t, queue: 'secret_queue_name' }]];
     });
-    expect(await store.publish([msg(ID1)])).toEqual([{ id: ID1, inserted: false, availableAt: t }]);
+    expect(await store.publish([msg(ID1)])).toEqual([{ id: ID1, inserted: false, availableAt: t, existingQueue: 'secret_queue_name' }]);
     expect(pool.calls).toHaveLength(3);
   });
 

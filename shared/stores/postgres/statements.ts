@@ -51,7 +51,7 @@ export function pgStatements(names: TransportNames): PgStatements {
   RETURNING id, queue, available_at, available_at <= clock_timestamp() AS due),
 woken AS (SELECT pg_notify('${TRANSPORT_NOTIFY_CHANNEL}', $6 || q.queue) FROM (SELECT DISTINCT queue FROM ins WHERE due) AS q)
 SELECT id, available_at FROM ins, (SELECT count(*) FROM woken) AS n`,
-    existing: `SELECT id, available_at FROM ${t} WHERE id = ANY($1::uuid[])`,
+    existing: `SELECT id, available_at, queue FROM ${t} WHERE id = ANY($1::uuid[])`,
     // SQL Server: TOP (@n) … WITH (UPDLOCK, ROWLOCK, READPAST); here FOR UPDATE SKIP LOCKED.
     claim: `WITH next AS (
   SELECT id FROM ${t}

@@ -132,15 +132,17 @@ export class PostgresTransportStore implements TransportStore {
     ], this.prepared.publish);
     const byId = new Map(inserted.rows.map((r) => [r.id, r.available_at]));
     const duplicates = messages.filter((m) => !byId.has(m.id.toLowerCase()));
-    const existing = new Map<string, Date>();
+    const existing = new Map<string, { available_at: Date; queue: string }>();
     if (duplicates.length > 0) {
-      const rows = await this.client.query<{ id: string; available_at: Date }>(this.sql.existing, [duplicates.map((m) => m.id)]);
-      for (const r of rows.rows) existing.set(r.id, r.available_at);
+      const rows = await this.client.query<{ id: string; available_at: Date; queue: string }>(this.sql.existing, [duplicates.map((m) => m.id)]);
+      for (const r of rows.rows) existing.set(r.id, r);
     }
     return messages.map((m) => {
       const id = m.id.toLowerCase();
       const at = byId.get(id);
-      return at ? { id, inserted: true, availableAt: at } : { id, inserted: false, availableAt: existing.get(id) ?? null };
+      if (at) return { id, inserted: true, availableAt: at };
+      const row = existing.get(id);
+      return row ? { id, inserted: false, availableAt: row.available_at, existingQueue: row.queue } : { id, inserted: false, availableAt: null };
     });
   }
 

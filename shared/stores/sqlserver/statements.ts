@@ -173,7 +173,7 @@ export function publishBatch(names: TransportNames): Statement<'batch'> {
       `WHERE NOT EXISTS (SELECT 1 FROM ${t} AS existing WITH (UPDLOCK, HOLDLOCK, FORCESEEK) WHERE existing.id = src.id);`,
       'SET @inserted = @@ROWCOUNT;',
       'IF @inserted < (SELECT COUNT(*) FROM OPENJSON(@batch))',
-      '    SELECT existing.id, existing.available_at',
+      '    SELECT existing.id, existing.available_at, existing.queue',
       `    FROM ${t} AS existing`,
       "    INNER JOIN OPENJSON(@batch) WITH (id uniqueidentifier '$.id') AS dup ON existing.id = dup.id;",
     ].join('\n'),

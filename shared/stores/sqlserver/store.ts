@@ -249,12 +249,16 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
       'publish lost a duplicate-key race; re-running the insert-if-absent',
     );
     const inserted = new Map(rows(result, 0).map((r) => [lower(r.id), r.available_at as Date]));
-    const stored = new Map(rows(result, 1).map((r) => [lower(r.id), r.available_at as Date]));
+    const stored = new Map(rows(result, 1).map((r) => [lower(r.id), { availableAt: r.available_at as Date, queue: String(r.queue) }]));
+    const firstQueue = new Map(unique.map((m) => [lower(m.id), m.queue]));
     return messages.map((m, i) => {
       const key = lower(m.id);
       const insertedAt = inserted.get(key);
       if (insertedAt && firstAt.get(key) === i) return { id: m.id, inserted: true, availableAt: insertedAt };
-      return { id: m.id, inserted: false, availableAt: insertedAt ?? stored.get(key) ?? null };
+      // a repeat inside this batch is a duplicate of the row its first occurrence inserted
+      if (insertedAt) return { id: m.id, inserted: false, availableAt: insertedAt, existingQueue: firstQueue.get(key)! };
+      const row = stored.get(key);
+      return row ? { id: m.id, inserted: false, availableAt: row.availableAt, existingQueue: row.queue } : { id: m.id, inserted: false, availableAt: null };
     });
   }
 
