@@ -1,4 +1,5 @@
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
+import { ResponseIdConflictError } from '../shared/channel/response-channel';
 import { parseResponseBody } from '../shared/channel/response-request';
 import { readJsonBody } from '../shared/http/body';
 import { failureAnswer } from '../shared/http/failure';
@@ -17,6 +18,7 @@ export async function postResponse(request: HttpRequest, context: InvocationCont
     if (!result.duplicate) rt.metrics.responsePublished(result.delivery, 'http');
     return json(202, { id: result.id, delivery: result.delivery, ...(result.duplicate ? { duplicate: true } : {}) });
   } catch (err) {
+    if (err instanceof ResponseIdConflictError) return problem(409, err.message);
     return failureAnswer(err, context, 'publishing a response');
   }
 }

@@ -163,6 +163,7 @@ export class ResponseChannel {
     const envelope = buildEnvelope(input);
     const live = this.local.has(corr) || (await this.store.countActiveSubscribers(corr)) > 0;
     const stored = await withRetry(() => this.store.insertMessage(id, corr, envelope, this.config.messageRetentionMs), this.retry(options.deadline));
+    if (!stored.inserted && stored.correlationId !== corr) throw new ResponseIdConflictError(id, stored.correlationId);
     if (stored.ackedAt !== null) return { id, delivery: 'live', duplicate: !stored.inserted };
     // A repeat of an id already stored is never routed again (its callbacks may have been sent and their jobs
     // deleted, so re-enqueueing would send them twice); if the first attempt died before routing, the sweep
@@ -265,6 +266,17 @@ export class ResponseChannel {
     const state: RegistrationState = { SchemaVersion: 1, RegistrationId: registrationId, CorrelationId: correlationId, CallbackUrl: callbackUrl };
     const expiresAt = await this.store.saveRegistration(correlationId, registrationId, JSON.stringify(state), ttlMs);
     return { registrationId, expiresAt };
+  }
+}
+
+/** A response id already stored under another correlation id: nothing was written (HTTP 409). */
+export class ResponseIdConflictError extends Error {
+  constructor(
+    readonly id: string,
+    readonly storedCorrelationId: string,
+  ) {
+    super(`a response with id ${id} is already stored under another correlation id; nothing was published`);
+    this.name = 'ResponseIdConflictError';
   }
 }
 

@@ -47,6 +47,8 @@ export interface InsertedMessage {
   id: string;
   /** false: a row with this id existed; the settlement columns are the stored row's. */
   inserted: boolean;
+  /** The stored row's correlation id (a duplicate id may belong to another correlation id). */
+  correlationId: string;
   createdAt: Date;
   ackedAt: Date | null;
   ackedSeq: string | null;

@@ -20,6 +20,10 @@ for (const fixture of channelFixtures()) {
       expect(await h.store.claimForDelivery(id, EARLY)).toBe(true);
       const again = await h.store.insertMessage(id, 'dup-1', '{"n":2}', HOUR);
       expect(again.inserted).toBe(false);
+      expect(again.correlationId).toBe('dup-1');
+      // the same id under another correlation id: nothing written, the stored row's correlation id reported
+      expect(await h.store.insertMessage(id, 'DUP-1', '{"n":3}', HOUR)).toMatchObject({ inserted: false, correlationId: 'dup-1' });
+      expect(await h.store.loadMessagesById('DUP-1', [id])).toEqual([]);
       expect(again.createdAt.getTime()).toBe(first.createdAt.getTime());
       expect(again.ackedAt).not.toBeNull();
       expect(BigInt(again.ackedSeq!)).toBeGreaterThan(0n);

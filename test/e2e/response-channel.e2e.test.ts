@@ -109,6 +109,11 @@ describe('correlated responses over HTTP', () => {
     const again = await app.api('responses', postJson({ correlationId: 'retry-1', payload: 1, id }));
     expect(await again.json()).toMatchObject({ id, duplicate: true });
     expect((await waitFor('retry-1', 0)).status).toBe(204);
+    // the same id under another correlation id is a conflict, not a silent duplicate
+    const other = await app.api('responses', postJson({ correlationId: 'retry-2', payload: 1, id }));
+    expect(other.status).toBe(409);
+    expect(((await other.json()) as { detail: string }).detail).toMatch(/already stored under another correlation id/);
+    expect((await waitFor('retry-2', 0)).status).toBe(204);
   });
 
   it('a callback registration receives a response nobody waits for as one signed POST', async () => {

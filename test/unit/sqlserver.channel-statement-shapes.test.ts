@@ -128,10 +128,10 @@ describe('SQL Server channel statement shapes', () => {
   it('insert: insert-if-absent under UPDLOCK, HOLDLOCK; a duplicate reads the stored row in the same batch', () => {
     const t = s.insertMessage.text;
     expect(t).toContain('INSERT INTO [dbo].[msg] (id, correlation_id, envelope_json, expires_at)');
-    expect(t).toContain('OUTPUT inserted.created_at, inserted.acked_at, inserted.acked_seq, CAST(1 AS bit) AS inserted');
+    expect(t).toContain('OUTPUT inserted.created_at, inserted.acked_at, inserted.acked_seq, inserted.correlation_id, CAST(1 AS bit) AS inserted');
     expect(t).toContain(`SELECT @id, @correlation_id, @envelope_json, ${SPLIT('@retention_ms')}`);
     expect(t).toContain('WHERE NOT EXISTS (SELECT 1 FROM [dbo].[msg] WITH (UPDLOCK, HOLDLOCK) WHERE id = @id);');
-    expect(t).toMatch(/IF @@ROWCOUNT = 0\s+SELECT created_at, acked_at, acked_seq, CAST\(0 AS bit\) AS inserted FROM \[dbo\]\.\[msg\] WHERE id = @id;$/);
+    expect(t).toMatch(/IF @@ROWCOUNT = 0\s+SELECT created_at, acked_at, acked_seq, correlation_id, CAST\(0 AS bit\) AS inserted FROM \[dbo\]\.\[msg\] WHERE id = @id;$/);
     expect(t).not.toMatch(/created_at,\s*expires_at\)/); // created_at comes from the column default (DB clock)
   });
 

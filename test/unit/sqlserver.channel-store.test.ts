@@ -195,21 +195,23 @@ describe('SQL Server channel store: parameters and rows', () => {
   it('insertMessage: a new row, a duplicate (the stored row’s columns), a pruned duplicate, a duplicate-key race', async () => {
     const created = at('2030-01-01T00:00:00Z');
     const acked = at('2030-01-01T00:00:01Z');
-    let script: () => Row[][] = () => [[{ created_at: created, acked_at: null, acked_seq: null, inserted: true }]];
+    let script: () => Row[][] = () => [[{ created_at: created, acked_at: null, acked_seq: null, correlation_id: 'Corr-1', inserted: true }]];
     const { pool, store } = await readyStore(() => script());
     expect(await store.insertMessage(ID1, 'Corr-1', '{"e":1}', 3_600_000)).toEqual({
       id: ID1.toLowerCase(),
       inserted: true,
+      correlationId: 'Corr-1',
       createdAt: created,
       ackedAt: null,
       ackedSeq: null,
     });
     expect(values(pool.calls[0]!)).toEqual({ id: ID1, correlation_id: 'Corr-1', envelope_json: '{"e":1}', retention_ms: 3_600_000 });
 
-    script = () => [[], [{ created_at: created, acked_at: acked, acked_seq: '9223372036854775807', inserted: false }]];
+    script = () => [[], [{ created_at: created, acked_at: acked, acked_seq: '9223372036854775807', correlation_id: 'Corr-0', inserted: false }]];
     expect(await store.insertMessage(ID1, 'Corr-1', '{"e":1}', 3_600_000)).toEqual({
       id: ID1.toLowerCase(),
       inserted: false,
+      correlationId: 'Corr-0', // the stored row's
       createdAt: created,
       ackedAt: acked,
       ackedSeq: '9223372036854775807',

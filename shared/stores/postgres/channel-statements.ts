@@ -77,7 +77,7 @@ WHERE correlation_id = $1 AND expires_at > now() ORDER BY registered_at, registr
   RETURNING created_at, correlation_id),
 woken AS (SELECT pg_notify('${CHANNEL_NOTIFY_CHANNEL}', $5 || correlation_id) FROM ins)
 SELECT created_at FROM ins, (SELECT count(*) FROM woken) AS n`,
-    storedMessage: `SELECT created_at, acked_at, acked_seq::text AS acked_seq FROM ${m} WHERE id = $1`,
+    storedMessage: `SELECT created_at, acked_at, acked_seq::text AS acked_seq, correlation_id FROM ${m} WHERE id = $1`,
     loadPending: `SELECT ${cols}, CASE WHEN acked_at IS NULL THEN envelope_json END AS envelope_json FROM ${m}
 WHERE correlation_id = $1 AND expires_at > now() AND NOT recovery_claimed
   AND (acked_at IS NULL OR acked_at > $2::timestamptz OR (acked_at = $2::timestamptz AND acked_seq > $3::bigint))

@@ -202,11 +202,11 @@ export class PostgresChannelStore implements ChannelStore {
       channelNotifyPrefix(this.options.names),
     ]);
     const created = ins.rows[0];
-    if (created) return { id, inserted: true, createdAt: created.created_at, ackedAt: null, ackedSeq: null };
-    const stored = await this.client.query<{ created_at: Date; acked_at: Date | null; acked_seq: string | null }>(this.sql.storedMessage, [id]);
+    if (created) return { id, inserted: true, correlationId, createdAt: created.created_at, ackedAt: null, ackedSeq: null };
+    const stored = await this.client.query<{ created_at: Date; acked_at: Date | null; acked_seq: string | null; correlation_id: string }>(this.sql.storedMessage, [id]);
     const row = stored.rows[0];
     if (!row) throw new Error(`response ${id} already existed but its row is gone (pruned); publish it with a new id`);
-    return { id, inserted: false, createdAt: row.created_at, ackedAt: row.acked_at, ackedSeq: row.acked_seq };
+    return { id, inserted: false, correlationId: row.correlation_id, createdAt: row.created_at, ackedAt: row.acked_at, ackedSeq: row.acked_seq };
   }
 
   async loadPending(correlationId: string, watermark: SubscriptionStart, limit: number, after?: { createdAtExact: string; id: string }): Promise<ChannelMessage[]> {

@@ -261,11 +261,11 @@ export function insertMessage(names: ChannelNames): Statement<'id' | 'correlatio
   return {
     text: [
       `INSERT INTO ${t.messages} (id, correlation_id, envelope_json, expires_at)`,
-      'OUTPUT inserted.created_at, inserted.acked_at, inserted.acked_seq, CAST(1 AS bit) AS inserted',
+      'OUTPUT inserted.created_at, inserted.acked_at, inserted.acked_seq, inserted.correlation_id, CAST(1 AS bit) AS inserted',
       `SELECT @id, @correlation_id, @envelope_json, ${dbClockPlus('@retention_ms')}`,
       `WHERE NOT EXISTS (SELECT 1 FROM ${t.messages} WITH (UPDLOCK, HOLDLOCK) WHERE id = @id);`,
       'IF @@ROWCOUNT = 0',
-      `    SELECT created_at, acked_at, acked_seq, CAST(0 AS bit) AS inserted FROM ${t.messages} WHERE id = @id;`,
+      `    SELECT created_at, acked_at, acked_seq, correlation_id, CAST(0 AS bit) AS inserted FROM ${t.messages} WHERE id = @id;`,
     ].join('\n'),
     params: { id: types.id(), correlation_id: types.correlation(), envelope_json: types.text(), retention_ms: types.ms() },
   };

@@ -204,6 +204,7 @@ export class SqlServerChannelStore extends SqlServerStoreBase implements Channel
     return {
       id: id.toLowerCase(),
       inserted: row.inserted === true || row.inserted === 1,
+      correlationId: row.correlation_id === undefined ? correlationId : String(row.correlation_id),
       createdAt: row.created_at as Date,
       ackedAt: (row.acked_at as Date | null | undefined) ?? null,
       ackedSeq: seqText(row.acked_seq),
