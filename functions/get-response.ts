@@ -2,6 +2,7 @@ import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } 
 import { correlationIdProblem } from '../shared/correlation-id';
 import { failureAnswer } from '../shared/http/failure';
 import { json, problem } from '../shared/http/problem';
+import { queryNumber } from '../shared/http/query';
 import { getRuntime } from '../shared/runtime';
 
 /** GET /api/responses?correlationId=…&waitSeconds=0..MAX — long-poll for the next response: 200, or 204. */
@@ -10,12 +11,10 @@ export async function getResponse(request: HttpRequest, context: InvocationConte
   const correlationId = request.query.get('correlationId');
   const why = correlationIdProblem(correlationId ?? undefined);
   if (why) return problem(400, `correlationId ${why}`, [{ field: 'correlationId', message: why }]);
-  const raw = request.query.get('waitSeconds') ?? '0';
-  const wait = Number(raw);
-  const max = rt.config.channel.maxWaitSeconds;
-  if (!Number.isFinite(wait) || wait < 0 || wait > max) {
-    return problem(400, `waitSeconds must be a number from 0 to ${max}`, [{ field: 'waitSeconds', message: `got '${raw}'` }]);
-  }
+  // above MAX_WAIT_SECONDS the wait is capped (kept below Azure's 230 s HTTP limit), not refused
+  const waitSeconds = queryNumber(request, 'waitSeconds', { fallback: 0, min: 0, max: rt.config.channel.maxWaitSeconds, clamp: true });
+  if (!waitSeconds.ok) return problem(400, waitSeconds.detail, waitSeconds.errors);
+  const wait = waitSeconds.value;
   try {
     const response = await rt.track(rt.channel.waitForResponse(correlationId!, wait * 1000, rt.stopping));
     if (!response) return { status: 204 };

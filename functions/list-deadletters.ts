@@ -1,6 +1,7 @@
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
 import { failureAnswer } from '../shared/http/failure';
 import { json, problem } from '../shared/http/problem';
+import { queryNumber } from '../shared/http/query';
 import { getRuntime } from '../shared/runtime';
 import { unknownQueue } from '../shared/transport/queue-routes';
 
@@ -10,11 +11,9 @@ export async function listDeadLetters(request: HttpRequest, context: InvocationC
   const queue = request.params.queue;
   const notFound = unknownQueue(rt.config, queue, { internal: true });
   if (notFound) return notFound;
-  const rawTop = request.query.get('top') ?? '50';
-  const top = Number(rawTop);
-  if (!Number.isInteger(top) || top < 1 || top > 1000) {
-    return problem(400, 'top must be an integer from 1 to 1000', [{ field: 'top', message: `got '${rawTop}'` }]);
-  }
+  const parsedTop = queryNumber(request, 'top', { fallback: 50, min: 1, max: 1000, integer: true });
+  if (!parsedTop.ok) return problem(400, parsedTop.detail, parsedTop.errors);
+  const top = parsedTop.value;
   try {
     const items = await rt.store.listDeadLetters(rt.config.deadLetterQueue, queue!, top);
     return json(200, {

@@ -16,6 +16,9 @@ export async function registerWaiter(request: HttpRequest, context: InvocationCo
   const b = (body.value ?? {}) as Record<string, unknown>;
   const errors: FieldError[] = [];
   if (typeof body.value !== 'object' || Array.isArray(body.value) || body.value === null) errors.push({ field: '', message: 'must be an object' });
+  for (const key of Object.keys(b)) {
+    if (!['correlationId', 'callbackUrl', 'ttlSeconds'].includes(key)) errors.push({ field: key, message: 'is not a known field (correlationId, callbackUrl, ttlSeconds)' });
+  }
   const idWhy = correlationIdProblem(b.correlationId);
   if (idWhy) errors.push({ field: 'correlationId', message: idWhy });
   const urlWhy = callbackUrlProblem(b.callbackUrl, c.callbackAllowedHosts);

@@ -6,6 +6,7 @@ export const MAX_CORRELATION_ID_LENGTH = 400;
 
 /** Returns null for a usable id, else why it is not. */
 export function correlationIdProblem(id: unknown): string | null {
+  if (id === undefined || id === null) return 'is required';
   if (typeof id !== 'string') return 'must be a string';
   if (id.length === 0) return 'must not be empty';
   if (id.length > MAX_CORRELATION_ID_LENGTH) return `is ${id.length} UTF-16 units long; at most ${MAX_CORRELATION_ID_LENGTH} are allowed`;

@@ -172,6 +172,22 @@ describe('correlated responses over HTTP', () => {
     expect(await res.json()).toMatchObject({ correlationId: 'ingress-7', payload: { Status: 2 } });
   });
 
+  it('waitSeconds over MAX_WAIT_SECONDS is capped, not refused; a malformed one is a 400', async () => {
+    await app.api('responses', postJson({ correlationId: 'cap-1', payload: 'kept' }));
+    const res = await waitFor('cap-1', 9999);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ payload: 'kept' });
+    for (const bad of ['', '1e2', '0x10', '-1']) {
+      expect((await app.api(`responses?correlationId=cap-1&waitSeconds=${bad}`)).status, bad).toBe(400);
+    }
+  });
+
+  it('a waiter registration with an unknown field writes nothing and names the field', async () => {
+    const res = await app.api('waiters', postJson({ correlationId: 'uf-1', callbackUrl: callbackUrl(), bogus: 1 }));
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ errors: [{ field: 'bogus' }] });
+  });
+
   it('a raw response without a usable correlation id is dead-lettered at once with a clear reason', async () => {
     const pub = (await (await app.api('queues/response/messages', postJson({ payload: { Status: 3 } }))).json()) as { id: string };
     const dead = await eventually(async () => {
@@ -186,7 +202,7 @@ describe('correlated responses over HTTP', () => {
   it('bad input is a 400 problem and stores nothing', async () => {
     const cases: Array<[string, RequestInit | undefined]> = [
       ['responses?correlationId=%20padded&waitSeconds=0', undefined],
-      ['responses?correlationId=x&waitSeconds=500', undefined],
+      ['responses?correlationId=x&waitSeconds=abc', undefined],
       ['responses', postJson({ correlationId: 'x'.repeat(401), payload: 1 })],
       ['responses', postJson({ correlationId: 'ok', payload: 1, final: 'yes' })],
       ['waiters', postJson({ correlationId: 'w', callbackUrl: 'https://evil.example.com/x' })],

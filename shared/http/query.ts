@@ -1,0 +1,31 @@
+// Numeric query parameters, read strictly: plain decimal digits only (no '', ' ', 0x10, 1e2), given at most once.
+
+import type { HttpRequest } from '@azure/functions';
+import type { FieldError } from './problem';
+
+const DECIMAL = /^\d+(\.\d+)?$/;
+const INTEGER = /^\d+$/;
+
+export type QueryNumber = { ok: true; value: number } | { ok: false; detail: string; errors: FieldError[] };
+
+/**
+ * `name` as a number from min to max; `fallback` when absent. Above max: `clamp` caps it (a documented cap),
+ * otherwise it is refused.
+ */
+export function queryNumber(
+  request: Pick<HttpRequest, 'query'>,
+  name: string,
+  o: { fallback: number; min: number; max: number; integer?: boolean; clamp?: boolean },
+): QueryNumber {
+  const all = request.query.getAll(name);
+  const range = `${o.integer ? 'an integer' : 'a number'} from ${o.min} to ${o.max}`;
+  const refuse = (message: string): QueryNumber => ({ ok: false, detail: `${name} must be ${range}`, errors: [{ field: name, message }] });
+  if (all.length > 1) return refuse(`is given ${all.length} times`);
+  const raw = all[0];
+  if (raw === undefined) return { ok: true, value: o.fallback };
+  if (!(o.integer ? INTEGER : DECIMAL).test(raw)) return refuse(`got '${raw.slice(0, 50)}'`);
+  const value = Number(raw);
+  if (value < o.min) return refuse(`got '${raw}'`);
+  if (value > o.max) return o.clamp ? { ok: true, value: o.max } : refuse(`got '${raw.slice(0, 50)}'`);
+  return { ok: true, value };
+}
