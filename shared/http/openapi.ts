@@ -7,7 +7,33 @@ const queueParam = { name: 'queue', in: 'path', required: true, schema: { type: 
 const idParam = (name: string) => ({ name, in: 'path', required: true, schema: { type: 'string', format: 'uuid' } });
 const correlationQuery = { name: 'correlationId', in: 'query', required: true, schema: { $ref: '#/components/schemas/CorrelationId' } };
 
-export function openApiDocument(serverUrl = '/api'): Record<string, unknown> {
+export interface OpenApiOptions {
+  /** MAX_WAIT_SECONDS: the cap of waitSeconds (larger values are capped, not refused). */
+  maxWaitSeconds?: number;
+}
+
+/** Every keyed route can answer 401 (no or wrong function key); every route that reads the database, 503. */
+const NO_DATABASE = new Set(['openApi']);
+
+interface Operation {
+  operationId: string;
+  security?: unknown[];
+  responses: Record<string, unknown>;
+  [more: string]: unknown;
+}
+
+function withCommonAnswers(paths: Record<string, Record<string, Operation>>) {
+  for (const operations of Object.values(paths)) {
+    for (const op of Object.values(operations)) {
+      if (op.security === undefined) op.responses['401'] ??= { description: 'No or wrong function key (x-functions-key header or ?code=).' };
+      if (!NO_DATABASE.has(op.operationId)) op.responses['503'] ??= problem;
+    }
+  }
+  return paths;
+}
+
+export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}): Record<string, unknown> {
+  const maxWait = options.maxWaitSeconds ?? 120;
   return {
     openapi: '3.1.0',
     info: {
@@ -19,7 +45,7 @@ export function openApiDocument(serverUrl = '/api'): Record<string, unknown> {
     },
     servers: [{ url: serverUrl }],
     security: [{ functionKey: [] }, { functionKeyQuery: [] }],
-    paths: {
+    paths: withCommonAnswers({
       '/queues/{queue}/messages': {
         post: {
           operationId: 'publishMessage',
@@ -39,6 +65,7 @@ export function openApiDocument(serverUrl = '/api'): Record<string, unknown> {
             '200': { description: 'Every id already existed: nothing new was enqueued (duplicate: true).', content: json({ oneOf: [{ $ref: '#/components/schemas/Published' }, { $ref: '#/components/schemas/PublishedBatch' }] }) },
             '400': problem,
             '404': problem,
+            '409': { ...problem, description: 'The id belongs to a job on another queue (ids are unique across queues); nothing was published.' },
             '413': problem,
             '415': problem,
             '503': problem,
@@ -96,13 +123,17 @@ export function openApiDocument(serverUrl = '/api'): Record<string, unknown> {
               }),
             },
             '400': problem,
+            '409': { ...problem, description: 'The id is stored under another correlation id; nothing was published.' },
             '503': problem,
           },
         },
         get: {
           operationId: 'getResponse',
           summary: 'Long-poll for the next response of a correlation id.',
-          parameters: [correlationQuery, { name: 'waitSeconds', in: 'query', schema: { type: 'number', minimum: 0, maximum: 120, default: 0 } }],
+          parameters: [
+            correlationQuery,
+            { name: 'waitSeconds', in: 'query', description: `Values over ${maxWait} (MAX_WAIT_SECONDS) are capped.`, schema: { type: 'number', minimum: 0, default: 0 } },
+          ],
           responses: { '200': { description: 'A response.', content: json({ $ref: '#/components/schemas/Response' }) }, '204': { description: 'Nothing arrived in time.' }, '400': problem },
         },
       },
@@ -118,8 +149,9 @@ export function openApiDocument(serverUrl = '/api'): Record<string, unknown> {
               properties: {
                 correlationId: { $ref: '#/components/schemas/CorrelationId' },
                 callbackUrl: { type: 'string', format: 'uri', description: 'https (http only for localhost); the host must be in CALLBACK_ALLOWED_HOSTS.' },
-                ttlSeconds: { type: 'number', minimum: 1, description: 'Default RECOVERY_STATE_EXPIRY_SECONDS (7 days).' },
+                ttlSeconds: { type: 'number', minimum: 1, maximum: 315360000, description: 'Default RECOVERY_STATE_EXPIRY_SECONDS (7 days).' },
               },
+              additionalProperties: false,
             }),
           },
           responses: {
@@ -143,15 +175,31 @@ export function openApiDocument(serverUrl = '/api'): Record<string, unknown> {
           summary: 'Database reachability and schema state.',
           security: [],
           responses: {
-            '200': { description: 'Healthy.', content: json({ type: 'object', properties: { status: { const: 'ok' }, store: { type: 'string' }, schema: { type: 'string' } } }) },
-            '503': { description: 'The database is unreachable or the schema unusable.' },
+            '200': {
+              description: 'Healthy.',
+              content: json({
+                type: 'object',
+                properties: {
+                  status: { const: 'ok' },
+                  store: { type: 'string' },
+                  schema: { const: 'ready' },
+                  databaseTime: { type: 'string', format: 'date-time' },
+                  callbacks: { type: 'string', description: 'Present while callbacks are off (the signing secret is unresolved).' },
+                },
+              }),
+            },
+            '503': {
+              description: 'The database is unreachable (unavailable) or the schema unusable (degraded); the error itself is in the log. Retry-After is set.',
+              headers: { 'Retry-After': { schema: { type: 'integer' } } },
+              content: json({ type: 'object', properties: { status: { enum: ['unavailable', 'degraded'] }, store: { type: 'string' }, schema: { type: 'string' }, detail: { type: 'string' } } }),
+            },
           },
         },
       },
       '/openapi.json': {
         get: { operationId: 'openApi', summary: 'This document.', responses: { '200': { description: 'OpenAPI 3.1 JSON.' } } },
       },
-    },
+    }),
     components: {
       securitySchemes: {
         functionKey: { type: 'apiKey', in: 'header', name: 'x-functions-key' },
@@ -175,7 +223,13 @@ export function openApiDocument(serverUrl = '/api'): Record<string, unknown> {
             payload: { description: 'Any JSON value (null allowed).' },
             id: { type: 'string', format: 'uuid', description: 'Idempotency key.' },
             correlationId: { $ref: '#/components/schemas/CorrelationId' },
-            headers: { type: 'object', additionalProperties: { type: 'string' } },
+            headers: {
+              type: 'object',
+              maxProperties: 64,
+              propertyNames: { minLength: 1, maxLength: 256, not: { pattern: '^[Aa][Rr]-' } },
+              additionalProperties: { type: 'string' },
+              description: 'At most 16 KiB as JSON; no control characters (tab allowed in values); AR-* names are reserved.',
+            },
             delaySeconds: { type: 'number', minimum: 0, maximum: 315360000 },
           },
         },
@@ -209,13 +263,14 @@ export function openApiDocument(serverUrl = '/api'): Record<string, unknown> {
         ResponseRequest: {
           type: 'object',
           required: ['correlationId'],
+          anyOf: [{ required: ['payload'] }, { required: ['error'] }],
           additionalProperties: false,
           properties: {
             correlationId: { $ref: '#/components/schemas/CorrelationId' },
             payload: {},
             id: { type: 'string', format: 'uuid' },
             final: { type: 'boolean', default: true },
-            error: { type: 'string', maxLength: 4000 },
+            error: { type: 'string', minLength: 1, maxLength: 4000 },
           },
         },
         Response: {

@@ -8,7 +8,8 @@ beforeAll(async () => {
   table = await loadFunctionApp(() => import('../../functions/index'));
 });
 
-const doc = openApiDocument() as { openapi: string; paths: Record<string, Record<string, { security?: unknown[] }>> };
+type Doc = { openapi: string; paths: Record<string, Record<string, { operationId: string; security?: unknown[]; responses: Record<string, unknown>; parameters?: Array<{ name: string; description?: string }> }>> };
+const doc = openApiDocument() as Doc;
 const documented = () =>
   Object.entries(doc.paths)
     .flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`))
@@ -28,6 +29,22 @@ describe('OpenAPI document', () => {
       .sort();
     const anonymous = table.http.filter((f) => f.authLevel === 'anonymous').flatMap((f) => f.methods.map((m) => `${m} /${f.route}`)).sort();
     expect(open).toEqual(anonymous);
+  });
+  it('documents 401 on every keyed route and 503 on every route that reads the database', () => {
+    for (const [path, ops] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(ops)) {
+        const keyed = !(Array.isArray(op.security) && op.security.length === 0);
+        expect('401' in op.responses, `${method} ${path} 401`).toBe(keyed);
+        expect('503' in op.responses, `${method} ${path} 503`).toBe(op.operationId !== 'openApi');
+      }
+    }
+    expect(Object.keys(doc.paths['/queues/{queue}/messages']!.post!.responses)).toContain('409');
+    expect(Object.keys(doc.paths['/responses']!.post!.responses)).toContain('409');
+  });
+  it('states the configured waitSeconds cap', () => {
+    const custom = openApiDocument('/api', { maxWaitSeconds: 30 }) as Doc;
+    const wait = custom.paths['/responses']!.get!.parameters!.find((p) => p.name === 'waitSeconds')!;
+    expect(wait.description).toBe('Values over 30 (MAX_WAIT_SECONDS) are capped.');
   });
   it('resolves every $ref', () => {
     const text = JSON.stringify(doc);
