@@ -59,9 +59,15 @@ export function startTimer(
     while (!stopped) {
       if (!(await sleepUntil(slot.getTime()))) return;
       await fire(slot, false, '');
-      if (stopped) return;
-      const missed = nextOccurrence(schedule, slot);
-      if (missed.getTime() <= Date.now()) await fire(missed, true, ' (past due)');
+      // Slots missed during a run collapse into one past-due run; one missed during that run gets another.
+      let ranFrom = slot;
+      for (;;) {
+        if (stopped) return;
+        const missed = nextOccurrence(schedule, ranFrom);
+        if (missed.getTime() > Date.now()) break;
+        ranFrom = new Date();
+        await fire(missed, true, ' (past due)');
+      }
       slot = nextOccurrence(schedule, new Date());
     }
   };
