@@ -7,7 +7,7 @@ import { getCoreLogSink, setCoreLogSink, type FunctionTable, type HttpFunction, 
 import { readBody, sendProblem, toHttpRequest, writeHandlerResult } from './http-adapter';
 import { activeHooks, invokeFunction, type InvokeEnv } from './invoke';
 import { consoleLogger, logLine, type HostLogger } from './log';
-import { nextOccurrence, parseSchedule, type Schedule } from './ncrontab';
+import { nextOccurrence, parseSchedule, type Schedule } from '../shared/ncrontab';
 import { RouteTable } from './routes';
 import { startTimer, type RunningTimer } from './timers';
 

@@ -1,7 +1,7 @@
 // Fires one timer function on its schedule, as the Functions timer trigger does: UTC, never overlapping
 // itself; slots missed while a run was still going collapse into one past-due run right after it.
 import type { Timer } from '@azure/functions';
-import { nextOccurrence, type Schedule } from './ncrontab';
+import { nextOccurrence, type Schedule } from '../shared/ncrontab';
 
 /** DateTime.MinValue, what the host reports as "last" before a timer has ever run. */
 const NEVER = '0001-01-01T00:00:00.000Z';

@@ -1,6 +1,7 @@
 // Settings from the environment → validated, typed options with the spec's defaults.
 // Every setting the app reads is listed in SETTINGS (the README table and the infra drift check use it).
 
+import { parseSchedule } from './ncrontab';
 import { validateQueueName, validateIdentifier, type Dialect } from './sql/identifiers';
 import type { LogLevel } from './log';
 import { DEFAULT_RETRY_CLASSES, retryPolicy, type RetryPolicy } from './sql/retry';
@@ -142,7 +143,7 @@ export const SETTINGS: readonly Setting[] = [
   { name: 'WORKER_HANDLER', default: 'echo', description: 'echo (sample: logs and returns the payload) or forward (POST to WORKER_FORWARD_URL).' },
   { name: 'WORKER_FORWARD_URL', default: '', description: 'When set, the worker handler POSTs each job here; 2xx = success.' },
   { name: 'WORKER_FORWARD_TIMEOUT_SECONDS', default: '30', description: 'Timeout of one forwarded job.' },
-  { name: 'LOG_LEVEL', default: 'info', description: 'debug | info | warn | error.' },
+  { name: 'LOG_LEVEL', default: 'info', description: 'debug | info | warn | error | silent: the level of the app\'s own process log. Lines a function writes through its invocation context (handler and drain lines) are filtered by the host (host.json `logging.logLevel` on Azure; the local host prints them all).' },
   { name: 'RECOVERY_STATE_TABLE', default: 'asyncresponse_recovery_state', description: 'Channel table of recovery (callback) registrations.' },
   { name: 'CHANNEL_MESSAGE_TABLE', default: 'asyncresponse_channel_messages', description: 'Channel table of responses; its sequence is {table}_ack_seq.' },
   { name: 'CHANNEL_SUBSCRIBER_TABLE', default: 'asyncresponse_channel_subscribers', description: 'Channel table of live waiters.' },
@@ -156,7 +157,7 @@ export const SETTINGS: readonly Setting[] = [
   { name: 'RECOVERY_STATE_EXPIRY_SECONDS', default: '604800', description: 'Default lifetime of a callback registration (7 days).' },
   { name: 'MAX_WAIT_SECONDS', default: '120', description: 'Cap of waitSeconds on GET /api/responses (below the 230 s HTTP limit of Azure).' },
   { name: 'CALLBACK_ALLOWED_HOSTS', default: '', description: 'Comma-separated hosts callbacks may target (host, host:port or *.domain); empty = none.' },
-  { name: 'CALLBACK_SIGNING_SECRET', default: '', description: 'HMAC-SHA256 key of the X-Signature header on callbacks; required to register waiters.' },
+  { name: 'CALLBACK_SIGNING_SECRET', default: '', description: 'HMAC-SHA256 key of the X-Signature header on callbacks, at least 16 characters; required to register waiters.' },
   { name: 'CALLBACK_TIMEOUT_SECONDS', default: '30', description: 'Timeout of one callback POST.' },
   { name: 'CORRELATION_ID_JSON_PATHS', default: DEFAULT_CORRELATION_ID_JSON_PATHS.join(','), description: 'Where response ingress looks for the correlation id when the AR-Correlation-Id header is absent.' },
   { name: 'DRAIN_RESPONSES_SCHEDULE', default: '*/10 * * * * *', description: 'NCRONTAB schedule of the drain-responses timer (response ingress queue).' },
@@ -297,6 +298,21 @@ export function loadConfig(env: Env = process.env): AppConfig {
   };
   if (config.pool.min > config.pool.max) problems.push('SQL_POOL_MIN must not exceed SQL_POOL_MAX');
   config.channel = loadChannelConfig(str, num, problems, dialect);
+  const schedules: Array<[string, string]> = [
+    ['DRAIN_WORKER_SCHEDULE', config.drain.schedule],
+    ['PRUNE_DEADLETTERS_SCHEDULE', config.pruneSchedule],
+    ['QUEUE_METRICS_SCHEDULE', config.queueMetricsSchedule],
+    ['DRAIN_RESPONSES_SCHEDULE', config.channel.drainResponsesSchedule],
+    ['DRAIN_CALLBACKS_SCHEDULE', config.channel.drainCallbacksSchedule],
+    ['SWEEP_CHANNEL_SCHEDULE', config.channel.sweepSchedule],
+  ];
+  for (const [name, expression] of schedules) {
+    try {
+      parseSchedule(expression);
+    } catch (err) {
+      problems.push(`${name}: ${(err as Error).message}`);
+    }
+  }
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
 }

@@ -8,5 +8,6 @@ import { problem, type HttpAnswer } from '../http/problem';
 export function unknownQueue(config: AppConfig, queue: string | undefined, options: { internal?: boolean } = {}): HttpAnswer | null {
   const known = [...config.queues, RESPONSE_QUEUE, ...(options.internal ? [CALLBACK_QUEUE] : [])];
   if (queue !== undefined && known.includes(queue)) return null;
-  return problem(404, `queue '${queue ?? ''}' is not configured; queues: ${known.join(', ')} (setting QUEUES)`);
+  const shown = queue === undefined ? '' : queue.length > 100 ? `${queue.slice(0, 100)}…` : queue;
+  return problem(404, `queue '${shown}' is not configured; the queues are ${known.join(', ')} (QUEUES = ${config.queues.join(',')}, plus the built-in '${RESPONSE_QUEUE}' ingress queue${options.internal ? ` and the internal '${CALLBACK_QUEUE}' queue` : ''})`);
 }

@@ -76,6 +76,20 @@ describe('configuration', () => {
     expect(() => loadConfig({ CALLBACK_SIGNING_SECRET: 'short' })).toThrow(/at least 16 characters/);
   });
 
+  it('reports a bad timer schedule together with the other problems', () => {
+    let error: unknown;
+    try {
+      loadConfig({ BATCH_SIZE: 'abc', DRAIN_WORKER_SCHEDULE: 'bad', SWEEP_CHANNEL_SCHEDULE: '*/5 * * * *' });
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const message = (error as Error).message;
+    expect(message).toMatch(/BATCH_SIZE/);
+    expect(message).toMatch(/DRAIN_WORKER_SCHEDULE: .*"bad"/);
+    expect(message).toMatch(/SWEEP_CHANNEL_SCHEDULE: /);
+  });
+
   it('DEAD_LETTER_RETENTION_DAYS=0 keeps dead letters forever', () => {
     expect(loadConfig({ DEAD_LETTER_RETENTION_DAYS: '0' }).deadLetterRetentionMs).toBeNull();
   });

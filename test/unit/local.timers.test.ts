@@ -1,7 +1,7 @@
 // The local host's timer loop: slots missed during a run collapse into a past-due run, and a slot missed during
 // that past-due run gets another one (it used to be dropped, delaying the next run by a whole interval).
 import { describe, expect, it } from 'vitest';
-import { parseSchedule } from '../../local/ncrontab';
+import { parseSchedule } from '../../shared/ncrontab';
 import { startTimer } from '../../local/timers';
 
 describe('local timer loop', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { NcrontabError, nextOccurrence, parseSchedule } from '../../local/ncrontab';
+import { NcrontabError, nextOccurrence, parseSchedule } from '../../shared/ncrontab';
 
 const at = (iso: string): Date => new Date(iso);
 const next = (expr: string, after: string): string => nextOccurrence(expr, at(after)).toISOString();
