@@ -23,6 +23,11 @@ export async function readJsonBody(
   if (!jsonType && !formType) {
     return { ok: false, answer: problem(415, `the body must be JSON (Content-Type: application/json); got '${type}'`) };
   }
+  // JSON is UTF-8 (RFC 8259); the body is read as UTF-8, so another declared charset would be misread
+  const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(contentType ?? '')?.[1]?.toLowerCase();
+  if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+    return { ok: false, answer: problem(415, `the body must be UTF-8 JSON; got charset '${charset}'`) };
+  }
   const raw = await text();
   if (Buffer.byteLength(raw, 'utf8') > maxBytes) {
     return { ok: false, answer: problem(413, `the request body is larger than ${maxBytes} bytes`) };

@@ -1,0 +1,33 @@
+// Reading JSON request bodies: media types, charset, size and parse errors.
+import { describe, expect, it } from 'vitest';
+import { readJsonBody } from '../../shared/http/body';
+
+const read = (type: string | null, body: string, length: string | null = null) => readJsonBody(type, length, async () => body);
+
+describe('JSON request bodies', () => {
+  it('takes JSON, +json, no type, and a UTF-8 charset', async () => {
+    for (const type of [null, 'application/json', 'application/cloudevents+json', 'application/json; charset=utf-8', 'application/json;charset="UTF-8"']) {
+      expect(await read(type, '{"a":1}'), String(type)).toEqual({ ok: true, value: { a: 1 } });
+    }
+  });
+  it('answers 415 for another media type or another charset (the body is read as UTF-8)', async () => {
+    for (const type of ['text/plain', 'application/json; charset=utf-16', 'application/json; charset=iso-8859-1']) {
+      const r = await read(type, '{"a":1}');
+      expect(r.ok, type).toBe(false);
+      expect(!r.ok && r.answer.status, type).toBe(415);
+    }
+  });
+  it('accepts curl -d (form type) when the body is JSON, 415 when it is not', async () => {
+    expect(await read('application/x-www-form-urlencoded', '{"a":1}')).toEqual({ ok: true, value: { a: 1 } });
+    const r = await read('application/x-www-form-urlencoded', 'a=1');
+    expect(!r.ok && r.answer.status).toBe(415);
+  });
+  it('answers 413 over the limit, 400 for empty or malformed JSON', async () => {
+    const big = await read('application/json', '{}', String(5 * 1024 * 1024));
+    expect(!big.ok && big.answer.status).toBe(413);
+    for (const body of ['', '  ', '{"a":']) {
+      const r = await read('application/json', body);
+      expect(!r.ok && r.answer.status, JSON.stringify(body)).toBe(400);
+    }
+  });
+});
