@@ -84,7 +84,7 @@ export function parsePublishBody(body: unknown, queue: string, maxMessageBytes: 
         errors.push({ field: at('delaySeconds'), message: `must be a number from 0 to ${MAX_DELAY_SECONDS} (3650 days)` });
       } else delayMs = Math.round(d * 1000);
     }
-    messages.push({ id, queue, payloadJson, headers, delayMs });
+    messages.push({ id, queue, payloadJson, headers, delayMs, ...(m.id === undefined ? { generatedId: true } : {}) });
   });
   if (errors.length > 0) return fail(400, 'the request has invalid fields; nothing was published', errors);
   if (tooLarge.length > 0) return fail(413, `a payload is larger than MAX_MESSAGE_BYTES, or headers larger than ${MAX_HEADERS_BYTES} bytes; nothing was published`, tooLarge);

@@ -31,7 +31,8 @@ export class Publisher {
 
   /** `deadline` (epoch ms) is the remaining invocation budget: the publish gives up rather than wait past it. */
   async publish(messages: readonly OutgoingMessage[], deadline?: number, signal?: AbortSignal): Promise<PublishOutcome[]> {
-    const outcomes = await withRetry(() => this.store.publish(messages), {
+    let attempts = 0;
+    const stored = await withRetry(() => (attempts++, this.store.publish(messages)), {
       maxAttempts: this.policy.maxAttempts,
       policy: this.policy.classes ?? DEFAULT_RETRY_CLASSES,
       classify: classifyTransient,
@@ -49,6 +50,10 @@ export class Publisher {
           err,
         ),
     });
+    // After a retry, a generated id's "duplicate" on its own queue is the earlier attempt's commit: report it inserted.
+    const outcomes = stored.map((o, i) =>
+      attempts > 1 && !o.inserted && messages[i]?.generatedId && o.existingQueue === messages[i]?.queue ? { ...o, inserted: true } : o,
+    );
     const woken = new Set<string>();
     messages.forEach((m, i) => {
       if (outcomes[i]?.inserted && m.delayMs <= 0 && !woken.has(m.queue)) {

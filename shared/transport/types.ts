@@ -13,6 +13,11 @@ export interface OutgoingMessage {
   headers: Headers;
   /** 0 or less = claimable at once; otherwise available_at = DB clock + delayMs. */
   delayMs: number;
+  /**
+   * The id was generated for this publish (the caller gave none), so nobody else can hold it: a duplicate found
+   * on a retry is this publish's own earlier attempt, which committed although its answer was lost.
+   */
+  generatedId?: boolean;
 }
 
 export interface PublishOutcome {

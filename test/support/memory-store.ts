@@ -27,10 +27,21 @@ export class MemoryStore implements Pick<TransportStore, 'publish' | 'claim' | '
    * fails (the connection broke before the answer arrived).
    */
   deadLetterFaults: Array<'before' | 'after'> = [];
+  /** The same for the next publishes. */
+  publishFaults: Array<'before' | 'after'> = [];
 
   async publish(messages: readonly OutgoingMessage[]) {
+    const fault = this.publishFaults.shift();
+    if (fault === 'before') throw this.claimError;
+    const outcomes = this.insert(messages);
+    if (fault === 'after') throw this.claimError;
+    return outcomes;
+  }
+
+  private insert(messages: readonly OutgoingMessage[]) {
     return messages.map((m) => {
-      if (this.rows.has(m.id)) return { id: m.id, inserted: false, availableAt: new Date(this.rows.get(m.id)!.availableAt) };
+      const existing = this.rows.get(m.id);
+      if (existing) return { id: m.id, inserted: false, availableAt: new Date(existing.availableAt), existingQueue: existing.queue };
       const now = Date.now();
       this.rows.set(m.id, { ...m, availableAt: now + Math.max(0, m.delayMs), lockedUntil: null, lockId: null, attempts: 0, createdAt: now });
       return { id: m.id, inserted: true, availableAt: new Date(now + Math.max(0, m.delayMs)) };

@@ -1,0 +1,43 @@
+// The publisher after a lost answer: a retry finds the earlier attempt's row. With an id the app generated that
+// row can only be this publish's own, so it reports inserted; with the caller's id it stays a duplicate.
+import { describe, expect, it } from 'vitest';
+import { silentLogger } from '../../shared/log';
+import { retryPolicy } from '../../shared/sql/retry';
+import { Publisher } from '../../shared/transport/publisher';
+import type { TransportStore } from '../../shared/transport/types';
+import { WakeSignal } from '../../shared/transport/wake';
+import { MemoryStore } from '../support/memory-store';
+import { message } from '../support/messages';
+
+const fast = { baseMs: 1, maxMs: 2 };
+const publisherFor = (store: MemoryStore, wake = new WakeSignal()) =>
+  new Publisher(store as unknown as TransportStore, wake, { maxAttempts: 3, classes: retryPolicy({ lock: fast, throttling: fast, failover: fast, connection: fast }) }, silentLogger);
+
+describe('publisher after a commit whose answer was lost', () => {
+  it('reports a generated id as inserted (and wakes its queue); the job exists once', async () => {
+    const store = new MemoryStore();
+    store.publishFaults = ['after'];
+    const wake = new WakeSignal();
+    const m = { ...message('q', 1), generatedId: true };
+    const [outcome] = await publisherFor(store, wake).publish([m]);
+    expect(outcome).toMatchObject({ id: m.id, inserted: true });
+    expect(store.inQueue('q')).toHaveLength(1);
+    expect(await wake.wait('q', 0)).toBe(true); // the pending wake of the insert
+  });
+
+  it("keeps a caller's id a duplicate: someone else may have published it", async () => {
+    const store = new MemoryStore();
+    store.publishFaults = ['after'];
+    const m = message('q', 1);
+    const [outcome] = await publisherFor(store).publish([m]);
+    expect(outcome).toMatchObject({ id: m.id, inserted: false, existingQueue: 'q' });
+  });
+
+  it('reports a real duplicate of a generated id without a retry as a duplicate', async () => {
+    const store = new MemoryStore();
+    const m = { ...message('q', 1), generatedId: true };
+    await store.publish([m]);
+    const [outcome] = await publisherFor(store).publish([m]);
+    expect(outcome).toMatchObject({ inserted: false });
+  });
+});
