@@ -1,4 +1,5 @@
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
+import { guarded } from '../shared/http/guard';
 import { failureAnswer } from '../shared/http/failure';
 import { problem, UUID_PATTERN } from '../shared/http/problem';
 import { getRuntime } from '../shared/runtime';
@@ -23,5 +24,5 @@ app.http('delete-deadletter', {
   methods: ['DELETE'],
   authLevel: 'function',
   route: 'queues/{queue}/deadletters/{id}',
-  handler: deleteDeadLetter,
+  handler: guarded('deleting a dead letter', deleteDeadLetter),
 });

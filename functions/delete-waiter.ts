@@ -1,4 +1,5 @@
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
+import { guarded } from '../shared/http/guard';
 import { correlationIdProblem } from '../shared/correlation-id';
 import { failureAnswer } from '../shared/http/failure';
 import { problem, UUID_PATTERN } from '../shared/http/problem';
@@ -20,4 +21,4 @@ export async function deleteWaiter(request: HttpRequest, context: InvocationCont
   }
 }
 
-app.http('delete-waiter', { methods: ['DELETE'], authLevel: 'function', route: 'waiters/{registrationId}', handler: deleteWaiter });
+app.http('delete-waiter', { methods: ['DELETE'], authLevel: 'function', route: 'waiters/{registrationId}', handler: guarded('deleting a callback registration', deleteWaiter) });

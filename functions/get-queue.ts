@@ -1,4 +1,5 @@
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
+import { guarded } from '../shared/http/guard';
 import { failureAnswer } from '../shared/http/failure';
 import { json } from '../shared/http/problem';
 import { getRuntime } from '../shared/runtime';
@@ -16,4 +17,4 @@ export async function getQueue(request: HttpRequest, context: InvocationContext)
   }
 }
 
-app.http('get-queue', { methods: ['GET'], authLevel: 'function', route: 'queues/{queue}', handler: getQueue });
+app.http('get-queue', { methods: ['GET'], authLevel: 'function', route: 'queues/{queue}', handler: guarded('reading queue statistics', getQueue) });

@@ -1,4 +1,5 @@
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
+import { guarded } from '../shared/http/guard';
 import { correlationIdProblem } from '../shared/correlation-id';
 import { failureAnswer } from '../shared/http/failure';
 import { json, problem } from '../shared/http/problem';
@@ -24,4 +25,4 @@ export async function getResponse(request: HttpRequest, context: InvocationConte
   }
 }
 
-app.http('get-response', { methods: ['GET'], authLevel: 'function', route: 'responses', handler: getResponse });
+app.http('get-response', { methods: ['GET'], authLevel: 'function', route: 'responses', handler: guarded('waiting for a response', getResponse) });

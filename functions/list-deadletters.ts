@@ -1,4 +1,5 @@
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
+import { guarded } from '../shared/http/guard';
 import { failureAnswer } from '../shared/http/failure';
 import { json, problem } from '../shared/http/problem';
 import { queryNumber } from '../shared/http/query';
@@ -39,4 +40,4 @@ function parseOrRaw(s: string): unknown {
   }
 }
 
-app.http('list-deadletters', { methods: ['GET'], authLevel: 'function', route: 'queues/{queue}/deadletters', handler: listDeadLetters });
+app.http('list-deadletters', { methods: ['GET'], authLevel: 'function', route: 'queues/{queue}/deadletters', handler: guarded('listing dead letters', listDeadLetters) });

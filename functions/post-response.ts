@@ -1,4 +1,5 @@
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
+import { guarded } from '../shared/http/guard';
 import { ResponseIdConflictError } from '../shared/channel/response-channel';
 import { parseResponseBody } from '../shared/channel/response-request';
 import { readJsonBody } from '../shared/http/body';
@@ -23,4 +24,4 @@ export async function postResponse(request: HttpRequest, context: InvocationCont
   }
 }
 
-app.http('post-response', { methods: ['POST'], authLevel: 'function', route: 'responses', handler: postResponse });
+app.http('post-response', { methods: ['POST'], authLevel: 'function', route: 'responses', handler: guarded('publishing a response', postResponse) });

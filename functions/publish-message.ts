@@ -1,4 +1,5 @@
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
+import { guarded } from '../shared/http/guard';
 import { readJsonBody } from '../shared/http/body';
 import { failureAnswer } from '../shared/http/failure';
 import { json, problem } from '../shared/http/problem';
@@ -45,5 +46,5 @@ app.http('publish-message', {
   methods: ['POST'],
   authLevel: 'function',
   route: 'queues/{queue}/messages',
-  handler: publishMessage,
+  handler: guarded('publishing', publishMessage),
 });

@@ -1,4 +1,5 @@
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
+import { guarded } from '../shared/http/guard';
 import { callbackUrlProblem } from '../shared/channel/callback-url';
 import { correlationIdProblem } from '../shared/correlation-id';
 import { readJsonBody } from '../shared/http/body';
@@ -37,4 +38,4 @@ export async function registerWaiter(request: HttpRequest, context: InvocationCo
   }
 }
 
-app.http('register-waiter', { methods: ['POST'], authLevel: 'function', route: 'waiters', handler: registerWaiter });
+app.http('register-waiter', { methods: ['POST'], authLevel: 'function', route: 'waiters', handler: guarded('registering a callback', registerWaiter) });

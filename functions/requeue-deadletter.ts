@@ -1,4 +1,5 @@
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
+import { guarded } from '../shared/http/guard';
 import { failureAnswer } from '../shared/http/failure';
 import { json, problem, UUID_PATTERN } from '../shared/http/problem';
 import { getRuntime } from '../shared/runtime';
@@ -25,5 +26,5 @@ app.http('requeue-deadletter', {
   methods: ['POST'],
   authLevel: 'function',
   route: 'queues/{queue}/deadletters/{id}/requeue',
-  handler: requeueDeadLetter,
+  handler: guarded('requeueing a dead letter', requeueDeadLetter),
 });

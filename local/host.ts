@@ -113,7 +113,8 @@ export async function startLocalHost(options: LocalHostOptions): Promise<LocalHo
       return sendProblem(res, 404, 'Not Found', `No function serves ${method} ${path}.`);
     }
     if (lookup.kind === 'method-not-allowed') {
-      return sendProblem(res, 405, 'Method Not Allowed', `${path} does not accept ${method}.`, { allow: lookup.allowed.join(', ') });
+      // Azure's host answers a known route with another method 404 (not 405): same here, so clients see one behaviour
+      return sendProblem(res, 404, 'Not Found', `No function serves ${method} ${path} (it accepts ${lookup.allowed.join(', ')}).`);
     }
     const fn: HttpFunction = lookup.fn;
     if (functionKey !== undefined && fn.authLevel !== 'anonymous') {
@@ -126,7 +127,10 @@ export async function startLocalHost(options: LocalHostOptions): Promise<LocalHo
     if (!body.ok) {
       return sendProblem(res, 413, 'Payload Too Large', `The request body exceeds ${maxBody} bytes.`);
     }
-    const request = toHttpRequest(req, url.toString(), body.body, lookup.params);
+    // Azure's host passes a request body on only with a Content-Length; a chunked body arrives empty there, so here too
+    const chunked = req.headers['content-length'] === undefined && body.body.length > 0;
+    if (chunked) logLine(logger, undefined, 'warn', [`${method} ${path}: a body without Content-Length (chunked) is dropped, as Azure Functions does`]);
+    const request = toHttpRequest(req, url.toString(), chunked ? Buffer.alloc(0) : body.body, lookup.params);
     let result: unknown;
     try {
       result = await invokeFunction(fn, request, `HTTP ${method} ${path}`, env);

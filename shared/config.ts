@@ -55,6 +55,9 @@ export interface AppConfig {
   channel: ChannelConfig;
 }
 
+/** host.json functionTimeout (10 min) less a minute for settling, releasing and closing. */
+const MAX_INVOCATION_MS = 540_000;
+
 export interface ChannelConfig {
   recoveryTable: string;
   messageTable: string;
@@ -298,6 +301,14 @@ export function loadConfig(env: Env = process.env): AppConfig {
   };
   if (config.pool.min > config.pool.max) problems.push('SQL_POOL_MIN must not exceed SQL_POOL_MAX');
   config.channel = loadChannelConfig(str, num, problems, dialect);
+  // One drain invocation = claiming for the budget + the longest handler started at its end: it has to end inside
+  // host.json's functionTimeout (10 min), or the host kills the worker mid-settlement.
+  const longestHandlerMs = Math.max(config.workerForwardTimeoutMs, config.channel.callbackTimeoutMs);
+  if (config.drain.budgetMs + longestHandlerMs > MAX_INVOCATION_MS) {
+    problems.push(
+      `DRAIN_BUDGET_SECONDS (${config.drain.budgetMs / 1000}) plus the longest handler timeout (${longestHandlerMs / 1000} s: WORKER_FORWARD_TIMEOUT_SECONDS / CALLBACK_TIMEOUT_SECONDS) must stay within ${MAX_INVOCATION_MS / 1000} s, inside host.json's functionTimeout of 10 minutes`,
+    );
+  }
   const schedules: Array<[string, string]> = [
     ['DRAIN_WORKER_SCHEDULE', config.drain.schedule],
     ['PRUNE_DEADLETTERS_SCHEDULE', config.pruneSchedule],
@@ -309,6 +320,10 @@ export function loadConfig(env: Env = process.env): AppConfig {
   for (const [name, expression] of schedules) {
     try {
       parseSchedule(expression);
+      if (expression.trim().split(/\s+/).length !== 6) {
+        // the local host understands TimeSpan schedules, Flex Consumption does not (App Service plans only)
+        problems.push(`${name}='${expression}': use a six-field NCRONTAB expression; TimeSpan schedules (hh:mm:ss) run only on App Service plans, not on Flex Consumption`);
+      }
     } catch (err) {
       problems.push(`${name}: ${(err as Error).message}`);
     }

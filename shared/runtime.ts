@@ -146,7 +146,8 @@ export async function shutdownRuntime(): Promise<void> {
   }
 }
 
-const FLUSH_TIMEOUT_MS = 5000;
+// Azure gives the worker about 5 s after WorkerTerminate before it is killed: the flush must leave room to close.
+const FLUSH_TIMEOUT_MS = 2000;
 
 /** A flush must not hold up shutdown when the ingestion endpoint is slow or unreachable. */
 async function flushWithin(telemetry: Telemetry | undefined, ms: number): Promise<void> {

@@ -32,6 +32,10 @@ export async function readJsonBody(
   if (Buffer.byteLength(raw, 'utf8') > maxBytes) {
     return { ok: false, answer: problem(413, `the request body is larger than ${maxBytes} bytes`) };
   }
+  if (raw === '' && contentLength === null) {
+    // Azure Functions passes a body on only with a Content-Length: a chunked one arrives empty
+    return { ok: false, answer: problem(411, 'the request has no Content-Length, and Azure Functions drops a body sent without one (chunked); send the JSON with a Content-Length') };
+  }
   if (raw.trim() === '') return { ok: false, answer: problem(400, 'the request body is empty; send a JSON document') };
   try {
     return { ok: true, value: JSON.parse(raw) };

@@ -88,6 +88,12 @@ describe('configuration', () => {
     expect(message).toMatch(/BATCH_SIZE/);
     expect(message).toMatch(/DRAIN_WORKER_SCHEDULE: .*"bad"/);
     expect(message).toMatch(/SWEEP_CHANNEL_SCHEDULE: /);
+    expect(() => loadConfig({ DRAIN_WORKER_SCHEDULE: '00:00:10' })).toThrow(/TimeSpan schedules \(hh:mm:ss\) run only on App Service plans/);
+  });
+
+  it('a drain budget plus the longest handler timeout must fit inside host.json functionTimeout', () => {
+    expect(() => loadConfig({ DRAIN_BUDGET_SECONDS: '500', WORKER_FORWARD_TIMEOUT_SECONDS: '60' })).toThrow(/DRAIN_BUDGET_SECONDS \(500\) plus the longest handler timeout \(60 s/);
+    expect(() => loadConfig({ DRAIN_BUDGET_SECONDS: '480', WORKER_FORWARD_TIMEOUT_SECONDS: '60' })).not.toThrow();
   });
 
   it('DEAD_LETTER_RETENTION_DAYS=0 keeps dead letters forever', () => {

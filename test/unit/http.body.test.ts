@@ -26,8 +26,13 @@ describe('JSON request bodies', () => {
     const big = await read('application/json', '{}', String(5 * 1024 * 1024));
     expect(!big.ok && big.answer.status).toBe(413);
     for (const body of ['', '  ', '{"a":']) {
-      const r = await read('application/json', body);
+      const r = await read('application/json', body, String(Buffer.byteLength(body)));
       expect(!r.ok && r.answer.status, JSON.stringify(body)).toBe(400);
     }
+  });
+  it('answers 411 for an empty body without Content-Length (Azure drops chunked bodies), naming the fix', async () => {
+    const r = await read('application/json', '', null);
+    expect(!r.ok && r.answer.status).toBe(411);
+    expect(!r.ok && JSON.stringify(r.answer.jsonBody)).toMatch(/Content-Length/);
   });
 });

@@ -31,7 +31,7 @@ async function start(options: Partial<LocalHostOptions> = {}): Promise<{ host: L
   return { host, logs };
 }
 
-async function problem(res: Response): Promise<{ status: number; title: string }> {
+async function problem(res: Response): Promise<{ status: number; title: string; detail?: string }> {
   expect(res.headers.get('content-type')).toBe('application/problem+json');
   return (await res.json()) as { status: number; title: string };
 }
@@ -119,11 +119,24 @@ describe('local host HTTP', () => {
     }
   });
 
-  it('answers 405 with Allow when the route exists but not the method', async () => {
+  it('answers 404 when the route exists but not the method, as Azure does (naming the methods it accepts)', async () => {
     const res = await fetch(`${api}/items/1`, { method: 'PUT' });
-    expect(res.status).toBe(405);
-    expect(res.headers.get('allow')).toBe('GET, DELETE');
-    expect((await problem(res)).status).toBe(405);
+    expect(res.status).toBe(404);
+    expect((await problem(res)).detail).toBe('No function serves PUT /api/items/1 (it accepts GET, DELETE).');
+  });
+
+  it('drops a request body sent without Content-Length (chunked), as Azure does', async () => {
+    const { Readable } = await import('node:stream');
+    const res = await fetch(`${api}/echo`, {
+      method: 'POST',
+      body: Readable.toWeb(Readable.from([Buffer.from('{"a":1}')])) as ReadableStream,
+      duplex: 'half',
+    } as RequestInit);
+    const echoed = await fetch(`${api}/echo`, { method: 'POST', body: '{"a":1}' });
+    expect(echoed.status).toBe(201);
+    expect(await echoed.json()).toMatchObject({ received: { a: 1 } });
+    // the fixture parses the body: an empty one fails it (500), as it would on Azure
+    expect(res.status).toBe(500);
   });
 
   it('answers 500 problem+json when the handler throws, and logs the failure', async () => {
