@@ -4,12 +4,15 @@
 #   2. database access   sqlcmd runs infra/sql/grant-app-identity.sql as the Entra admin (you)
 #   3. schema            npm run schema -- apply, as you (Entra, DefaultAzureCredential = your az login)
 #   4. code              build, package with production node_modules, az functionapp deployment source config-zip
-#   5. check             GET /api/health, then prints a publish example with the function key
+#   5. check             GET /api/health, then prints a publish example (and the command that reads the key)
+# Around them: refuses a resource group that exists in another region, registers Microsoft.Web and Microsoft.App,
+# keeps an existing SQL server's Entra admin, and after step 4 waits for the CALLBACK_SIGNING_SECRET Key Vault
+# reference to resolve (restarting the app; up to ~13 min, then only a warning).
 #
 # Usage:  AZURE_RESOURCE_GROUP=rg-asyncresp AZURE_LOCATION=swedencentral infra/deploy.sh [--skip-infra]
 #           [--skip-grant] [--skip-schema] [--skip-code]
 #
-# Environment (only the first two are required):
+# Environment (AZURE_RESOURCE_GROUP is required; AZURE_LOCATION too unless --skip-infra):
 #   AZURE_RESOURCE_GROUP       resource group (created when missing)
 #   AZURE_LOCATION             region with Flex Consumption (az functionapp list-flexconsumption-locations)
 #   SQL_ADMIN_LOGIN            Entra admin of a new SQL server  (default: your signed-in user's UPN; an existing
@@ -36,7 +39,7 @@ for arg in "$@"; do
     --skip-grant) skip_grant=1 ;;
     --skip-schema) skip_schema=1 ;;
     --skip-code) skip_code=1 ;;
-    -h | --help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "unknown argument: $arg" >&2; exit 2 ;;
   esac
 done
