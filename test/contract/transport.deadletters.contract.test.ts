@@ -191,7 +191,6 @@ for (const fixture of storeFixtures()) {
       expect(listed.find((d) => d.id === pathLike)!.headers.x).toBe('C:\\u0000dir');
       // PostgreSQL reads the two unreadable rows as having no source; SQL Server's JSON_VALUE reads them
       expect(stats.deadLettered).toBe(listed.length);
-      expect(stats.deadLettered).toBeGreaterThanOrEqual(1);
       expect((await h.store.queueStats('other', 'raw_dlq')).deadLettered).toBe(0);
     });
   });

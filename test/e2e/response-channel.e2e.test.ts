@@ -172,7 +172,7 @@ describe('correlated responses over HTTP', () => {
     expect(await res.json()).toMatchObject({ correlationId: 'ingress-7', payload: { Status: 2 } });
   });
 
-  it('waitSeconds over MAX_WAIT_SECONDS is capped, not refused; a malformed one is a 400', async () => {
+  it('waitSeconds over MAX_WAIT_SECONDS is not refused (it is capped); a malformed one is a 400', async () => {
     await app.api('responses', postJson({ correlationId: 'cap-1', payload: 'kept' }));
     const res = await waitFor('cap-1', 9999);
     expect(res.status).toBe(200);
@@ -182,7 +182,7 @@ describe('correlated responses over HTTP', () => {
     }
   });
 
-  it('a waiter registration with an unknown field writes nothing and names the field', async () => {
+  it('a waiter registration with an unknown field is refused, naming the field', async () => {
     const res = await app.api('waiters', postJson({ correlationId: 'uf-1', callbackUrl: callbackUrl(), bogus: 1 }));
     expect(res.status).toBe(400);
     expect(await res.json()).toMatchObject({ errors: [{ field: 'bogus' }] });

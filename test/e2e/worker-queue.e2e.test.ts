@@ -59,8 +59,11 @@ describe('worker queue over HTTP (local host, embedded PGlite)', () => {
   it('an id already on another queue answers 409 and publishes nothing; in a batch the item names that queue', async () => {
     const id = '1c8e8e7f-2d3b-4c4d-9e5f-6a7b8c9d0e1f';
     expect((await app.api('queues/worker/messages', postJson({ payload: 1, id, delaySeconds: 3600 }, key))).status).toBe(201);
+    const responseQueue = async () => (await (await app.api('queues/response', { headers: key })).json()) as { ready: number; delayed: number; leased: number };
+    const before = await responseQueue();
     const res = await app.api('queues/response/messages', postJson({ payload: 2, id }, key));
     expect(res.status).toBe(409);
+    expect(await responseQueue()).toMatchObject({ ready: before.ready, delayed: before.delayed, leased: before.leased });
     expect(((await res.json()) as { detail: string }).detail).toContain(`is already on queue 'worker'`);
     const batch = await app.api('queues/response/messages', postJson([{ payload: 3, id }], key));
     expect(batch.status).toBe(200);

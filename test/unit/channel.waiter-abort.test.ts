@@ -24,12 +24,12 @@ describe('long-poll waiter and the stopping signal', () => {
         deleted.push(correlationId);
       },
     } as unknown as ChannelStore;
-    const config = { ...loadConfig({}).channel, heartbeatIntervalMs: 0, activePollIntervalMs: 30_000 };
+    const config = { ...loadConfig({}).channel, heartbeatIntervalMs: 0, activePollIntervalMs: 20_000 };
     const channel = new ResponseChannel(store, {} as Publisher, config, silentLogger);
     const started = Date.now();
     expect(await channel.waitForResponse('c-1', 60_000, stop.signal)).toBeNull();
     expect(heartbeats).toBe(1);
-    expect(Date.now() - started).toBeLessThan(10_000); // before the fix: the full 30 s poll interval
+    expect(Date.now() - started).toBeLessThan(10_000); // before the fix: the full 20 s poll interval
     expect(deleted).toEqual(['c-1']);
   });
 });

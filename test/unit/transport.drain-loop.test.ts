@@ -38,10 +38,11 @@ function dependantsKey(): symbol | undefined {
 }
 
 describe('drain loop', () => {
-  it('idle polls leave nothing behind on the long-lived stopping signal', async () => {
+  it('idle polls leave nothing behind on the long-lived stopping signal', async (ctx) => {
     const key = dependantsKey();
     if (key === undefined) {
       console.warn('skipped: this Node does not expose AbortSignal dependants (kDependantSignals) to check');
+      ctx.skip();
       return;
     }
     const stopping = new AbortController();

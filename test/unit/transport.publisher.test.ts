@@ -33,6 +33,15 @@ describe('publisher after a commit whose answer was lost', () => {
     expect(outcome).toMatchObject({ id: m.id, inserted: false, existingQueue: 'q' });
   });
 
+  it('keeps a generated id that turns up on another queue after a retry a duplicate (not this publish\'s row)', async () => {
+    const store = new MemoryStore();
+    const m = { ...message('q', 1), generatedId: true };
+    await store.publish([{ ...m, queue: 'elsewhere' }]);
+    store.publishFaults = ['before'];
+    const [outcome] = await publisherFor(store).publish([m]);
+    expect(outcome).toMatchObject({ inserted: false, existingQueue: 'elsewhere' });
+  });
+
   it('reports a real duplicate of a generated id without a retry as a duplicate', async () => {
     const store = new MemoryStore();
     const m = { ...message('q', 1), generatedId: true };
