@@ -15,7 +15,7 @@ export async function postResponse(request: HttpRequest, context: InvocationCont
   const parsed = parseResponseBody(body.value, rt.config.maxMessageBytes);
   if (!parsed.ok) return problem(400, 'the response has invalid fields; nothing was published', parsed.errors);
   try {
-    const result = await rt.track(rt.channel.publishResponse(parsed.value, { confirm: true, signal: rt.stopping }));
+    const result = await rt.track(rt.channel.publishResponse(parsed.value, { confirm: true, signal: rt.stopping, logger: context }));
     if (!result.duplicate) rt.metrics.responsePublished(result.delivery, 'http');
     return json(202, { id: result.id, delivery: result.delivery, ...(result.duplicate ? { duplicate: true } : {}) });
   } catch (err) {

@@ -21,7 +21,7 @@ export async function publishMessage(request: HttpRequest, context: InvocationCo
   if (!parsed.ok) return problem(parsed.status, parsed.detail, parsed.errors);
   try {
     // Retries stop in time for a prompt 503 instead of waiting out every throttling backoff.
-    const outcomes = await rt.track(rt.publisher.publish(parsed.messages, Date.now() + PUBLISH_BUDGET_MS));
+    const outcomes = await rt.track(rt.publisher.publish(parsed.messages, Date.now() + PUBLISH_BUDGET_MS, undefined, context));
     // Ids are unique across queues: a duplicate names the queue its job is really on.
     const items = outcomes.map((o) => ({
       id: o.id,

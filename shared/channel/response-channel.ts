@@ -64,12 +64,12 @@ export class ResponseChannel {
   ) {}
 
   /** The response insert and the recovery claim: 3 attempts, each transient fault waiting as its class asks. */
-  private retry(deadline?: number): ClassifiedRetryOptions {
+  private retry(deadline: number | undefined, logger: Logger): ClassifiedRetryOptions {
     return {
       maxAttempts: 3,
       policy: this.retryClasses,
       deadline,
-      onRetry: (err, attempt, delay, cls) => this.logger.warn(`channel store call failed transiently (${cls}); retry ${attempt} in ${Math.round(delay)} ms`, err),
+      onRetry: (err, attempt, delay, cls) => logger.warn(`channel store call failed transiently (${cls}); retry ${attempt} in ${Math.round(delay)} ms`, err),
     };
   }
 
@@ -156,13 +156,15 @@ export class ResponseChannel {
    */
   async publishResponse(
     input: PublishResponseInput,
-    options: { confirm: boolean; deadline?: number; signal?: AbortSignal } = { confirm: true },
+    options: { confirm: boolean; deadline?: number; signal?: AbortSignal; logger?: Logger } = { confirm: true },
   ): Promise<{ id: string; delivery: Delivery; duplicate: boolean }> {
+    // the invocation's logger when given, so these lines correlate with it in Application Insights
+    const log = options.logger ?? this.logger;
     const id = (input.id ?? randomUUID()).toLowerCase();
     const corr = input.correlationId;
     const envelope = buildEnvelope(input);
     const live = this.local.has(corr) || (await this.store.countActiveSubscribers(corr)) > 0;
-    const stored = await withRetry(() => this.store.insertMessage(id, corr, envelope, this.config.messageRetentionMs), this.retry(options.deadline));
+    const stored = await withRetry(() => this.store.insertMessage(id, corr, envelope, this.config.messageRetentionMs), this.retry(options.deadline, log));
     if (!stored.inserted && stored.correlationId !== corr) throw new ResponseIdConflictError(id, stored.correlationId);
     if (stored.ackedAt !== null) return { id, delivery: 'live', duplicate: !stored.inserted };
     // A repeat of an id already stored is never routed again (its callbacks may have been sent and their jobs
@@ -179,10 +181,10 @@ export class ResponseChannel {
       }
       const registrations = await this.store.loadRegistrations(corr);
       if (registrations.length === 0) return { id, delivery: 'stored', duplicate: false };
-      const outcome = await this.routeToRecovery(id, corr, envelope, registrations, options.deadline);
+      const outcome = await this.routeToRecovery(id, corr, envelope, { registrations, deadline: options.deadline, logger: log });
       return { id, delivery: DELIVERY_OF_ROUTE[outcome], duplicate: false };
     } catch (err) {
-      this.logger.warn(`response ${id} for '${corr}' is stored, but routing it failed; the channel sweep routes it`, err);
+      log.warn(`response ${id} for '${corr}' is stored, but routing it failed; the channel sweep routes it`, err);
       return { id, delivery: 'stored', duplicate: false };
     }
   }
@@ -214,14 +216,21 @@ export class ResponseChannel {
    * recovery itself before it POSTs, so nothing is lost and a live delivery still wins if it acks first.
    * A final response consumes the registrations.
    */
-  async routeToRecovery(id: string, correlationId: string, envelopeJson: string, registrations?: Registration[], deadline?: number): Promise<RouteOutcome> {
+  async routeToRecovery(
+    id: string,
+    correlationId: string,
+    envelopeJson: string,
+    options: { registrations?: Registration[]; deadline?: number; logger?: Logger } = {},
+  ): Promise<RouteOutcome> {
+    const { deadline } = options;
+    const log = options.logger ?? this.logger;
     // Already routed (the sweep and a confirming publisher can both get here): enqueueing again after its
     // callback jobs were sent and deleted would send them twice.
     const [current] = await this.store.loadMessagesById(correlationId, [id]);
     if (!current) return 'gone';
     if (current.ackedAt !== null) return 'acknowledged';
     if (current.recoveryClaimed) return 'already-routed';
-    const regs = registrations ?? (await this.store.loadRegistrations(correlationId));
+    const regs = options.registrations ?? (await this.store.loadRegistrations(correlationId));
     const body = readEnvelope(envelopeJson);
     const jobs: OutgoingMessage[] = [];
     for (const reg of regs) {
@@ -229,7 +238,7 @@ export class ResponseChannel {
       try {
         state = JSON.parse(reg.stateJson) as RegistrationState;
       } catch {
-        this.logger.error(`callback registration ${reg.registrationId} of '${correlationId}' is unreadable; skipped`);
+        log.error(`callback registration ${reg.registrationId} of '${correlationId}' is unreadable; skipped`);
         continue;
       }
       const job: CallbackJob = {
@@ -246,16 +255,16 @@ export class ResponseChannel {
       });
     }
     if (jobs.length === 0) return 'no-registrations';
-    await this.publisher.publish(jobs, deadline);
-    const claimed = await withRetry(() => this.store.claimForRecovery(id), this.retry(deadline));
+    await this.publisher.publish(jobs, deadline, undefined, log);
+    const claimed = await withRetry(() => this.store.claimForRecovery(id), this.retry(deadline, log));
     if (!claimed) return 'acknowledged'; // a live waiter took it; the jobs find it acknowledged and skip
-    this.logger.info(`response ${id} for '${correlationId}' routed to ${jobs.length} callback registration(s)`);
+    log.info(`response ${id} for '${correlationId}' routed to ${jobs.length} callback registration(s)`);
     if (body.final) {
       // The response is routed whatever happens here: a registration left behind only expires later.
       try {
         for (const reg of regs) await this.store.deleteRegistration(correlationId, reg.registrationId);
       } catch (err) {
-        this.logger.warn(`response ${id} for '${correlationId}' is routed, but consuming its registrations failed; they expire on their own`, err);
+        log.warn(`response ${id} for '${correlationId}' is routed, but consuming its registrations failed; they expire on their own`, err);
       }
     }
     return 'routed';

@@ -50,7 +50,7 @@ export async function sweepChannel(
     const wave = await Promise.all(
       overdue.slice(i, i + PARALLEL).map(async (m) => {
         try {
-          if ((await channel.routeToRecovery(m.id, m.correlationId, m.envelopeJson, undefined, deadline)) === 'routed') routed++;
+          if ((await channel.routeToRecovery(m.id, m.correlationId, m.envelopeJson, { deadline, logger })) === 'routed') routed++;
           return undefined;
         } catch (err) {
           failed++;

@@ -16,29 +16,29 @@ export function workerResponseHooks(channel: ResponseChannel, logger: Logger, me
   const published = (r: { delivery: Delivery; duplicate: boolean }) => {
     if (!r.duplicate) metrics.responsePublished(r.delivery, 'worker');
   };
-  const usable = (id: string | undefined): id is string => {
+  const usable = (id: string | undefined, log: Logger = logger): id is string => {
     if (id === undefined) return false;
     const why = correlationIdProblem(id);
-    if (why) logger.warn(`a job's correlation id ${why}; no response is published`);
+    if (why) log.warn(`a job's correlation id ${why}; no response is published`);
     return why === null;
   };
   return {
     onCompleted: async (job, result, settle) => {
-      if (!usable(job.correlationId)) return;
+      if (!usable(job.correlationId, settle.logger)) return;
       published(
         await channel.publishResponse(
           { correlationId: job.correlationId, id: job.id, payload: result ?? null, final: true },
-          { confirm: false, deadline: settle.deadline },
+          { confirm: false, deadline: settle.deadline, logger: settle.logger },
         ),
       );
     },
     onDeadLettered: async (job, message, reason, settle) => {
       const correlationId = job?.correlationId ?? getHeader(message.headers, CORRELATION_ID_HEADER);
-      if (!usable(correlationId)) return;
+      if (!usable(correlationId, settle.logger)) return;
       published(
         await channel.publishResponse(
           { correlationId, id: derivedUuid(`dead-letter:${message.id}`), payload: null, error: reason, final: true },
-          { confirm: false, deadline: settle.deadline },
+          { confirm: false, deadline: settle.deadline, logger: settle.logger },
         ),
       );
     },

@@ -10,7 +10,7 @@ import { PermanentJobError, type JobHandler } from '../transport/job';
  * redelivered job never stores it twice. A message without a usable id is dead-lettered at once.
  */
 export function responseIngressHandler(channel: ResponseChannel, jsonPaths: readonly string[], metrics: Metrics = noopMetrics): JobHandler {
-  return async (job) => {
+  return async (job, ctx) => {
     const correlationId = extractCorrelationId(job.headers, job.payload, jsonPaths);
     if (correlationId === undefined) {
       throw new PermanentJobError(`the response has no correlation id: no AR-Correlation-Id header and none at ${jsonPaths.join(', ')}`);
@@ -18,7 +18,7 @@ export function responseIngressHandler(channel: ResponseChannel, jsonPaths: read
     const why = correlationIdProblem(correlationId);
     if (why) throw new PermanentJobError(`the response's correlation id ${why}`);
     const final = !(job.payload && typeof job.payload === 'object' && (job.payload as Record<string, unknown>).Final === false);
-    const published = await channel.publishResponse({ correlationId, id: job.id, payload: job.payload, final }, { confirm: false });
+    const published = await channel.publishResponse({ correlationId, id: job.id, payload: job.payload, final }, { confirm: false, logger: ctx.log });
     if (!published.duplicate) metrics.responsePublished(published.delivery, 'ingress');
     return undefined;
   };

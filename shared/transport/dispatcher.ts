@@ -9,6 +9,8 @@ import { CORRELATION_ID_HEADER, type ClaimedMessage, type TransportStore } from 
 
 export interface SettleContext {
   deadline?: number;
+  /** The invocation's logger, so what the hooks log correlates with it. */
+  logger?: Logger;
 }
 
 export type DeliveryOutcome = 'completed' | 'retried' | 'dead-lettered' | 'released';
@@ -70,7 +72,7 @@ export async function dispatchDelivery(msg: ClaimedMessage, handler: JobHandler,
   let result: unknown;
   try {
     result = await handler(job, { signal: lease.signal, log: deps.logger });
-    if (deps.onCompleted) await deps.onCompleted(job, result, { deadline: deps.settleDeadline });
+    if (deps.onCompleted) await deps.onCompleted(job, result, { deadline: deps.settleDeadline, logger: deps.logger });
   } catch (err) {
     heartbeat.stop();
     const reason = err instanceof Error ? err.message || err.name : String(err);
@@ -136,7 +138,7 @@ async function bury(msg: ClaimedMessage, job: Job | undefined, reason: string, d
   }
   if (deps.onDeadLettered) {
     try {
-      await deps.onDeadLettered(job, msg, reason, { deadline: deps.settleDeadline });
+      await deps.onDeadLettered(job, msg, reason, { deadline: deps.settleDeadline, logger: deps.logger });
     } catch (err) {
       deps.logger.error(`after dead-lettering job ${msg.id}, its follow-up failed`, err);
     }

@@ -29,8 +29,11 @@ export class Publisher {
     private readonly logger: Logger,
   ) {}
 
-  /** `deadline` (epoch ms) is the remaining invocation budget: the publish gives up rather than wait past it. */
-  async publish(messages: readonly OutgoingMessage[], deadline?: number, signal?: AbortSignal): Promise<PublishOutcome[]> {
+  /**
+   * `deadline` (epoch ms) is the remaining invocation budget: the publish gives up rather than wait past it.
+   * `logger`: the invocation's (so retry warnings correlate with it); the process logger otherwise.
+   */
+  async publish(messages: readonly OutgoingMessage[], deadline?: number, signal?: AbortSignal, logger: Logger = this.logger): Promise<PublishOutcome[]> {
     let attempts = 0;
     const stored = await withRetry(() => (attempts++, this.store.publish(messages)), {
       maxAttempts: this.policy.maxAttempts,
@@ -40,12 +43,12 @@ export class Publisher {
       signal,
       random: this.policy.random,
       onRetry: (err, attempt, delay, cls) =>
-        this.logger.warn(
+        logger.warn(
           `publish attempt ${attempt} failed transiently (${cls}); retrying in ${Math.round(delay)} ms with the same ids`,
           err,
         ),
       onGiveUp: (err, attempt, reason) =>
-        this.logger.warn(
+        logger.warn(
           `publish gave up after ${attempt} attempt(s): ${reason === 'deadline' ? 'the next wait would pass the invocation budget' : reason === 'attempts' ? 'no attempts left' : 'cancelled'}`,
           err,
         ),

@@ -137,8 +137,12 @@ for (const [name, open, skip] of targets) {
       };
       const broken = new ResponseChannel(channel.store, failing, config, silentLogger);
       await broken.registerCallback('rf-1', 'https://hooks.example.com/rf', 60_000);
-      const r = await broken.publishResponse({ correlationId: 'rf-1', payload: 'x', final: true }, { confirm: false });
+      // the warning goes to the caller's (invocation) logger, not the process one, so it correlates in App Insights
+      const warnings: string[] = [];
+      const invocation = { ...silentLogger, warn: (m: string) => void warnings.push(m) };
+      const r = await broken.publishResponse({ correlationId: 'rf-1', payload: 'x', final: true }, { confirm: false, logger: invocation });
       expect(r.delivery).toBe('stored');
+      expect(warnings).toEqual([`response ${r.id} for 'rf-1' is stored, but routing it failed; the channel sweep routes it`]);
       const [row] = await channel.store.loadMessagesById('rf-1', [r.id]);
       expect(row).toMatchObject({ recoveryClaimed: false, ackedAt: null });
     });

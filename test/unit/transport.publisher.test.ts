@@ -25,6 +25,15 @@ describe('publisher after a commit whose answer was lost', () => {
     expect(await wake.wait('q', 0)).toBe(true); // the pending wake of the insert
   });
 
+  it("logs its retries to the caller's (invocation) logger when given one", async () => {
+    const store = new MemoryStore();
+    store.publishFaults = ['before'];
+    const warnings: string[] = [];
+    const invocation = { ...silentLogger, warn: (m: string) => void warnings.push(m) };
+    await publisherFor(store).publish([message('q', 1)], undefined, undefined, invocation);
+    expect(warnings).toEqual([expect.stringMatching(/^publish attempt 1 failed transiently \(connection\); retrying in \d+ ms with the same ids$/)]);
+  });
+
   it("keeps a caller's id a duplicate: someone else may have published it", async () => {
     const store = new MemoryStore();
     store.publishFaults = ['after'];
