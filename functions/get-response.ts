@@ -17,7 +17,7 @@ export async function getResponse(request: HttpRequest, context: InvocationConte
   if (!waitSeconds.ok) return problem(400, waitSeconds.detail, waitSeconds.errors);
   const wait = waitSeconds.value;
   try {
-    const response = await rt.track(rt.channel.waitForResponse(correlationId!, wait * 1000, rt.stopping));
+    const response = await rt.track(rt.channel.waitForResponse(correlationId!, wait * 1000, rt.stopping, context));
     if (!response) return { status: 204 };
     return json(200, { ...response, createdAt: response.createdAt.toISOString() });
   } catch (err) {

@@ -77,7 +77,7 @@ export class ResponseChannel {
    * Waits up to waitMs for the next response this waiter may receive (unacked ones; acked ones only when
    * acked after it registered), claims its delivery and returns it; null when nothing arrived in time.
    */
-  async waitForResponse(correlationId: string, waitMs: number, signal?: AbortSignal): Promise<DeliveredResponse | null> {
+  async waitForResponse(correlationId: string, waitMs: number, signal?: AbortSignal, logger: Logger = this.logger): Promise<DeliveredResponse | null> {
     const watermark = await this.store.subscriptionStart();
     const registrationId = randomUUID();
     await this.store.upsertSubscriber(correlationId, registrationId, this.instanceId, this.config.heartbeatTimeoutMs);
@@ -102,7 +102,7 @@ export class ResponseChannel {
           lastBeat = now;
           await this.store
             .heartbeatSubscribers(this.instanceId, [{ correlationId, registrationId }], this.config.heartbeatTimeoutMs)
-            .catch((err) => this.logger.warn(`waiter heartbeat for '${correlationId}' failed`, err));
+            .catch((err) => logger.warn(`waiter heartbeat for '${correlationId}' failed`, err));
         }
         if (signalled) continue;
         await new Promise<void>((resolve) => {
@@ -122,7 +122,7 @@ export class ResponseChannel {
       unregister();
       await this.store
         .deleteSubscriber(correlationId, registrationId)
-        .catch((err) => this.logger.warn(`could not delete the waiter row of '${correlationId}'; it expires on its own`, err));
+        .catch((err) => logger.warn(`could not delete the waiter row of '${correlationId}'; it expires on its own`, err));
     }
   }
 
