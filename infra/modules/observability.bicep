@@ -101,8 +101,10 @@ var deadLettersQuery = '''
 customMetrics
 | where name in ("asyncresponse.jobs.deadlettered", "asyncresponse.queue.deadlettered", "asyncresponse.prune.deleted")
 | where name != "asyncresponse.prune.deleted" or tostring(customDimensions.table) == "deadletters"
-| summarize total = sum(valueSum), peak = max(valueMax) by name, bin(timestamp, 15m)
-| extend value = iff(name == "asyncresponse.queue.deadlettered", peak, total)
+| extend queue = tostring(customDimensions.queue)
+| summarize total = sum(valueSum), peak = max(valueMax) by name, queue, bin(timestamp, 15m)
+| summarize waiting = sum(peak), moved = sum(total) by name, timestamp
+| extend value = iff(name == "asyncresponse.queue.deadlettered", waiting, moved)
 | project timestamp, series = replace_string(name, "asyncresponse.", ""), value
 | render timechart
 '''
@@ -111,13 +113,13 @@ var durationsQuery = '''
 customMetrics
 | where name in ("asyncresponse.drain.duration_ms", "asyncresponse.channel.sweep.duration_ms")
 | extend queue = tostring(customDimensions.queue)
-| summarize mean_ms = sum(valueSum) / sum(valueCount), max_ms = max(valueMax) by series = strcat(replace_string(name, "asyncresponse.", ""), " ", queue), bin(timestamp, 15m)
+| summarize mean_ms = sum(valueSum) / sum(valueCount), max_ms = max(valueMax) by series = trim_end(" ", strcat(replace_string(name, "asyncresponse.", ""), " ", queue)), bin(timestamp, 15m)
 | render timechart
 '''
 
 var timerInvocationsQuery = '''
 requests
-| where name startswith "drain-" or name startswith "prune-" or name startswith "sweep-"
+| where name startswith "drain-" or name startswith "prune-" or name startswith "sweep-" or name == "queue-metrics"
 | summarize invocations = count(), failed = countif(success == false), p50_ms = percentile(duration, 50), p95_ms = percentile(duration, 95), max_ms = max(duration) by name
 | order by name asc
 '''
@@ -144,6 +146,14 @@ customMetrics
 | where name == "asyncresponse.queue.oldest_ready_age_seconds"
 | extend queue = tostring(customDimensions.queue)
 | summarize AgeSeconds = max(valueMax) by queue
+'''
+
+// Alert: the app's metrics stopped arriving (the app is down, its timers do not run, or ingestion fails): the
+// queue-metrics timer sends the oldest-ready-age gauge of every queue every minute, even when it is 0.
+var metricsStoppedAlertQuery = '''
+customMetrics
+| where name == "asyncresponse.queue.oldest_ready_age_seconds"
+| summarize Rows = count()
 '''
 
 // Alert: drain failures. A drain invocation that throws is a failed request; a drain whose claims keep failing
@@ -412,6 +422,48 @@ resource oldestReadyAgeAlert 'Microsoft.Insights/scheduledQueryRules@2021-08-01'
           ]
           operator: 'GreaterThan'
           threshold: oldestReadyAgeThresholdSeconds
+          failingPeriods: {
+            numberOfEvaluationPeriods: 1
+            minFailingPeriodsToAlert: 1
+          }
+        }
+      ]
+    }
+    autoMitigate: true
+    actions: {
+      actionGroups: actionGroupIds
+    }
+  }
+  // The action group is referenced by id (it may not exist), so the order is stated here.
+  dependsOn: [
+    actionGroup
+  ]
+}
+
+resource metricsStoppedAlert 'Microsoft.Insights/scheduledQueryRules@2021-08-01' = {
+  name: '${namePrefix}-metrics-stopped'
+  location: location
+  tags: tags
+  kind: 'LogAlert'
+  properties: {
+    displayName: 'asyncresponse: metrics stopped'
+    description: 'No queue gauges arrived for 15 minutes: the app or its queue-metrics timer is not running, or telemetry ingestion fails (the other alerts cannot fire without data).'
+    severity: 2
+    enabled: true
+    scopes: [
+      appInsightsId
+    ]
+    evaluationFrequency: 'PT5M'
+    windowSize: 'PT15M'
+    criteria: {
+      allOf: [
+        {
+          // a summarize without "by" returns one row (0) when nothing arrived
+          query: metricsStoppedAlertQuery
+          timeAggregation: 'Total'
+          metricMeasureColumn: 'Rows'
+          operator: 'LessThan'
+          threshold: 1
           failingPeriods: {
             numberOfEvaluationPeriods: 1
             minFailingPeriodsToAlert: 1

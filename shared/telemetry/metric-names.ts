@@ -1,6 +1,6 @@
 // The ONE list of the app's custom metric names and their dimensions (Application Insights `customMetrics`:
 // `name`, `customDimensions.*`). The workbook and the alerts in infra/modules/observability.bicep query these
-// names; test/unit/telemetry.metric-names.test.ts keeps its header list and this one in line.
+// names; test/unit/telemetry.metrics.test.ts keeps its header list and this one in line.
 
 export const METRIC = {
   /** counter: jobs inserted by a publish (duplicates of an existing id are not counted). dims: queue */

@@ -44,10 +44,19 @@ describe('infra: observability metric names', () => {
     }
   });
 
-  it('has the three alerts: dead letters, oldest ready age, drain failures', () => {
+  it('has the four alerts: dead letters, oldest ready age, metrics stopped, drain failures', () => {
     expect(src).toMatch(/name == "asyncresponse\.jobs\.deadlettered"/);
     expect(src).toMatch(/name == "asyncresponse\.queue\.oldest_ready_age_seconds"/);
+    expect(src).toMatch(/\| summarize Rows = count\(\)\n'''/); // the no-data rule: no "by", so 0 rows count as 0
     expect(src).toMatch(/requests \| where name startswith "drain-" and success == false/);
-    expect([...src.matchAll(/Microsoft\.Insights\/scheduledQueryRules@/g)].length).toBe(3);
+    expect([...src.matchAll(/Microsoft\.Insights\/scheduledQueryRules@/g)].length).toBe(4);
+  });
+
+  it('reads only dimension keys the telemetry sets', async () => {
+    const { DIM } = await import('../../shared/telemetry/metric-names');
+    const keys = new Set(Object.values(DIM) as string[]);
+    const used = [...src.matchAll(/customDimensions\.([A-Za-z_]+)/g)].map((m) => m[1]!);
+    expect(used.length).toBeGreaterThan(3);
+    for (const key of used) expect(keys, `customDimensions.${key}`).toContain(key);
   });
 });
