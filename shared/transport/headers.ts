@@ -49,6 +49,7 @@ export function deadLetterHeaders(original: Headers, reason: string, sourceQueue
 
 const JSONB_UNSAFE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
-function jsonbSafe(s: string): string {
+/** U+0000 and lone surrogates as U+FFFD: PostgreSQL text refuses U+0000, its jsonb refuses both. */
+export function jsonbSafe(s: string): string {
   return s.replace(JSONB_UNSAFE, '\uFFFD');
 }

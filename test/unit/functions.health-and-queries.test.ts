@@ -2,24 +2,18 @@
 import { HttpRequest, InvocationContext } from '@azure/functions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryNumber } from '../../shared/http/query';
+import { setEnv } from '../support/env';
 
-const saved: Record<string, string | undefined> = {};
-const ENV = { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/nowhere' };
 let shutdownRuntime: (() => Promise<void>) | undefined;
+let restoreEnv: (() => void) | undefined;
 
 beforeAll(() => {
-  for (const [k, v] of Object.entries(ENV)) {
-    saved[k] = process.env[k];
-    process.env[k] = v;
-  }
+  restoreEnv = setEnv({ DATABASE_URL: 'postgres://postgres@127.0.0.1:1/nowhere' });
 });
 
 afterAll(async () => {
   await shutdownRuntime?.();
-  for (const [k, v] of Object.entries(saved)) {
-    if (v === undefined) delete process.env[k];
-    else process.env[k] = v;
-  }
+  restoreEnv?.();
 });
 
 describe('health with the database down', () => {

@@ -7,6 +7,7 @@ import type { Runtime } from '../../shared/runtime';
 import { METRIC } from '../../shared/telemetry/metric-names';
 import { MemoryMetrics, type MetricRecord } from '../../shared/telemetry/metrics';
 import { sleep } from '../support/messages';
+import { setEnv } from '../support/env';
 
 const ENV: Record<string, string> = {
   PGLITE_DATA_DIR: 'memory://',
@@ -18,7 +19,7 @@ const ENV: Record<string, string> = {
   MESSAGE_RETENTION_SECONDS: '1',
   PRUNE_INTERVAL_SECONDS: '0',
 };
-const saved: Record<string, string | undefined> = {};
+let restoreEnv: (() => void) | undefined;
 
 const mem = new MemoryMetrics();
 let rt: Runtime;
@@ -48,12 +49,7 @@ function take(): MetricRecord[] {
 const rec = (name: MetricRecord['name'], value: unknown, properties: Record<string, string> = {}) => ({ name, value, properties });
 
 beforeAll(async () => {
-  for (const [k, v] of Object.entries(ENV)) {
-    saved[k] = process.env[k];
-    process.env[k] = v;
-  }
-  saved.APPLICATIONINSIGHTS_CONNECTION_STRING = process.env.APPLICATIONINSIGHTS_CONNECTION_STRING;
-  delete process.env.APPLICATIONINSIGHTS_CONNECTION_STRING;
+  restoreEnv = setEnv({ ...ENV, APPLICATIONINSIGHTS_CONNECTION_STRING: undefined });
   const runtime = await import('../../shared/runtime');
   shutdownRuntime = runtime.shutdownRuntime;
   rt = await runtime.getRuntime({ metrics: mem });
@@ -71,10 +67,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await shutdownRuntime?.();
-  for (const [k, v] of Object.entries(saved)) {
-    if (v === undefined) delete process.env[k];
-    else process.env[k] = v;
-  }
+  restoreEnv?.();
 });
 
 describe('telemetry wiring (MemoryMetrics on the real handlers, PGlite)', () => {

@@ -1,6 +1,6 @@
 import { createHash, randomInt } from 'node:crypto';
 import { transportNames, type TransportNames } from '../../sql/identifiers';
-import { parseHeadersLenient } from '../../transport/headers';
+import { jsonbSafe, parseHeadersLenient } from '../../transport/headers';
 import type {
   ClaimedMessage,
   DeadLetterItem,
@@ -190,7 +190,7 @@ export class PostgresTransportStore implements TransportStore {
       move.deadLetterQueue,
       move.payloadJson,
       JSON.stringify(move.headers),
-      withoutNul(move.reason),
+      jsonbSafe(move.reason),
     ], this.prepared.deadLetter);
     return r.rows.length === 1;
   }
@@ -263,11 +263,6 @@ export class PostgresTransportStore implements TransportStore {
   close(): Promise<void> {
     return this.client.close();
   }
-}
-
-/** PostgreSQL text cannot hold U+0000; a reason carrying one keeps its shape with U+FFFD. */
-function withoutNul(s: string): string {
-  return s.replace(/\u0000/g, '\uFFFD');
 }
 
 /** PGlite runs one statement per prepared query; our DDL scripts separate statements with ";\n". */
