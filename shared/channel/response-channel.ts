@@ -6,6 +6,7 @@ import { DEFAULT_RETRY_CLASSES, sleep, withRetry, type ClassifiedRetryOptions, t
 import { isTransientError } from '../sql/transient';
 import type { Publisher } from '../transport/publisher';
 import type { OutgoingMessage } from '../transport/types';
+import { onAbort } from './abort-fanout';
 import { buildEnvelope, readEnvelope, type ResponseBody } from './envelope';
 import { derivedUuid } from './ids';
 import { LocalWaiters } from './local-waiters';
@@ -106,13 +107,15 @@ export class ResponseChannel {
         }
         if (signalled) continue;
         await new Promise<void>((resolve) => {
+          let unwatch: (() => void) | undefined;
           const timer = setTimeout(done, Math.min(this.config.activePollIntervalMs, deadline - now));
           if (signal?.aborted) return done(); // aborted during the heartbeat: a listener added now would never fire
-          signal?.addEventListener('abort', done, { once: true });
+          // one shared listener per signal, not one per waiter (no MaxListenersExceededWarning with many waiters)
+          if (signal) unwatch = onAbort(signal, done);
           wake = done;
           function done() {
             clearTimeout(timer);
-            signal?.removeEventListener('abort', done);
+            unwatch?.();
             wake = undefined;
             resolve();
           }
