@@ -7,7 +7,7 @@
 import { ResponseChannel } from './channel/response-channel';
 import { workerResponseHooks } from './channel/worker-responses';
 import { CALLBACK_QUEUE, loadConfig, RESPONSE_QUEUE, type AppConfig, type Env } from './config';
-import { callbackSender } from './handlers/callback-sender';
+import { callbackDeadLetterHold, callbackRowHoldMs, callbackSender, MAX_CALLBACK_ROW_HOLD_MS } from './handlers/callback-sender';
 import { buildHandlers } from './handlers/registry';
 import { responseIngressHandler } from './handlers/response-ingress';
 import { consoleLogger, safeLogger, type Logger } from './log';
@@ -101,17 +101,22 @@ export function getRuntime(overrides: RuntimeOverrides = {}): Promise<Runtime> {
     const stores = await instrumentStores(await openStores(cfg, logger), cfg.store, telemetry.dependencies);
     const wake = new WakeSignal();
     const publisher = new Publisher(stores.transport, wake, cfg.publish, logger);
-    const channel = new ResponseChannel(stores.channel, publisher, cfg.channel, logger, cfg.retry);
+    const channel = new ResponseChannel(stores.channel, wake, cfg.channel, logger, cfg.retry);
     const routes = new Map<string, QueueRoute>();
     const workerHooks = workerResponseHooks(channel, logger, metrics);
     for (const [queue, handler] of buildHandlers(cfg)) routes.set(queue, { handler, hooks: workerHooks });
     routes.set(RESPONSE_QUEUE, { handler: responseIngressHandler(channel, cfg.channel.correlationIdJsonPaths, metrics), hooks: {} });
     routes.set(CALLBACK_QUEUE, {
       handler: callbackSender(
-        { allowedHosts: cfg.channel.callbackAllowedHosts, secret: cfg.channel.callbackSigningSecret, timeoutMs: cfg.channel.callbackTimeoutMs },
+        {
+          allowedHosts: cfg.channel.callbackAllowedHosts,
+          secret: cfg.channel.callbackSigningSecret,
+          timeoutMs: cfg.channel.callbackTimeoutMs,
+          holdMs: callbackRowHoldMs(cfg),
+        },
         stores.channel,
       ),
-      hooks: {},
+      hooks: callbackDeadLetterHold(stores.channel, cfg.deadLetterRetentionMs ?? MAX_CALLBACK_ROW_HOLD_MS),
     });
     const listener = cfg.store.kind === 'postgres' ? await startWakeListener(cfg, cfg.store.url, wake, channel, logger) : undefined;
     return { config: cfg, store: stores.transport, stores, channel, publisher, wake, routes, logger, metrics, telemetry, listener, stopping, track };

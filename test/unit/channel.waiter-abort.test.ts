@@ -4,7 +4,7 @@ import { ResponseChannel } from '../../shared/channel/response-channel';
 import type { ChannelStore } from '../../shared/channel/types';
 import { loadConfig } from '../../shared/config';
 import { silentLogger } from '../../shared/log';
-import type { Publisher } from '../../shared/transport/publisher';
+import { WakeSignal } from '../../shared/transport/wake';
 
 describe('long-poll waiter and the stopping signal', () => {
   it('an abort that lands while the heartbeat runs ends the wait at once, not after the next poll interval', async () => {
@@ -25,7 +25,7 @@ describe('long-poll waiter and the stopping signal', () => {
       },
     } as unknown as ChannelStore;
     const config = { ...loadConfig({}).channel, heartbeatIntervalMs: 0, activePollIntervalMs: 20_000 };
-    const channel = new ResponseChannel(store, {} as Publisher, config, silentLogger);
+    const channel = new ResponseChannel(store, new WakeSignal(), config, silentLogger);
     const started = Date.now();
     expect(await channel.waitForResponse('c-1', 60_000, stop.signal)).toBeNull();
     expect(heartbeats).toBe(1);
@@ -43,7 +43,7 @@ describe('long-poll waiter and the stopping signal', () => {
       deleteSubscriber: async () => undefined,
     } as unknown as ChannelStore;
     const config = { ...loadConfig({}).channel, heartbeatIntervalMs: 60_000, activePollIntervalMs: 5 };
-    const channel = new ResponseChannel(store, {} as Publisher, config, silentLogger);
+    const channel = new ResponseChannel(store, new WakeSignal(), config, silentLogger);
     const warnings: Error[] = [];
     const onWarning = (w: Error) => void warnings.push(w);
     process.on('warning', onWarning);
