@@ -230,12 +230,12 @@ async function responseLatency(waiter: ResponseChannel, publisher: ResponseChann
 }
 
 async function benchResponses(s: BenchStores) {
-  const publisher = new Publisher(s.store, new WakeSignal(), { maxAttempts: 3, baseMs: 50, maxMs: 1000 }, silentLogger);
-  const a = new ResponseChannel(s.channel, publisher, CHANNEL_CONFIG, silentLogger);
+  const wake = new WakeSignal();
+  const a = new ResponseChannel(s.channel, wake, CHANNEL_CONFIG, silentLogger);
   await s.channel.ensureSchema();
   await responseLatency(a, a, 'same process');
   if (!s.concurrent) return;
-  const b = new ResponseChannel(await s.openChannelPeer(), publisher, CHANNEL_CONFIG, silentLogger);
+  const b = new ResponseChannel(await s.openChannelPeer(), wake, CHANNEL_CONFIG, silentLogger);
   if (s.store.kind === 'postgres') {
     const url = process.env.PG_URL ?? process.env.DATABASE_URL!;
     const listener = startNotifyListener(
@@ -250,7 +250,7 @@ async function benchResponses(s: BenchStores) {
     await responseLatency(b, a, 'two instances (own pools), NOTIFY wake', 200);
     await listener.close();
   }
-  const c = new ResponseChannel(await s.openChannelPeer(), publisher, CHANNEL_CONFIG, silentLogger);
+  const c = new ResponseChannel(await s.openChannelPeer(), wake, CHANNEL_CONFIG, silentLogger);
   await responseLatency(c, a, `two instances (own pools), polling every ${CHANNEL_CONFIG.activePollIntervalMs} ms`, 60);
 }
 

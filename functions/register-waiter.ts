@@ -1,13 +1,17 @@
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
 import { guarded } from '../shared/http/guard';
 import { callbackUrlProblem } from '../shared/channel/callback-url';
+import { RegistrationLimitError } from '../shared/channel/response-channel';
 import { correlationIdProblem } from '../shared/correlation-id';
 import { readJsonBody } from '../shared/http/body';
 import { failureAnswer } from '../shared/http/failure';
 import { json, problem, type FieldError } from '../shared/http/problem';
 import { getRuntime } from '../shared/runtime';
 
-/** POST /api/waiters — register a signed callback for a correlation id: 201 { registrationId, expiresAt }. */
+/**
+ * POST /api/waiters — register a signed callback for a correlation id: 201 { registrationId, expiresAt }; 409 when
+ * the id already has MAX_REGISTRATIONS_PER_CORRELATION_ID unexpired registrations.
+ */
 export async function registerWaiter(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
   const rt = await getRuntime();
   const c = rt.config.channel;
@@ -34,6 +38,7 @@ export async function registerWaiter(request: HttpRequest, context: InvocationCo
     const reg = await rt.track(rt.channel.registerCallback(b.correlationId as string, b.callbackUrl as string, ttlMs));
     return json(201, { registrationId: reg.registrationId, expiresAt: reg.expiresAt.toISOString() });
   } catch (err) {
+    if (err instanceof RegistrationLimitError) return problem(409, err.message);
     return failureAnswer(err, context, 'registering a callback');
   }
 }

@@ -97,6 +97,8 @@ export interface ChannelConfig {
   heartbeatTimeoutMs: number;
   pruneIntervalMs: number;
   recoveryStateExpiryMs: number;
+  /** Unexpired callback registrations one correlation id may hold; POST /api/waiters beyond it is a 409. */
+  maxRegistrationsPerCorrelationId: number;
   maxWaitSeconds: number;
   callbackAllowedHosts: string[];
   callbackSigningSecret?: string;
@@ -196,6 +198,7 @@ export const SETTINGS: readonly Setting[] = [
   { name: 'SUBSCRIBER_HEARTBEAT_TIMEOUT_SECONDS', default: '30', description: 'A live-waiter row expires this long after its last heartbeat.' },
   { name: 'PRUNE_INTERVAL_SECONDS', default: '30', description: 'Minimum time between expired-row prunes of the channel tables (0 = every sweep).' },
   { name: 'RECOVERY_STATE_EXPIRY_SECONDS', default: '604800', description: 'Default lifetime of a callback registration (7 days).' },
+  { name: 'MAX_REGISTRATIONS_PER_CORRELATION_ID', default: '32', description: 'Unexpired callback registrations one correlation id may hold; one more is refused with a 409 (every registration is one signed POST per routed response).' },
   { name: 'MAX_WAIT_SECONDS', default: '120', description: 'Cap of waitSeconds on GET /api/responses (below the 230 s HTTP limit of Azure).' },
   { name: 'CALLBACK_ALLOWED_HOSTS', default: '', description: 'Comma-separated hosts callbacks may target (host, host:port or *.domain); empty = none.' },
   { name: 'CALLBACK_SIGNING_SECRET', default: '', description: 'HMAC-SHA256 key of the X-Signature header on callbacks, at least 16 characters; required to register waiters. An unresolved @Microsoft.KeyVault(...) reference is not a start-up error: callbacks are off (queued ones fail and end in the callbacks dead-letter queue; requeue them) and /api/health says so.' },
@@ -529,6 +532,7 @@ function loadChannelConfig(
     heartbeatTimeoutMs,
     pruneIntervalMs: num('PRUNE_INTERVAL_SECONDS', 30, { max: 86400 }) * 1000,
     recoveryStateExpiryMs: num('RECOVERY_STATE_EXPIRY_SECONDS', 604800, { min: 1, max: 3650 * 86400 }) * 1000,
+    maxRegistrationsPerCorrelationId: num('MAX_REGISTRATIONS_PER_CORRELATION_ID', 32, { min: 1, max: 100_000, integer: true }),
     maxWaitSeconds: num('MAX_WAIT_SECONDS', 120, { min: 0, max: 220 }),
     callbackAllowedHosts: hosts,
     callbackSigningSecret: secret,
@@ -566,6 +570,7 @@ export function engineOptions(
     queues,
     builtInPolicies: { response: c.routes[RESPONSE_QUEUE]?.policy, callbacks: c.routes[CALLBACK_QUEUE]?.policy },
     deadLetterQueue: c.deadLetterQueue,
+    deadLetterRetentionMs: c.deadLetterRetentionMs,
     emptyPollDelayMs: c.emptyPollDelayMs,
     retry: c.retry,
     publishMaxAttempts: c.publish.maxAttempts,

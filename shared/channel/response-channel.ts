@@ -5,12 +5,11 @@ import { CALLBACK_QUEUE } from '../queue-names';
 import type { Logger } from '../log';
 import { DEFAULT_RETRY_CLASSES, sleep, withRetry, type ClassifiedRetryOptions, type RetryPolicy } from '../sql/retry';
 import { isTransientError } from '../sql/transient';
-import type { Publisher } from '../transport/publisher';
-import type { OutgoingMessage } from '../transport/types';
+import type { WakeSignal } from '../transport/wake';
+import { onAbort } from './abort-fanout';
 import { buildEnvelope, readEnvelope, type ResponseBody } from './envelope';
-import { derivedUuid } from './ids';
 import { LocalWaiters } from './local-waiters';
-import type { ChannelMessage, ChannelStore, Registration, SubscriptionStart } from './types';
+import type { ChannelMessage, ChannelStore, SubscriptionStart } from './types';
 
 export type Delivery = 'live' | 'stored' | 'recovery';
 
@@ -36,8 +35,21 @@ export interface RegistrationState {
   CallbackUrl: string;
 }
 
-/** The payload of a job on the internal callbacks queue. */
+/**
+ * The payload of a job on the internal callbacks queue: a reference, written by the database (routeToCallbacks'
+ * INSERT … SELECT), so routing costs the same whatever the payload size and however many registrations there
+ * are. The sender reads the response from the message row when it sends (holdForCallback).
+ */
 export interface CallbackJob {
+  messageId: string;
+  correlationId: string;
+  registrationId: string;
+  /** The registration's stored state_json (a RegistrationState), as a string. */
+  registration: string;
+}
+
+/** A job enqueued by an earlier version: it carries its own copy of the response, which is what is sent. */
+export interface LegacyCallbackJob {
   callbackUrl: string;
   registrationId: string;
   response: { correlationId: string; id: string; payload: unknown; final: boolean; error?: string };
@@ -58,7 +70,8 @@ export class ResponseChannel {
 
   constructor(
     readonly store: ChannelStore,
-    private readonly publisher: Publisher,
+    /** Wakes this process's callbacks drain when routing enqueued jobs (other processes: NOTIFY or their poll). */
+    private readonly wake: Pick<WakeSignal, 'notify'>,
     private readonly config: ChannelConfig,
     private readonly logger: Logger,
     private readonly retryClasses: RetryPolicy = DEFAULT_RETRY_CLASSES,
@@ -107,13 +120,15 @@ export class ResponseChannel {
         }
         if (signalled) continue;
         await new Promise<void>((resolve) => {
+          let unwatch: (() => void) | undefined;
           const timer = setTimeout(done, Math.min(this.config.activePollIntervalMs, deadline - now));
           if (signal?.aborted) return done(); // aborted during the heartbeat: a listener added now would never fire
-          signal?.addEventListener('abort', done, { once: true });
+          // one shared listener per signal, not one per waiter (no MaxListenersExceededWarning with many waiters)
+          if (signal) unwatch = onAbort(signal, done);
           wake = done;
           function done() {
             clearTimeout(timer);
-            signal?.removeEventListener('abort', done);
+            unwatch?.();
             wake = undefined;
             resolve();
           }
@@ -180,9 +195,7 @@ export class ResponseChannel {
         if (!options.confirm) return { id, delivery: 'live', duplicate: false };
         if (await this.confirmDelivery(id, options.signal)) return { id, delivery: 'live', duplicate: false };
       }
-      const registrations = await this.store.loadRegistrations(corr);
-      if (registrations.length === 0) return { id, delivery: 'stored', duplicate: false };
-      const outcome = await this.routeToRecovery(id, corr, envelope, { registrations, deadline: options.deadline, logger: log });
+      const outcome = await this.routeToRecovery(id, corr, envelope, { deadline: options.deadline, logger: log });
       return { id, delivery: DELIVERY_OF_ROUTE[outcome], duplicate: false };
     } catch (err) {
       log.warn(`response ${id} for '${corr}' is stored, but routing it failed; the channel sweep routes it`, err);
@@ -211,71 +224,52 @@ export class ResponseChannel {
   }
 
   /**
-   * Routes a response nobody took to its callback registrations: first one callback job per registration
-   * (deterministic ids, so a repeat enqueues nothing while the job exists), then the race guard
-   * (recovery_claimed = 1 WHERE acked_at IS NULL). A crash between the two leaves jobs whose sender claims
-   * recovery itself before it POSTs, so nothing is lost and a live delivery still wins if it acks first.
-   * A final response consumes the registrations.
+   * Routes a response nobody took to its callback registrations, claim first: one database transaction takes
+   * the race guard (recovery_claimed = 1 WHERE acked_at IS NULL AND NOT recovery_claimed) and only then enqueues
+   * one reference job per registration (INSERT … SELECT, so no payload copy travels per registration) and, for
+   * a final response, consumes those registrations. A router that loses the claim (the sweep and a confirming
+   * publisher can both get here, or a retry whose first attempt committed) enqueues nothing, so no callback is
+   * sent twice; a crash cannot leave a claim without its jobs.
    */
-  async routeToRecovery(
-    id: string,
-    correlationId: string,
-    envelopeJson: string,
-    options: { registrations?: Registration[]; deadline?: number; logger?: Logger } = {},
-  ): Promise<RouteOutcome> {
-    const { deadline } = options;
+  async routeToRecovery(id: string, correlationId: string, envelopeJson: string, options: { deadline?: number; logger?: Logger } = {}): Promise<RouteOutcome> {
     const log = options.logger ?? this.logger;
-    // Already routed (the sweep and a confirming publisher can both get here): enqueueing again after its
-    // callback jobs were sent and deleted would send them twice.
-    const [current] = await this.store.loadMessagesById(correlationId, [id]);
-    if (!current) return 'gone';
-    if (current.ackedAt !== null) return 'acknowledged';
-    if (current.recoveryClaimed) return 'already-routed';
-    const regs = options.registrations ?? (await this.store.loadRegistrations(correlationId));
-    const body = readEnvelope(envelopeJson);
-    const jobs: OutgoingMessage[] = [];
-    for (const reg of regs) {
-      let state: RegistrationState;
-      try {
-        state = JSON.parse(reg.stateJson) as RegistrationState;
-      } catch {
-        log.error(`callback registration ${reg.registrationId} of '${correlationId}' is unreadable; skipped`);
-        continue;
-      }
-      const job: CallbackJob = {
-        callbackUrl: state.CallbackUrl,
-        registrationId: reg.registrationId,
-        response: { correlationId, id, payload: body.payload, final: body.final, ...(body.error !== undefined ? { error: body.error } : {}) },
-      };
-      jobs.push({
-        id: derivedUuid(`callback:${id}:${reg.registrationId}`),
-        queue: CALLBACK_QUEUE,
-        payloadJson: JSON.stringify(job),
-        headers: { 'AR-Correlation-Id': correlationId },
-        delayMs: 0,
-      });
-    }
-    if (jobs.length === 0) return 'no-registrations';
-    await this.publisher.publish(jobs, deadline, undefined, log);
-    const claimed = await withRetry(() => this.store.claimForRecovery(id), this.retry(deadline, log));
-    if (!claimed) return 'acknowledged'; // a live waiter took it; the jobs find it acknowledged and skip
-    log.info(`response ${id} for '${correlationId}' routed to ${jobs.length} callback registration(s)`);
-    if (body.final) {
-      // The response is routed whatever happens here: a registration left behind only expires later.
-      try {
-        for (const reg of regs) await this.store.deleteRegistration(correlationId, reg.registrationId);
-      } catch (err) {
-        log.warn(`response ${id} for '${correlationId}' is routed, but consuming its registrations failed; they expire on their own`, err);
-      }
-    }
+    const { final } = readEnvelope(envelopeJson);
+    const jobs = await withRetry(() => this.store.routeToCallbacks(id, correlationId, final), this.retry(options.deadline, log));
+    if (jobs === null) return this.whyNotRouted(id, correlationId);
+    this.wake.notify(CALLBACK_QUEUE);
+    log.info(`response ${id} for '${correlationId}' routed to ${jobs} callback registration(s)`);
     return 'routed';
+  }
+
+  private async whyNotRouted(id: string, correlationId: string): Promise<RouteOutcome> {
+    const [row] = await this.store.loadMessagesById(correlationId, [id]);
+    if (!row) return 'gone';
+    if (row.ackedAt !== null) return 'acknowledged';
+    if (row.recoveryClaimed) return 'already-routed';
+    return 'no-registrations';
   }
 
   async registerCallback(correlationId: string, callbackUrl: string, ttlMs: number): Promise<{ registrationId: string; expiresAt: Date }> {
     const registrationId = randomUUID();
     const state: RegistrationState = { SchemaVersion: 1, RegistrationId: registrationId, CorrelationId: correlationId, CallbackUrl: callbackUrl };
-    const expiresAt = await this.store.saveRegistration(correlationId, registrationId, JSON.stringify(state), ttlMs);
+    const max = this.config.maxRegistrationsPerCorrelationId;
+    const expiresAt = await this.store.saveRegistration(correlationId, registrationId, JSON.stringify(state), ttlMs, max);
+    if (expiresAt === null) throw new RegistrationLimitError(correlationId, max);
     return { registrationId, expiresAt };
+  }
+}
+
+/** The correlation id already has MAX_REGISTRATIONS_PER_CORRELATION_ID unexpired registrations: nothing stored (HTTP 409). */
+export class RegistrationLimitError extends Error {
+  constructor(
+    readonly correlationId: string,
+    readonly max: number,
+  ) {
+    super(
+      `correlation id '${correlationId}' already has ${max} unexpired callback registration(s), the maximum (MAX_REGISTRATIONS_PER_CORRELATION_ID); ` +
+        'nothing was stored. Delete one (DELETE /api/waiters/{registrationId}) or let one expire.',
+    );
+    this.name = 'RegistrationLimitError';
   }
 }
 
@@ -291,8 +285,8 @@ export class ResponseIdConflictError extends Error {
 }
 
 /**
- * What routeToRecovery did: `routed` (callback jobs enqueued, recovery claimed), `already-routed` (an earlier
- * route owns it), `acknowledged` (a live waiter took it first), `no-registrations` (none left or none readable),
+ * What routeToRecovery did: `routed` (recovery claimed and callback jobs enqueued, together), `already-routed`
+ * (an earlier route owns it), `acknowledged` (a live waiter took it first), `no-registrations` (none left),
  * `gone` (expired).
  */
 export type RouteOutcome = 'routed' | 'already-routed' | 'acknowledged' | 'no-registrations' | 'gone';

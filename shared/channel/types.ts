@@ -71,8 +71,12 @@ export type ChannelTable = 'messages' | 'subscribers' | 'recovery';
 export interface ChannelStore {
   ensureSchema(): Promise<void>;
 
-  /** Upsert (MERGE HOLDLOCK / ON CONFLICT) keyed by (correlation_id, registration_id); returns expires_at. */
-  saveRegistration(correlationId: string, registrationId: string, stateJson: string, ttlMs: number): Promise<Date>;
+  /**
+   * Upsert (MERGE HOLDLOCK / ON CONFLICT) keyed by (correlation_id, registration_id); returns expires_at, or
+   * null (nothing stored) when the correlation id already has maxPerCorrelationId other unexpired
+   * registrations. Concurrent saves of one correlation id serialise, so the cap holds under races.
+   */
+  saveRegistration(correlationId: string, registrationId: string, stateJson: string, ttlMs: number, maxPerCorrelationId: number): Promise<Date | null>;
   /** Unexpired registrations of one correlation id, oldest first. */
   loadRegistrations(correlationId: string): Promise<Registration[]>;
   deleteRegistration(correlationId: string, registrationId: string): Promise<boolean>;
@@ -97,6 +101,22 @@ export interface ChannelStore {
   claimForDelivery(id: string, watermark: SubscriptionStart): Promise<boolean>;
   /** recovery_claimed = 1 WHERE acked_at IS NULL: true = recovery owns the message. */
   claimForRecovery(id: string): Promise<boolean>;
+  /**
+   * The recovery route, in one transaction that claims before it enqueues: recovery_claimed = 1 WHERE
+   * acked_at IS NULL AND NOT recovery_claimed (unexpired, and only while the correlation id has an unexpired
+   * registration), then one reference job per such registration on the transport table's callbacks queue
+   * (INSERT … SELECT: the payload stays in the message row; see CallbackJob), and for a final response the
+   * delete of exactly those registrations. Returns the number of jobs enqueued; null = nothing was claimed
+   * (acknowledged, already routed, expired, or no registration left). So two routers cannot both route.
+   */
+  routeToCallbacks(id: string, correlationId: string, final: boolean): Promise<number | null>;
+  /**
+   * The callback sender's read: claims recovery (as claimForRecovery) and keeps the row for at least holdMs
+   * more (expires_at only moves later; prune honours it), returning the stored envelope; null when a live
+   * waiter acknowledged the message or its row is gone. Expiry does not matter here: a row that has not been
+   * pruned is still sent.
+   */
+  holdForCallback(id: string, holdMs: number): Promise<string | null>;
   isAcknowledged(id: string): Promise<boolean>;
   /** SELECT SYSUTCDATETIME(), NEXT VALUE FOR {msg}_ack_seq. */
   subscriptionStart(): Promise<SubscriptionStart>;
@@ -115,6 +135,16 @@ export interface ChannelStore {
   /** One bounded batch (≤ 1000 rows) of `DELETE … WHERE expires_at <= now`; returns rows deleted. */
   pruneExpiredBatch(table: ChannelTable): Promise<number>;
   close(): Promise<void>;
+}
+
+/**
+ * Where routing enqueues callback jobs: the transport table (same database, so the claim and the enqueue share
+ * one transaction) and its internal callbacks queue.
+ */
+export interface CallbackJobTarget {
+  schema: string;
+  table: string;
+  queue: string;
 }
 
 export const DEFAULT_CHANNEL_TABLES = {

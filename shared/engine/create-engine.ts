@@ -155,13 +155,14 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
         logger,
       );
   const wake = new WakeSignal();
+  const publishWake = options.wake?.inProcess === false ? new WakeSignal() : wake; // a signal nobody waits on
   const publisher = new Publisher(
     stores.transport,
-    options.wake?.inProcess === false ? new WakeSignal() : wake, // a signal nobody waits on
+    publishWake,
     { maxAttempts: options.publishMaxAttempts ?? DEFAULT_PUBLISH_MAX_ATTEMPTS, classes: retry },
     logger,
   );
-  const channel = new ResponseChannel(stores.channel, publisher, channelConfig, logger, retry);
+  const channel = new ResponseChannel(stores.channel, publishWake, channelConfig, logger, retry);
   const routes = buildRoutes(options, { channel, channelStore: stores.channel, channelConfig, defaults, logger, metrics });
   const workerQueues = Object.keys(options.queues);
   const notifyUrl = isInjected(options.store) ? options.store.notifyUrl : options.store.kind === 'postgres' ? options.store.url : undefined;

@@ -53,6 +53,8 @@ export interface EngineOptions {
   /** Policy overrides of the built-in queues. */
   builtInPolicies?: Partial<Record<'response' | 'callbacks', Partial<QueuePolicy>>>;
   deadLetterQueue?: string;
+  /** How long dead letters are kept (DEAD_LETTER_RETENTION_DAYS); null or absent = forever. */
+  deadLetterRetentionMs?: number | null;
   /** Wait between claims on an empty queue (a wake ends it early). Default 250. */
   emptyPollDelayMs?: number;
   /** Backoff per transient fault class for store calls. */
@@ -93,6 +95,7 @@ export const DEFAULT_CHANNEL: Readonly<ChannelConfig> = Object.freeze({
   maxWaitSeconds: 120,
   callbackAllowedHosts: [],
   callbackTimeoutMs: 30_000,
+  maxRegistrationsPerCorrelationId: 32,
   correlationIdJsonPaths: [
     'CorrelationId',
     'CustomParameters',

@@ -5,7 +5,7 @@ import type { ChannelStore } from '../channel/types';
 import type { ResponseChannel } from '../channel/response-channel';
 import { workerResponseHooks } from '../channel/worker-responses';
 import type { ChannelConfig } from '../config';
-import { callbackSender } from '../handlers/callback-sender';
+import { callbackDeadLetterHold, callbackRowHoldMs, callbackSender, MAX_CALLBACK_ROW_HOLD_MS } from '../handlers/callback-sender';
 import { handlerFromSpec, DEFAULT_FORWARD_TIMEOUT_MS } from '../handlers/registry';
 import { responseIngressHandler } from '../handlers/response-ingress';
 import type { Logger } from '../log';
@@ -63,12 +63,15 @@ export function buildRoutes(options: EngineOptions, parts: RouteParts): Map<stri
     hooks: {},
     policy: { ...parts.defaults, ...options.builtInPolicies?.response },
   });
+  const callbacksPolicy = { ...parts.defaults, ...options.builtInPolicies?.callbacks };
+  const holdMs = callbackRowHoldMs({ ...callbacksPolicy, channel: c });
   routes.set(CALLBACK_QUEUE, {
     queue: CALLBACK_QUEUE,
-    handler: callbackSender({ allowedHosts: c.callbackAllowedHosts, secret: c.callbackSigningSecret, timeoutMs: c.callbackTimeoutMs }, parts.channelStore),
+    handler: callbackSender({ allowedHosts: c.callbackAllowedHosts, secret: c.callbackSigningSecret, timeoutMs: c.callbackTimeoutMs, holdMs }, parts.channelStore),
     description: { kind: 'callbacks' },
-    hooks: {},
-    policy: { ...parts.defaults, ...options.builtInPolicies?.callbacks },
+    // A dead-lettered callback keeps its response row as long as dead letters are kept, so a requeue still sends it.
+    hooks: callbackDeadLetterHold(parts.channelStore, options.deadLetterRetentionMs ?? MAX_CALLBACK_ROW_HOLD_MS),
+    policy: callbacksPolicy,
   });
   return routes;
 }

@@ -1,7 +1,10 @@
 import { callbackUrlProblem } from '../channel/callback-url';
-import type { CallbackJob } from '../channel/response-channel';
+import { readEnvelope } from '../channel/envelope';
+import type { AppConfig } from '../config';
+import type { CallbackJob, LegacyCallbackJob, RegistrationState } from '../channel/response-channel';
 import { SIGNATURE_HEADER, signBody } from '../channel/signature';
 import type { ChannelStore } from '../channel/types';
+import type { DispatchDeps } from '../transport/dispatcher';
 import { PermanentJobError, type JobHandler } from '../transport/job';
 
 /**
@@ -9,48 +12,106 @@ import { PermanentJobError, type JobHandler } from '../transport/job';
  * HMAC-SHA256 (X-Signature: sha256=<hex>). 2xx = done; anything else fails the job, so the transport's
  * redelivery backoff and dead letters apply. The allowlist is checked again at send time, and the race guard
  * (claim for recovery) is taken again before sending: a response a live waiter acknowledged is not sent.
- * A response row that is gone (its retention ran out while the callback was being retried) can no longer be
- * taken by a waiter, so the copy this job carries is sent: dropping it would lose the response silently.
+ *
+ * The job is a reference (CallbackJob): the response is read from its message row when sending, and that read
+ * also keeps the row for at least `holdMs` more, so while its callback is being retried prune leaves the row
+ * alone (the next attempt comes within REDELIVERY_MAX_DELAY; holdMs covers that and more); a dead-lettered
+ * callback keeps its row as long as the dead letter is kept (callbackDeadLetterHold), so a requeue still
+ * sends it. Should the row be gone anyway, the job is dead-lettered with that reason, never acked silently.
+ * A job enqueued by an earlier version carries its own copy of the response (LegacyCallbackJob), sent when
+ * the row is gone, as before.
  */
 export function callbackSender(
-  options: { allowedHosts: readonly string[]; secret?: string; timeoutMs: number },
-  channel: Pick<ChannelStore, 'claimForRecovery' | 'isAcknowledged'>,
+  options: { allowedHosts: readonly string[]; secret?: string; timeoutMs: number; holdMs: number },
+  channel: Pick<ChannelStore, 'holdForCallback' | 'isAcknowledged'>,
   fetchImpl: typeof fetch = fetch,
 ): JobHandler {
   return async (job, ctx) => {
-    const cb = job.payload as CallbackJob;
-    const why = callbackUrlProblem(cb?.callbackUrl, options.allowedHosts);
+    const cb = callbackOf(job.payload);
+    const why = callbackUrlProblem(cb.callbackUrl, options.allowedHosts);
     if (why) throw new PermanentJobError(`callback URL ${why}`);
+    const callbackUrl = cb.callbackUrl as string;
     if (!options.secret) throw new Error('CALLBACK_SIGNING_SECRET is not set: callbacks cannot be signed');
-    if (!(await channel.claimForRecovery(cb.response.id))) {
-      // false: acknowledged by a live waiter, or the row has expired / been pruned
-      if (await channel.isAcknowledged(cb.response.id)) {
-        ctx.log.info(`response ${cb.response.id} of '${cb.response.correlationId}' was delivered live; callback not sent`);
-        return undefined;
-      }
-      ctx.log.warn(`response ${cb.response.id} of '${cb.response.correlationId}' expired before its callback was sent; sending the copy the callback job carries`);
+    let response: CallbackBody;
+    const envelope = await channel.holdForCallback(cb.messageId, options.holdMs);
+    if (envelope !== null) {
+      const body = readEnvelope(envelope);
+      response = { correlationId: cb.correlationId, id: cb.messageId, payload: body.payload, final: body.final, ...(body.error !== undefined ? { error: body.error } : {}) };
+    } else if (await channel.isAcknowledged(cb.messageId)) {
+      ctx.log.info(`response ${cb.messageId} of '${cb.correlationId}' was delivered live; callback not sent`);
+      return undefined;
+    } else if (cb.copy) {
+      ctx.log.warn(`response ${cb.messageId} of '${cb.correlationId}' expired before its callback was sent; sending the copy the callback job carries`);
+      response = cb.copy;
+    } else {
+      throw new PermanentJobError(
+        `response ${cb.messageId} of '${cb.correlationId}' is no longer stored (its row was pruned, or it expired after a live waiter took it); the callback cannot be sent`,
+      );
     }
-    const body = JSON.stringify(cb.response);
+    const body = JSON.stringify(response);
     const timeout = AbortSignal.timeout(options.timeoutMs);
     let res: Response;
     try {
-      res = await fetchImpl(cb.callbackUrl, {
+      res = await fetchImpl(callbackUrl, {
         method: 'POST',
         headers: {
           'content-type': 'application/json',
           [SIGNATURE_HEADER]: signBody(options.secret, body),
           'X-AsyncResponse-Delivery-Id': job.id,
-          'X-AsyncResponse-Correlation-Id': cb.response.correlationId,
+          'X-AsyncResponse-Correlation-Id': response.correlationId,
         },
         body,
         signal: AbortSignal.any([timeout, ctx.signal]),
         redirect: 'manual',
       });
     } catch (err) {
-      throw new Error(timeout.aborted ? `callback to ${cb.callbackUrl} timed out after ${options.timeoutMs} ms` : `callback to ${cb.callbackUrl} failed: ${(err as Error).message}`);
+      throw new Error(timeout.aborted ? `callback to ${callbackUrl} timed out after ${options.timeoutMs} ms` : `callback to ${callbackUrl} failed: ${(err as Error).message}`);
     }
     await res.arrayBuffer().catch(() => undefined);
-    if (res.status < 200 || res.status > 299) throw new Error(`callback to ${cb.callbackUrl} answered ${res.status}`);
+    if (res.status < 200 || res.status > 299) throw new Error(`callback to ${callbackUrl} answered ${res.status}`);
     return undefined;
   };
+}
+
+type CallbackBody = LegacyCallbackJob['response'];
+
+/** What a job asks for, from either job shape; a job no version wrote is a permanent failure (dead letter). */
+function callbackOf(payload: unknown): { callbackUrl: unknown; messageId: string; correlationId: string; copy?: CallbackBody } {
+  const p = (payload ?? {}) as Partial<CallbackJob & LegacyCallbackJob>;
+  if (typeof p.messageId === 'string' && typeof p.correlationId === 'string' && typeof p.registration === 'string') {
+    let state: Partial<RegistrationState>;
+    try {
+      state = JSON.parse(p.registration) as Partial<RegistrationState>;
+    } catch {
+      throw new PermanentJobError(`callback registration ${String(p.registrationId)} of '${p.correlationId}' is unreadable (state_json is not JSON)`);
+    }
+    return { callbackUrl: state?.CallbackUrl, messageId: p.messageId, correlationId: p.correlationId };
+  }
+  const r = p.response;
+  if (r && typeof r.id === 'string' && typeof r.correlationId === 'string') return { callbackUrl: p.callbackUrl, messageId: r.id, correlationId: r.correlationId, copy: r };
+  throw new PermanentJobError('the callback job is neither a reference (messageId, correlationId, registration) nor a copy (callbackUrl, response)');
+}
+
+/**
+ * The callbacks queue's dead-letter follow-up: keeps the response row as long as the dead letter is kept
+ * (DEAD_LETTER_RETENTION_DAYS; 0 = the 3650-day maximum), so requeueing the callback later still sends it.
+ */
+export function callbackDeadLetterHold(channel: Pick<ChannelStore, 'holdForCallback'>, holdMs: number): Pick<DispatchDeps, 'onDeadLettered'> {
+  return {
+    onDeadLettered: async (job) => {
+      const p = (job?.payload ?? {}) as Partial<CallbackJob>;
+      if (typeof p.messageId === 'string') await channel.holdForCallback(p.messageId, holdMs);
+    },
+  };
+}
+
+/** The longest a row is held for a callback (the stores' 3650-day maximum duration). */
+export const MAX_CALLBACK_ROW_HOLD_MS = 3650 * 86_400_000;
+
+/**
+ * How long each callback attempt keeps its response row: past the next attempt (REDELIVERY_MAX_DELAY plus a
+ * lapsed lease) by a whole MESSAGE_RETENTION, so a drain that pauses for less than the retention loses nothing.
+ */
+export function callbackRowHoldMs(config: Pick<AppConfig, 'redeliveryMaxDelayMs' | 'lockTimeoutMs'> & { channel: Pick<AppConfig['channel'], 'messageRetentionMs'> }): number {
+  return Math.min(MAX_CALLBACK_ROW_HOLD_MS, config.redeliveryMaxDelayMs + config.lockTimeoutMs + config.channel.messageRetentionMs);
 }

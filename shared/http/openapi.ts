@@ -157,6 +157,7 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
           responses: {
             '201': { description: 'Registered.', content: json({ type: 'object', properties: { registrationId: { type: 'string', format: 'uuid' }, expiresAt: { type: 'string', format: 'date-time' } } }) },
             '400': problem,
+            '409': { ...problem, description: 'The correlation id already has MAX_REGISTRATIONS_PER_CORRELATION_ID unexpired registrations; nothing was stored.' },
             '503': problem,
           },
         },

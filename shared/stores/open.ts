@@ -1,5 +1,6 @@
 import type { ChannelStore } from '../channel/types';
 import type { AppConfig } from '../config';
+import { CALLBACK_QUEUE } from '../queue-names';
 import type { Logger } from '../log';
 import { channelNames } from '../sql/identifiers';
 import type { TransportStore } from '../transport/types';
@@ -59,7 +60,8 @@ export async function openStores(config: StoreOpenOptions, logger: Logger): Prom
   const client = sel.kind === 'postgres' ? openPgPool(sel.url, config.pool) : await openPglite(sel.dataDir);
   return {
     transport: new PostgresTransportStore(client, transportOptions),
-    channel: new PostgresChannelStore(client, channelOptions),
+    // callback jobs go to the transport's own table, in the same statement as the recovery claim
+    channel: new PostgresChannelStore(client, { ...channelOptions, callbacks: { schema: config.schema, table: config.transportTable, queue: CALLBACK_QUEUE } }),
     close: () => client.close(),
   };
 }

@@ -69,6 +69,8 @@ const CHANNEL_METHODS: Record<AsyncMethodKeys<ChannelStore>, true> = {
   loadMessagesById: true,
   claimForDelivery: true,
   claimForRecovery: true,
+  routeToCallbacks: true,
+  holdForCallback: true,
   isAcknowledged: true,
   subscriptionStart: true,
   findOverdueWithRegistrations: true,

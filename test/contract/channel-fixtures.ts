@@ -6,12 +6,17 @@ import { silentLogger } from '../../shared/log';
 import { channelNames } from '../../shared/sql/identifiers';
 import { pgPoolClient, pgliteClient, type PgClient } from '../../shared/stores/postgres/client';
 import { PostgresChannelStore } from '../../shared/stores/postgres/channel-store';
+import { DEFAULT_TRANSPORT_TABLE } from '../../shared/stores/options';
+import { PostgresTransportStore } from '../../shared/stores/postgres/store';
+import type { TransportStore } from '../../shared/transport/types';
 import { MSSQL_SKIP_REASON, newSchema, PG_SKIP_REASON, type StoreName } from './fixtures';
 
 export interface ChannelHarness {
   store: ChannelStore;
   /** Test-only: stamp a message as acknowledged at `at + offsetMs` with sequence `seq`. */
   forceAck(id: string, at: string, offsetMs: number, seq: string): Promise<void>;
+  /** The transport store of the same schema (where routing enqueues callback jobs), created on first use. */
+  transport(): Promise<TransportStore>;
   /** Another store on its own connections, same schema (a second process). */
   openPeer(): Promise<ChannelStore>;
   close(): Promise<void>;
@@ -30,6 +35,16 @@ const pgForceAck = (client: PgClient, schema: string) => async (id: string, at: 
   );
 };
 
+const pgTransport = (client: PgClient, schema: string) => {
+  let made: Promise<TransportStore> | undefined;
+  return () =>
+    (made ??= (async () => {
+      const t = new PostgresTransportStore(client, { schema, table: DEFAULT_TRANSPORT_TABLE, autoCreateSchema: true, logger: silentLogger });
+      await t.ensureSchema();
+      return t;
+    })());
+};
+
 const pgStore = (client: PgClient, schema: string) =>
   new PostgresChannelStore(client, { names: channelNames(schema, DEFAULT_CHANNEL_TABLES, 'postgres'), autoCreateSchema: true, logger: silentLogger });
 
@@ -46,7 +61,7 @@ export function channelFixtures(): ChannelFixture[] {
         const client = pgliteClient(db);
         const schema = newSchema();
         const store = pgStore(client, schema);
-        return { store, forceAck: pgForceAck(client, schema), openPeer: async () => store, close: () => client.close() };
+        return { store, forceAck: pgForceAck(client, schema), transport: pgTransport(client, schema), openPeer: async () => store, close: () => client.close() };
       },
     },
     {
@@ -66,6 +81,7 @@ export function channelFixtures(): ChannelFixture[] {
         return {
           store,
           forceAck: pgForceAck(clients[0]!, schema),
+          transport: pgTransport(clients[0]!, schema),
           openPeer: async () => open(),
           close: async () => {
             await clients[0]!.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
@@ -87,7 +103,7 @@ export function channelFixtures(): ChannelFixture[] {
             `UPDATE [${schema}].[${DEFAULT_CHANNEL_TABLES.messageTable}] SET acked_at = DATEADD(millisecond, ${Math.trunc(offsetMs)}, CAST('${at}' AS datetime2(7))), acked_seq = ${seq} WHERE id = '${id}'`,
           );
         };
-        return { store: h.store, forceAck, openPeer: async () => h.store, close: h.close };
+        return { store: h.store, forceAck, transport: h.transport, openPeer: async () => h.store, close: h.close };
       },
     },
   ];

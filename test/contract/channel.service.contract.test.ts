@@ -3,14 +3,13 @@ import { randomUUID } from 'node:crypto';
 import { Pool } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ResponseChannel } from '../../shared/channel/response-channel';
-import { DEFAULT_CHANNEL_TABLES } from '../../shared/channel/types';
+import { DEFAULT_CHANNEL_TABLES, type ChannelStore } from '../../shared/channel/types';
 import { CALLBACK_QUEUE, loadConfig } from '../../shared/config';
 import { silentLogger } from '../../shared/log';
 import { channelNames } from '../../shared/sql/identifiers';
 import { PostgresChannelStore } from '../../shared/stores/postgres/channel-store';
 import { pgPoolClient, pgliteClient, type PgClient } from '../../shared/stores/postgres/client';
 import { PostgresTransportStore } from '../../shared/stores/postgres/store';
-import { Publisher } from '../../shared/transport/publisher';
 import { WakeSignal } from '../../shared/transport/wake';
 import { eventually, sleep } from '../support/messages';
 import { newSchema, PG_SKIP_REASON } from './fixtures';
@@ -49,9 +48,9 @@ for (const [name, open, skip] of targets) {
       client = await open();
       transport = new PostgresTransportStore(client, { schema, table: 'asyncresponse_transport_messages', autoCreateSchema: true, logger: silentLogger });
       const store = new PostgresChannelStore(client, { names: channelNames(schema, DEFAULT_CHANNEL_TABLES, 'postgres'), autoCreateSchema: true, logger: silentLogger });
-      const publisher = new Publisher(transport, new WakeSignal(), { maxAttempts: 3 }, silentLogger);
-      channel = new ResponseChannel(store, publisher, config, silentLogger);
-      other = new ResponseChannel(store, publisher, config, silentLogger);
+      const wake = new WakeSignal();
+      channel = new ResponseChannel(store, wake, config, silentLogger);
+      other = new ResponseChannel(store, wake, config, silentLogger);
       await transport.ensureSchema();
       await store.ensureSchema();
     });
@@ -98,19 +97,23 @@ for (const [name, open, skip] of targets) {
       const routed = await channel.publishResponse({ correlationId: 'ghost-2', payload: 'b', final: true });
       expect(routed.delivery).toBe('recovery');
       const [job] = await transport.claim(CALLBACK_QUEUE, 10, 30_000);
-      expect(JSON.parse(job!.payloadJson)).toMatchObject({ registrationId: reg.registrationId, callbackUrl: 'https://hooks.example.com/x', response: { correlationId: 'ghost-2', id: routed.id, payload: 'b', final: true } });
+      // a reference: the payload stays in the message row, the registration's state travels as a string
+      const payload = JSON.parse(job!.payloadJson);
+      expect(payload).toEqual({ messageId: routed.id, correlationId: 'ghost-2', registrationId: reg.registrationId, registration: expect.any(String) });
+      expect(JSON.parse(payload.registration)).toMatchObject({ RegistrationId: reg.registrationId, CallbackUrl: 'https://hooks.example.com/x' });
+      expect(job!.headers).toEqual({ 'AR-Correlation-Id': 'ghost-2' });
       expect(await channel.store.loadRegistrations('ghost-2')).toEqual([]); // final consumed it
       expect(await channel.waitForResponse('ghost-2', 0)).toBeNull(); // recovery owns it
     });
 
-    it('routing again enqueues nothing new (deterministic callback job ids); a non-final response keeps the registration', async () => {
+    it('routing again enqueues nothing new (the claim comes first); a non-final response keeps the registration', async () => {
       await channel.registerCallback('nf-1', 'https://hooks.example.com/y', 60_000);
       const first = await channel.publishResponse({ correlationId: 'nf-1', payload: 'progress', final: false });
       expect(first.delivery).toBe('recovery');
       // routing it again (the sweep and a confirming publisher can both try) finds it routed and does nothing
       expect(await channel.routeToRecovery(first.id, 'nf-1', JSON.stringify({ SchemaVersion: 1, Success: true, Payload: 'progress', Final: false }))).toBe('already-routed');
       const jobs = await transport.claim(CALLBACK_QUEUE, 10, 30_000);
-      expect(jobs.filter((j) => JSON.parse(j.payloadJson).response.id === first.id)).toHaveLength(1);
+      expect(jobs.filter((j) => JSON.parse(j.payloadJson).messageId === first.id)).toHaveLength(1);
       expect(await channel.store.loadRegistrations('nf-1')).toHaveLength(1);
     });
 
@@ -121,7 +124,7 @@ for (const [name, open, skip] of targets) {
       const again = await channel.publishResponse({ correlationId: 'rep-1', id, payload: 1, final: true });
       expect(again).toMatchObject({ delivery: 'stored', duplicate: true });
       const jobs = await transport.claim(CALLBACK_QUEUE, 50, 30_000);
-      expect(jobs.filter((j) => JSON.parse(j.payloadJson).response.id === id)).toHaveLength(0);
+      expect(jobs.filter((j) => JSON.parse(j.payloadJson).messageId === id)).toHaveLength(0);
     });
 
     it('routing with no registration left claims nothing (the response stays deliverable)', async () => {
@@ -131,11 +134,14 @@ for (const [name, open, skip] of targets) {
     });
 
     it('a routing failure after the response is stored does not fail the publish (the sweep routes it later)', async () => {
-      const failing = new Publisher(transport, new WakeSignal(), { maxAttempts: 1 }, silentLogger);
-      failing.publish = async () => {
-        throw Object.assign(new Error('connection reset'), { code: 'ECONNRESET' });
-      };
-      const broken = new ResponseChannel(channel.store, failing, config, silentLogger);
+      const failing: ChannelStore = Object.create(channel.store, {
+        routeToCallbacks: {
+          value: async () => {
+            throw new Error('the route statement failed');
+          },
+        },
+      });
+      const broken = new ResponseChannel(failing, new WakeSignal(), config, silentLogger);
       await broken.registerCallback('rf-1', 'https://hooks.example.com/rf', 60_000);
       // the warning goes to the caller's (invocation) logger, not the process one, so it correlates in App Insights
       const warnings: string[] = [];

@@ -136,7 +136,7 @@ for (const fixture of channelFixtures()) {
       const id = randomUUID();
       await h.store.insertMessage(id, 'exp', '{}', 1);
       await h.store.upsertSubscriber('exp', randomUUID(), 'inst', 1);
-      await h.store.saveRegistration('exp', randomUUID(), '{}', 1);
+      await h.store.saveRegistration('exp', randomUUID(), '{}', 1, 32);
       await sleep(30);
       expect(await h.store.loadPending('exp', { startedAt: '1970-01-01T00:00:00Z', startedSeq: '0' }, 10)).toEqual([]);
       expect(await h.store.loadMessagesById('exp', [id])).toEqual([]);
@@ -164,12 +164,12 @@ for (const fixture of channelFixtures()) {
     it('registrations: one row per (correlation id, registration id), oldest first, deleted by key', async () => {
       const r1 = randomUUID();
       const r2 = randomUUID();
-      await h.store.saveRegistration('reg', r1, '{"a":1}', HOUR);
+      await h.store.saveRegistration('reg', r1, '{"a":1}', HOUR, 32);
       await sleep(5);
-      const expiresAt = await h.store.saveRegistration('reg', r2, '{"b":2}', HOUR);
-      expect(expiresAt.getTime()).toBeGreaterThan(Date.now() + HOUR - 60_000);
+      const expiresAt = await h.store.saveRegistration('reg', r2, '{"b":2}', HOUR, 32);
+      expect(expiresAt!.getTime()).toBeGreaterThan(Date.now() + HOUR - 60_000);
       await sleep(5); // a later registered_at than r2's (PGlite's clock can put both in one millisecond)
-      await h.store.saveRegistration('reg', r1, '{"a":3}', HOUR); // update keeps one row, moves it last
+      await h.store.saveRegistration('reg', r1, '{"a":3}', HOUR, 32); // update keeps one row, moves it last
       const regs = await h.store.loadRegistrations('reg');
       expect(regs.map((r) => [r.registrationId, r.stateJson])).toEqual([
         [r2, '{"b":2}'],
@@ -182,7 +182,7 @@ for (const fixture of channelFixtures()) {
 
     it('correlation ids differing only in case stay separate', async () => {
       await h.store.insertMessage(randomUUID(), 'Case-Id', '{"upper":true}', HOUR);
-      await h.store.saveRegistration('case-id', randomUUID(), '{}', HOUR);
+      await h.store.saveRegistration('case-id', randomUUID(), '{}', HOUR, 32);
       expect(await h.store.loadPending('case-id', { startedAt: '1970-01-01T00:00:00Z', startedSeq: '0' }, 10)).toEqual([]);
       expect(await h.store.loadPending('Case-Id', { startedAt: '1970-01-01T00:00:00Z', startedSeq: '0' }, 10)).toHaveLength(1);
       expect(await h.store.loadRegistrations('CASE-ID')).toEqual([]);
@@ -192,7 +192,7 @@ for (const fixture of channelFixtures()) {
       const withReg = randomUUID();
       const noReg = randomUUID();
       const acked = randomUUID();
-      await h.store.saveRegistration('od-1', randomUUID(), '{}', HOUR);
+      await h.store.saveRegistration('od-1', randomUUID(), '{}', HOUR, 32);
       await h.store.insertMessage(withReg, 'od-1', '{"x":1}', HOUR);
       await h.store.insertMessage(acked, 'od-1', '{}', HOUR);
       await h.store.claimForDelivery(acked, EARLY);

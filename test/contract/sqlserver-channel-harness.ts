@@ -8,6 +8,9 @@ import { silentLogger } from '../../shared/log';
 import { channelNames } from '../../shared/sql/identifiers';
 import { SqlServerChannelStore } from '../../shared/stores/sqlserver/channel-store';
 import { createSqlServerPool } from '../../shared/stores/sqlserver/connection';
+import { DEFAULT_TRANSPORT_TABLE } from '../../shared/stores/options';
+import { SqlServerTransportStore } from '../../shared/stores/sqlserver/store';
+import type { TransportStore } from '../../shared/transport/types';
 
 export interface SqlServerChannelHarness {
   store: ChannelStore;
@@ -18,6 +21,8 @@ export interface SqlServerChannelHarness {
     /** Same, returning the first result set. */
     query<T = Record<string, unknown>>(text: string): Promise<T[]>;
   };
+  /** The transport store of the same schema (where routing enqueues callback jobs), created on first use. */
+  transport(): Promise<TransportStore>;
   /** Another channel store on its own pool and the same schema (a second process). */
   openPeer(options?: { autoCreateSchema?: boolean }): Promise<ChannelStore>;
   close(): Promise<void>;
@@ -47,9 +52,17 @@ export async function sqlServerChannelHarness(
   const query = async <T,>(text: string): Promise<T[]> => (await admin.request().query(text)).recordset as unknown as T[];
   const s = `[${schema}]`;
 
-  const store = storeOn(open(10), options.autoCreateSchema ?? true);
+  const storePool = open(10);
+  const store = storeOn(storePool, options.autoCreateSchema ?? true);
+  let transport: Promise<TransportStore> | undefined;
   return {
     store,
+    transport: () =>
+      (transport ??= (async () => {
+        const t = new SqlServerTransportStore(storePool, { schema, table: DEFAULT_TRANSPORT_TABLE, autoCreateSchema: true, logger: silentLogger }, { ownsPool: false });
+        await t.ensureSchema();
+        return t;
+      })()),
     names,
     raw: {
       exec: async (text) => {
@@ -62,6 +75,7 @@ export async function sqlServerChannelHarness(
       try {
         await admin.request().query(
           [
+            `DROP TABLE IF EXISTS ${s}.[${DEFAULT_TRANSPORT_TABLE}];`,
             `DROP TABLE IF EXISTS ${s}.[${names.recoveryTable}];`,
             `DROP TABLE IF EXISTS ${s}.[${names.messageTable}];`,
             `DROP TABLE IF EXISTS ${s}.[${names.subscriberTable}];`,

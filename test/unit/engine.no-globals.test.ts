@@ -14,6 +14,8 @@ const ALLOWED: Record<string, string> = {
   'shared/stores/open-handles.ts': 'open-client bookkeeping for the leak check',
   // Keyed by pool object: each engine's pool finds its own holder; nothing is shared between engines.
   'shared/stores/sqlserver/pool-guard.ts': 'WeakMap from a pool to its holder',
+  // Keyed by signal: each signal gets one abort listener for all its waiters; nothing is shared between engines.
+  'shared/channel/abort-fanout.ts': 'WeakMap from an abort signal to its watchers',
 };
 
 function importClosure(entry: string): string[] {

@@ -15,7 +15,8 @@ import { transportNames } from '../../shared/sql/identifiers';
 import { length, scale, SPLIT, typeName } from '../support/sqlserver-statements';
 
 const names = channelNames('dbo', { recoveryTable: 'rec', messageTable: 'msg', subscriberTable: 'sub' }, 'sqlserver');
-const s = channelStatements(names);
+const CALLBACKS = { schema: 'dbo', table: 'jobs', queue: 'callbacks' };
+const s = channelStatements(names, CALLBACKS);
 const all = Object.entries(s) as Array<[string, Statement]>;
 const BIN2 = 'COLLATE Latin1_General_100_BIN2';
 
@@ -113,11 +114,17 @@ describe('SQL Server channel statement shapes', () => {
 
   it('registrations: MERGE WITH (HOLDLOCK) upsert that renews expiry and registered_at and returns expires_at', () => {
     const t = s.saveRegistration.text;
-    expect(t).toMatch(/^MERGE \[dbo\]\.\[rec\] WITH \(HOLDLOCK\) AS target/);
+    expect(t).toMatch(/^SET XACT_ABORT ON;\nBEGIN TRAN;\n/);
+    // the cap: other unexpired registrations of the id counted under UPDLOCK, HOLDLOCK (saves of one id serialise)
+    expect(t).toContain('SELECT COUNT(*) FROM [dbo].[rec] WITH (UPDLOCK, HOLDLOCK)');
+    expect(t).toContain('WHERE correlation_id = @correlation_id AND registration_id <> @registration_id AND expires_at > SYSUTCDATETIME());');
+    expect(t).toContain('IF @others < @max_registrations\n    MERGE [dbo].[rec] WITH (HOLDLOCK) AS target');
+    expect(t).toMatch(/COMMIT;$/);
+    expect(typeName(s.saveRegistration, 'max_registrations')).toBe('Int');
     expect(t).toContain('ON target.correlation_id = @correlation_id AND target.registration_id = @registration_id');
     expect(t).toContain(`UPDATE SET state_json = @state_json, expires_at = ${SPLIT('@ttl_ms')}, registered_at = SYSUTCDATETIME()`);
     expect(t).toContain(`VALUES (@correlation_id, @registration_id, @state_json, ${SPLIT('@ttl_ms')}, SYSUTCDATETIME())`);
-    expect(t).toMatch(/OUTPUT inserted\.expires_at;$/);
+    expect(t).toContain('OUTPUT inserted.expires_at;\nCOMMIT;');
     expect(s.loadRegistrations.text).toContain('WHERE correlation_id = @correlation_id AND expires_at > SYSUTCDATETIME()');
     expect(s.loadRegistrations.text).toMatch(/ORDER BY registered_at, registration_id;$/);
     expect(s.loadRegistrations.text).toMatch(/^SELECT correlation_id, registration_id, state_json, registered_at, expires_at/);
@@ -201,6 +208,52 @@ describe('SQL Server channel statement shapes', () => {
     expect(s.claimForRecovery.text).toBe(
       'UPDATE [dbo].[msg]\nSET recovery_claimed = 1\nOUTPUT inserted.id\nWHERE id = @id AND acked_at IS NULL;',
     );
+  });
+
+  it('recovery route: claim first, then reference jobs by INSERT … SELECT and the final consumption, in one transaction', () => {
+    const t = s.routeToCallbacks.text;
+    expect(t).toMatch(/^SET XACT_ABORT ON;\nDECLARE @now datetime2 = SYSUTCDATETIME\(\);/);
+    const claim = t.indexOf('SET recovery_claimed = 1');
+    const pick = t.indexOf('INSERT INTO @picked');
+    const enqueue = t.indexOf('INSERT INTO [dbo].[jobs] (id, queue, payload_json, headers_json, created_at, available_at)');
+    const consume = t.indexOf('DELETE r FROM [dbo].[rec] AS r INNER JOIN @picked AS p');
+    expect(t.indexOf('BEGIN TRAN;')).toBeLessThan(claim);
+    expect(claim).toBeGreaterThan(0);
+    expect(pick).toBeGreaterThan(claim);
+    expect(enqueue).toBeGreaterThan(pick);
+    expect(consume).toBeGreaterThan(enqueue);
+    expect(t.indexOf('COMMIT;')).toBeGreaterThan(consume);
+    // the guard: unacked AND not yet claimed (a second router claims nothing), unexpired, a registration exists
+    expect(t).toContain('WHERE id = @id AND correlation_id = @correlation_id AND acked_at IS NULL AND recovery_claimed = 0 AND expires_at > @now');
+    expect(t).toContain('AND EXISTS (SELECT 1 FROM [dbo].[rec] WITH (UPDLOCK, HOLDLOCK) WHERE correlation_id = @correlation_id AND expires_at > @now);');
+    expect(t).toContain('SET @claimed = @@ROWCOUNT;\nIF @claimed = 1\nBEGIN');
+    expect(t).toContain('ROW_NUMBER() OVER (ORDER BY registered_at, registration_id)');
+    // each job is a reference: ids and the registration's state, JSON-escaped; never envelope_json
+    expect(t).not.toContain('envelope_json');
+    expect(t).toContain(`CONCAT(N'{"messageId":"', LOWER(CONVERT(nchar(36), @id)), N'","correlationId":"', STRING_ESCAPE(@correlation_id, 'json'),`);
+    expect(t).toContain(`N'","registrationId":"', LOWER(CONVERT(nchar(36), p.registration_id)), N'","registration":"', STRING_ESCAPE(p.state_json, 'json'), N'"}'),`);
+    expect(t).toContain(`CONCAT(N'{"AR-Correlation-Id":"', STRING_ESCAPE(@correlation_id, 'json'), N'"}'),`);
+    expect(t).toContain('SELECT NEWID(), @queue,');
+    expect(t).toContain('DATEADD(NANOSECOND, p.ord * 100, @now), @now');
+    expect(t).toContain('IF @final = 1');
+    expect(t).toMatch(/SELECT @claimed AS claimed, \(SELECT COUNT\(\*\) FROM @picked\) AS jobs;$/);
+    expect(typeName(s.routeToCallbacks, 'queue')).toBe('NVarChar');
+    expect(length(s.routeToCallbacks, 'queue')).toBe(200);
+    expect(typeName(s.routeToCallbacks, 'final')).toBe('Bit');
+    expect(() => channelStatements(names, { ...CALLBACKS, table: 'jobs]; DROP TABLE x; --' })).toThrow(/not a simple identifier/);
+  });
+
+  it('callback hold: the recovery claim that only ever moves expires_at later and returns the envelope, whatever the expiry', () => {
+    expect(s.holdForCallback.text).toBe(
+      [
+        'UPDATE [dbo].[msg]',
+        `SET recovery_claimed = 1, expires_at = CASE WHEN expires_at < ${SPLIT('@hold_ms')} THEN ${SPLIT('@hold_ms')} ELSE expires_at END`,
+        'OUTPUT inserted.envelope_json',
+        'WHERE id = @id AND acked_at IS NULL;',
+      ].join('\n'),
+    );
+    expect(typeName(s.holdForCallback, 'hold_ms')).toBe('BigInt');
+    expect(typeName(s.holdForCallback, 'id')).toBe('UniqueIdentifier');
   });
 
   it('acknowledged probe, subscription watermark and the overdue scan', () => {
@@ -323,7 +376,8 @@ describe('SQL Server channel statement shapes', () => {
       expect(rest, name).not.toMatch(/\b(rec|msg|sub)\b/);
       // the only quoted literals left are JSON paths and 'Exclusive'/'Transaction'
       for (const literal of rest.match(/'[^']*'/g) ?? []) {
-        expect(["'$.c'", "'$.r'", "'Exclusive'", "'Transaction'"], `${name}: ${literal}`).toContain(literal);
+        const jobJson = ['\'{"messageId":"\'', '\'","correlationId":"\'', '\'","registrationId":"\'', '\'","registration":"\'', '\'"}\'', '\'{"AR-Correlation-Id":"\'', "'json'"];
+        expect(["'$.c'", "'$.r'", "'Exclusive'", "'Transaction'", ...jobJson], `${name}: ${literal}`).toContain(literal);
       }
     }
     expect(q.sequence).toBe('[dbo].[msg_ack_seq]');
@@ -331,7 +385,7 @@ describe('SQL Server channel statement shapes', () => {
 
   it('refuses names that are not validated identifiers before building any text', () => {
     const bad: ChannelNames = { ...names, messageTable: "msg]; DROP TABLE x; --" };
-    expect(() => channelStatements(bad)).toThrow(/not a simple identifier/);
+    expect(() => channelStatements(bad, CALLBACKS)).toThrow(/not a simple identifier/);
     expect(() => printSqlServerChannelSchema({ ...names, schema: "dbo'" })).toThrow(/not a simple identifier/);
   });
 
@@ -344,7 +398,7 @@ describe('SQL Server channel statement shapes', () => {
     const derived = [n.ackSequence, n.recoveryExpiresIndex, n.messageCorrelationCreatedIndex, n.messageExpiresIndex, n.subscriberExpiresIndex];
     for (const d of derived) expect(d.length).toBeLessThanOrEqual(128);
     expect(new Set([...derived, n.recoveryTable, n.messageTable, n.subscriberTable].map((x) => x.toLowerCase())).size).toBe(8);
-    const built = channelStatements(n);
+    const built = channelStatements(n, CALLBACKS);
     expect(built.ddl.text).toContain(`CREATE SEQUENCE [dbo].[${n.ackSequence}] AS bigint START WITH 1;`);
     expect(built.claimForDelivery.text).toContain(`NEXT VALUE FOR [dbo].[${n.ackSequence}];`);
     for (const [, index] of [...built.ddl.text.matchAll(/CREATE INDEX \[(\w+)\]/g)]) expect(index!.length).toBeLessThanOrEqual(128);
@@ -352,7 +406,7 @@ describe('SQL Server channel statement shapes', () => {
 
   it('the default names render the documented objects', () => {
     const d = channelNames('dbo', DEFAULT_CHANNEL_TABLES, 'sqlserver');
-    const text = channelStatements(d).ddl.text;
+    const text = channelStatements(d, CALLBACKS).ddl.text;
     expect(text).toContain('CREATE TABLE [dbo].[asyncresponse_recovery_state] (');
     expect(text).toContain('CREATE TABLE [dbo].[asyncresponse_channel_messages] (');
     expect(text).toContain('CREATE TABLE [dbo].[asyncresponse_channel_subscribers] (');

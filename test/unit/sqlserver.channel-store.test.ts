@@ -174,22 +174,22 @@ describe('SQL Server channel store: parameters and rows', () => {
     const registered = at('2030-01-01T00:00:00Z');
     let affected = 1;
     const { pool, store } = await readyStore((call) => {
-      if (call.text.startsWith('MERGE')) return [[{ expires_at: expires }]];
+      if (call.text.includes('MERGE')) return [[{ expires_at: expires }]];
       if (call.text.startsWith('SELECT correlation_id')) {
         return [[{ correlation_id: 'Corr-1', registration_id: REG, state_json: '{"v":1}', registered_at: registered, expires_at: expires }]];
       }
       return [[{ affected }]];
     });
-    expect(await store.saveRegistration('Corr-1', REG, '{"v":1}', 604_800_000.4)).toBe(expires);
-    expect(values(pool.calls[0]!)).toEqual({ correlation_id: 'Corr-1', registration_id: REG, state_json: '{"v":1}', ttl_ms: 604_800_001 });
+    expect(await store.saveRegistration('Corr-1', REG, '{"v":1}', 604_800_000.4, 32)).toBe(expires);
+    expect(values(pool.calls[0]!)).toEqual({ correlation_id: 'Corr-1', registration_id: REG, state_json: '{"v":1}', ttl_ms: 604_800_001, max_registrations: 32 });
     expect(await store.loadRegistrations('Corr-1')).toEqual([
       { correlationId: 'Corr-1', registrationId: REG.toLowerCase(), stateJson: '{"v":1}', registeredAt: registered, expiresAt: expires },
     ]);
     expect(await store.deleteRegistration('Corr-1', REG)).toBe(true);
     affected = 0;
     expect(await store.deleteRegistration('Corr-1', REG)).toBe(false);
-    await expect(store.saveRegistration('c', REG, '{}', -1)).rejects.toThrow(RangeError);
-    await expect(store.saveRegistration('c', REG, '{}', 3651 * 86_400_000)).rejects.toThrow(/3650-day/);
+    await expect(store.saveRegistration('c', REG, '{}', -1, 32)).rejects.toThrow(RangeError);
+    await expect(store.saveRegistration('c', REG, '{}', 3651 * 86_400_000, 32)).rejects.toThrow(/3650-day/);
   });
 
   it('insertMessage: a new row, a duplicate (the stored row’s columns), a pruned duplicate, a duplicate-key race', async () => {
@@ -389,7 +389,7 @@ describe('SQL Server channel store: parameters and rows', () => {
   it('no correlation id, id, state or envelope ever reaches the statement text', async () => {
     const { pool, store } = await readyStore(() => [[{ created_at: at('2030-01-01T00:00:00Z'), inserted: true, expires_at: at('2030-01-01T00:00:00Z'), affected: 1, active: 1, deleted: 0, acknowledged: true, started_at: WATERMARK.startedAt, started_seq: '1' }]]);
     const corr = "secret'corr";
-    await store.saveRegistration(corr, REG, '{"secret_state":1}', 1000);
+    await store.saveRegistration(corr, REG, '{"secret_state":1}', 1000, 32);
     await store.loadRegistrations(corr);
     await store.insertMessage(ID1, corr, '{"secret_envelope":1}', 1000);
     await store.loadPending(corr, WATERMARK, 5, { createdAtExact: WATERMARK.startedAt, id: ID1 });

@@ -25,6 +25,8 @@ const CHANNEL = [
   'loadMessagesById',
   'claimForDelivery',
   'claimForRecovery',
+  'routeToCallbacks',
+  'holdForCallback',
   'isAcknowledged',
   'subscriptionStart',
   'findOverdueWithRegistrations',

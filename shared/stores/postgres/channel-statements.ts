@@ -1,8 +1,9 @@
 // PostgreSQL twins of the channel statements (SQL Server: stores/sqlserver/channel-statements.ts).
 // correlation_id uses COLLATE "C" (deterministic, byte order): ids differing only in case stay distinct.
 
-import type { ChannelNames, ChannelTable } from '../../channel/types';
+import type { CallbackJobTarget, ChannelNames, ChannelTable } from '../../channel/types';
 import { quoteIdentifier } from '../../sql/identifiers';
+import { TRANSPORT_NOTIFY_CHANNEL } from './statements';
 
 const q = (n: string) => quoteIdentifier(n, 'postgres');
 const MS = "* interval '1 millisecond'";
@@ -55,12 +56,18 @@ export function channelDdl(n: ChannelNames): string[] {
   ];
 }
 
-export function channelStatements(n: ChannelNames) {
+export function channelStatements(n: ChannelNames, callbacks: CallbackJobTarget) {
   const { r, m, s, seq } = channelTables(n);
+  const jobs = `${q(callbacks.schema)}.${q(callbacks.table)}`;
   const cols = `id, correlation_id, created_at, created_at::text AS created_at_exact, acked_at, acked_seq::text AS acked_seq, recovery_claimed`;
   return {
+    // Runs after saveRegistrationLock in one transaction, so its count sees every save of this correlation id
+    // that committed before (SQL Server: the count reads under UPDLOCK, HOLDLOCK). Nothing is returned when the
+    // id already has $5 other unexpired registrations.
+    saveRegistrationLock: 'SELECT pg_advisory_xact_lock($1::bigint)',
     saveRegistration: `INSERT INTO ${r} (correlation_id, registration_id, state_json, expires_at, registered_at)
-VALUES ($1, $2, $3, clock_timestamp() + $4::bigint ${MS}, clock_timestamp())
+SELECT $1, $2, $3, clock_timestamp() + $4::bigint ${MS}, clock_timestamp()
+WHERE (SELECT count(*) FROM ${r} WHERE correlation_id = $1 AND registration_id <> $2 AND expires_at > now()) < $5::int
 ON CONFLICT (correlation_id, registration_id) DO UPDATE
 SET state_json = EXCLUDED.state_json, expires_at = EXCLUDED.expires_at, registered_at = EXCLUDED.registered_at
 RETURNING expires_at`,
@@ -96,6 +103,34 @@ WHERE id = $1 AND NOT recovery_claimed AND expires_at > now()
 RETURNING id`,
     // The race guard: a live delivery and recovery cannot both own a response.
     claimForRecovery: `UPDATE ${m} SET recovery_claimed = true WHERE id = $1 AND acked_at IS NULL RETURNING id`,
+    // Claim first, in one statement: the claim's row lock serialises two routers and the loser claims nothing,
+    // so it picks no registration and enqueues nothing. Each job is a reference (ids + the registration's
+    // state as a JSON string); the payload stays in the message row. A final response consumes exactly the
+    // registrations it enqueued. $5 = the transport's NOTIFY prefix ("schema.table:").
+    routeToCallbacks: `WITH claimed AS (
+  UPDATE ${m} SET recovery_claimed = true
+  WHERE id = $1 AND correlation_id = $2 AND acked_at IS NULL AND NOT recovery_claimed AND expires_at > now()
+    AND EXISTS (SELECT 1 FROM ${r} WHERE correlation_id = $2 AND expires_at > now())
+  RETURNING id, correlation_id),
+picked AS (
+  SELECT g.registration_id, g.state_json, g.registered_at FROM ${r} AS g, claimed
+  WHERE g.correlation_id = $2 AND g.expires_at > now()),
+jobs AS (
+  INSERT INTO ${jobs} (id, queue, payload_json, headers_json, created_at, available_at)
+  SELECT gen_random_uuid(), $3,
+         json_build_object('messageId', c.id, 'correlationId', c.correlation_id, 'registrationId', p.registration_id, 'registration', p.state_json)::text,
+         json_build_object('AR-Correlation-Id', c.correlation_id)::text, clock_timestamp(), clock_timestamp()
+  FROM picked AS p, claimed AS c
+  ORDER BY p.registered_at, p.registration_id
+  RETURNING id),
+consumed AS (DELETE FROM ${r} AS g USING picked AS p WHERE $4::boolean AND g.correlation_id = $2 AND g.registration_id = p.registration_id),
+woken AS (SELECT pg_notify('${TRANSPORT_NOTIFY_CHANNEL}', $5 || $3) FROM claimed)
+SELECT (SELECT count(*) FROM claimed)::int AS claimed, (SELECT count(*) FROM jobs)::int AS jobs, (SELECT count(*) FROM woken)::int AS woken`,
+    // The sender's claim: also keeps the row at least $2 ms more, so prune leaves it while its callback retries.
+    holdForCallback: `UPDATE ${m}
+SET recovery_claimed = true, expires_at = GREATEST(expires_at, clock_timestamp() + $2::bigint ${MS})
+WHERE id = $1 AND acked_at IS NULL
+RETURNING envelope_json`,
     isAcknowledged: `SELECT EXISTS (SELECT 1 FROM ${m} WHERE id = $1 AND acked_at IS NOT NULL AND expires_at > now()) AS acked`,
     subscriptionStart: `SELECT clock_timestamp()::text AS started_at, nextval('${seq.replace(/'/g, "''")}')::text AS started_seq`,
     findOverdue: `SELECT x.id, x.correlation_id, x.envelope_json FROM ${m} AS x

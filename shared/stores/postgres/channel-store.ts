@@ -1,4 +1,5 @@
 import type {
+  CallbackJobTarget,
   ChannelMessage,
   ChannelNames,
   ChannelStore,
@@ -8,7 +9,9 @@ import type {
   Registration,
   SubscriptionStart,
 } from '../../channel/types';
+import { CALLBACK_QUEUE } from '../../queue-names';
 import type { Logger } from '../../log';
+import { DEFAULT_TRANSPORT_TABLE } from '../options';
 import type { PgClient, Queryable } from './client';
 import { advisoryKey, schemaLockResource } from './ddl';
 import { channelDdl, channelNotifyPrefix, channelStatements } from './channel-statements';
@@ -65,12 +68,15 @@ export class PostgresChannelStore implements ChannelStore {
   private readonly sql: ReturnType<typeof channelStatements>;
   private ready = false;
   private attempt?: Promise<void>;
+  private readonly callbacks: CallbackJobTarget;
 
+  /** `callbacks`: where routing enqueues callback jobs (default: the default transport table in the same schema). */
   constructor(
     private readonly client: PgClient,
-    private readonly options: { names: ChannelNames; autoCreateSchema: boolean; logger: Logger; ownsClient?: boolean },
+    private readonly options: { names: ChannelNames; autoCreateSchema: boolean; logger: Logger; ownsClient?: boolean; callbacks?: CallbackJobTarget },
   ) {
-    this.sql = channelStatements(options.names);
+    this.callbacks = options.callbacks ?? { schema: options.names.schema, table: DEFAULT_TRANSPORT_TABLE, queue: CALLBACK_QUEUE };
+    this.sql = channelStatements(options.names, this.callbacks);
   }
 
   ensureSchema(): Promise<void> {
@@ -170,9 +176,15 @@ export class PostgresChannelStore implements ChannelStore {
     return this.client.query<R>(text, values);
   }
 
-  async saveRegistration(correlationId: string, registrationId: string, stateJson: string, ttlMs: number): Promise<Date> {
-    const r = await this.run<{ expires_at: Date }>(this.sql.saveRegistration, [correlationId, registrationId, stateJson, Math.round(ttlMs)]);
-    return r.rows[0]!.expires_at;
+  async saveRegistration(correlationId: string, registrationId: string, stateJson: string, ttlMs: number, maxPerCorrelationId: number): Promise<Date | null> {
+    await this.ensureSchema();
+    const n = this.options.names;
+    const lockKey = advisoryKey(`asyncresponse:registrations:${n.schema}.${n.recoveryTable}:${correlationId}`);
+    const r = await this.client.transaction(async (tx) => {
+      await tx.query(this.sql.saveRegistrationLock, [lockKey]);
+      return tx.query<{ expires_at: Date }>(this.sql.saveRegistration, [correlationId, registrationId, stateJson, Math.round(ttlMs), Math.floor(maxPerCorrelationId)]);
+    });
+    return r.rows[0]?.expires_at ?? null;
   }
 
   async loadRegistrations(correlationId: string): Promise<Registration[]> {
@@ -236,6 +248,17 @@ export class PostgresChannelStore implements ChannelStore {
 
   async claimForRecovery(id: string): Promise<boolean> {
     return (await this.run(this.sql.claimForRecovery, [id])).rows.length > 0;
+  }
+
+  async routeToCallbacks(id: string, correlationId: string, final: boolean): Promise<number | null> {
+    const prefix = `${this.callbacks.schema}.${this.callbacks.table}:`;
+    const r = await this.run<{ claimed: number; jobs: number }>(this.sql.routeToCallbacks, [id, correlationId, this.callbacks.queue, final, prefix]);
+    return r.rows[0]!.claimed > 0 ? r.rows[0]!.jobs : null;
+  }
+
+  async holdForCallback(id: string, holdMs: number): Promise<string | null> {
+    const r = await this.run<{ envelope_json: string }>(this.sql.holdForCallback, [id, Math.round(holdMs)]);
+    return r.rows[0]?.envelope_json ?? null;
   }
 
   async isAcknowledged(id: string): Promise<boolean> {

@@ -7,7 +7,7 @@
 // clause, so the delivery claim draws its sequence value into a variable first and the UPDATE only reads it.
 
 import * as sql from 'mssql';
-import type { ChannelNames, ChannelTable } from '../../channel/types';
+import type { CallbackJobTarget, ChannelNames, ChannelTable } from '../../channel/types';
 import { quoteIdentifier, validateIdentifier } from '../../sql/identifiers';
 import {
   BIN2,
@@ -36,6 +36,8 @@ const types = {
   /** a DbTimestamp: 'yyyy-mm-dd hh:mi:ss.fffffff' */
   exact: () => sql.VarChar(27),
   sysname: () => sql.NVarChar(128),
+  queue: () => sql.NVarChar(200),
+  flag: () => sql.Bit(),
 };
 
 const q = (name: string) => quoteIdentifier(name, 'sqlserver');
@@ -196,27 +198,46 @@ export function printSqlServerChannelSchema(names: ChannelNames): string {
 // ---- recovery registrations -----------------------------------------------------------------------------
 
 /**
- * Upsert keyed by (correlation_id, registration_id). HOLDLOCK makes the MERGE's existence check a key-range
- * lock, so two concurrent saves of one key cannot both take the insert branch. The ON clause compares the
- * parameters directly (a parameter takes the column's collation, so the PK is seeked). Returns expires_at.
- * PostgreSQL: INSERT … ON CONFLICT (correlation_id, registration_id) DO UPDATE … RETURNING expires_at.
+ * Upsert keyed by (correlation_id, registration_id), refused (no row comes back) while the correlation id
+ * already has @max_registrations OTHER unexpired registrations. The count reads the id's key range under
+ * UPDLOCK, HOLDLOCK inside the transaction, so concurrent saves of one correlation id serialise and the cap
+ * holds under races; HOLDLOCK on the MERGE makes its existence check a key-range lock too. The ON clause
+ * compares the parameters directly (a parameter takes the column's collation, so the PK is seeked).
+ * Returns expires_at.
+ * PostgreSQL: pg_advisory_xact_lock on the correlation id, then INSERT … SELECT … WHERE (count) < $5
+ * ON CONFLICT (correlation_id, registration_id) DO UPDATE … RETURNING expires_at.
  */
-export function saveRegistration(names: ChannelNames): Statement<'correlation_id' | 'registration_id' | 'state_json' | 'ttl_ms'> {
+export function saveRegistration(
+  names: ChannelNames,
+): Statement<'correlation_id' | 'registration_id' | 'state_json' | 'ttl_ms' | 'max_registrations'> {
   const t = qualifiedChannelNames(names);
   const expires = dbClockPlus('@ttl_ms');
   return {
     text: [
-      `MERGE ${t.recovery} WITH (HOLDLOCK) AS target`,
-      'USING (SELECT 1 AS one) AS src',
-      'ON target.correlation_id = @correlation_id AND target.registration_id = @registration_id',
-      'WHEN MATCHED THEN',
-      `    UPDATE SET state_json = @state_json, expires_at = ${expires}, registered_at = SYSUTCDATETIME()`,
-      'WHEN NOT MATCHED THEN',
-      '    INSERT (correlation_id, registration_id, state_json, expires_at, registered_at)',
-      `    VALUES (@correlation_id, @registration_id, @state_json, ${expires}, SYSUTCDATETIME())`,
-      'OUTPUT inserted.expires_at;',
+      'SET XACT_ABORT ON;',
+      'BEGIN TRAN;',
+      'DECLARE @others int = (',
+      `    SELECT COUNT(*) FROM ${t.recovery} WITH (UPDLOCK, HOLDLOCK)`,
+      '    WHERE correlation_id = @correlation_id AND registration_id <> @registration_id AND expires_at > SYSUTCDATETIME());',
+      'IF @others < @max_registrations',
+      `    MERGE ${t.recovery} WITH (HOLDLOCK) AS target`,
+      '    USING (SELECT 1 AS one) AS src',
+      '    ON target.correlation_id = @correlation_id AND target.registration_id = @registration_id',
+      '    WHEN MATCHED THEN',
+      `        UPDATE SET state_json = @state_json, expires_at = ${expires}, registered_at = SYSUTCDATETIME()`,
+      '    WHEN NOT MATCHED THEN',
+      '        INSERT (correlation_id, registration_id, state_json, expires_at, registered_at)',
+      `        VALUES (@correlation_id, @registration_id, @state_json, ${expires}, SYSUTCDATETIME())`,
+      '    OUTPUT inserted.expires_at;',
+      'COMMIT;',
     ].join('\n'),
-    params: { correlation_id: types.correlation(), registration_id: types.id(), state_json: types.text(), ttl_ms: types.ms() },
+    params: {
+      correlation_id: types.correlation(),
+      registration_id: types.id(),
+      state_json: types.text(),
+      ttl_ms: types.ms(),
+      max_registrations: types.count(),
+    },
   };
 }
 
@@ -383,6 +404,77 @@ export function claimForRecovery(names: ChannelNames): Statement<'id'> {
       'WHERE id = @id AND acked_at IS NULL;',
     ].join('\n'),
     params: { id: types.id() },
+  };
+}
+
+/**
+ * The recovery route in one transaction, claim first: the claim (the spec's guard, plus NOT recovery_claimed
+ * so a second router claims nothing, and only while an unexpired registration exists) decides everything;
+ * only a successful claim picks the registrations (under UPDLOCK, HOLDLOCK, so a concurrent save or delete
+ * of one waits), enqueues one reference job per registration on the transport table's callbacks queue
+ * (INSERT … SELECT: ids and the registration's state as a JSON string, never the payload), and for a final
+ * response deletes exactly the picked registrations. One row: claimed (0/1) and jobs (how many enqueued).
+ * created_at steps 100 ns per job so the jobs are claimed in registration order, as a batch publish's are.
+ * PostgreSQL: one statement of data-modifying CTEs (claimed → picked → jobs, consumed), plus a NOTIFY.
+ */
+export function routeToCallbacks(
+  names: ChannelNames,
+  callbacks: CallbackJobTarget,
+): Statement<'id' | 'correlation_id' | 'queue' | 'final'> {
+  const t = qualifiedChannelNames(names);
+  const jobs = `${q(validateIdentifier(callbacks.schema, 'Schema name', 'sqlserver'))}.${q(validateIdentifier(callbacks.table, 'Transport table name', 'sqlserver'))}`;
+  const guid = (column: string) => `LOWER(CONVERT(nchar(36), ${column}))`;
+  return {
+    text: [
+      'SET XACT_ABORT ON;',
+      'DECLARE @now datetime2 = SYSUTCDATETIME();',
+      'DECLARE @claimed int;',
+      'DECLARE @picked TABLE (registration_id uniqueidentifier NOT NULL PRIMARY KEY, state_json nvarchar(max) NOT NULL, ord int NOT NULL);',
+      'BEGIN TRAN;',
+      `UPDATE ${t.messages}`,
+      'SET recovery_claimed = 1',
+      'WHERE id = @id AND correlation_id = @correlation_id AND acked_at IS NULL AND recovery_claimed = 0 AND expires_at > @now',
+      `  AND EXISTS (SELECT 1 FROM ${t.recovery} WITH (UPDLOCK, HOLDLOCK) WHERE correlation_id = @correlation_id AND expires_at > @now);`,
+      'SET @claimed = @@ROWCOUNT;',
+      'IF @claimed = 1',
+      'BEGIN',
+      '    INSERT INTO @picked (registration_id, state_json, ord)',
+      '    SELECT registration_id, state_json, ROW_NUMBER() OVER (ORDER BY registered_at, registration_id)',
+      `    FROM ${t.recovery} WITH (UPDLOCK, HOLDLOCK)`,
+      '    WHERE correlation_id = @correlation_id AND expires_at > @now;',
+      `    INSERT INTO ${jobs} (id, queue, payload_json, headers_json, created_at, available_at)`,
+      '    SELECT NEWID(), @queue,',
+      `           CONCAT(N'{"messageId":"', ${guid('@id')}, N'","correlationId":"', STRING_ESCAPE(@correlation_id, 'json'),`,
+      `                  N'","registrationId":"', ${guid('p.registration_id')}, N'","registration":"', STRING_ESCAPE(p.state_json, 'json'), N'"}'),`,
+      `           CONCAT(N'{"AR-Correlation-Id":"', STRING_ESCAPE(@correlation_id, 'json'), N'"}'),`,
+      '           DATEADD(NANOSECOND, p.ord * 100, @now), @now',
+      '    FROM @picked AS p;',
+      '    IF @final = 1',
+      `        DELETE r FROM ${t.recovery} AS r INNER JOIN @picked AS p ON r.registration_id = p.registration_id`,
+      '        WHERE r.correlation_id = @correlation_id;',
+      'END',
+      'COMMIT;',
+      'SELECT @claimed AS claimed, (SELECT COUNT(*) FROM @picked) AS jobs;',
+    ].join('\n'),
+    params: { id: types.id(), correlation_id: types.correlation(), queue: types.queue(), final: types.flag() },
+  };
+}
+
+/**
+ * The callback sender's read: the recovery claim (as claimForRecovery) that also keeps the row at least
+ * @hold_ms more (expires_at only ever moves later), returning the stored envelope. No expiry filter: a row
+ * prune has not removed is still sent. PostgreSQL: UPDATE … SET expires_at = GREATEST(…) RETURNING envelope_json.
+ */
+export function holdForCallback(names: ChannelNames): Statement<'id' | 'hold_ms'> {
+  const held = dbClockPlus('@hold_ms');
+  return {
+    text: [
+      `UPDATE ${qualifiedChannelNames(names).messages}`,
+      `SET recovery_claimed = 1, expires_at = CASE WHEN expires_at < ${held} THEN ${held} ELSE expires_at END`,
+      'OUTPUT inserted.envelope_json',
+      'WHERE id = @id AND acked_at IS NULL;',
+    ].join('\n'),
+    params: { id: types.id(), hold_ms: types.ms() },
   };
 }
 
@@ -593,7 +685,7 @@ export function channelCatalogSnapshot(): Statement<'schema' | 'recovery_table' 
 }
 
 /** Every statement the channel store runs, built once from the validated names. */
-export function channelStatements(names: ChannelNames) {
+export function channelStatements(names: ChannelNames, callbacks: CallbackJobTarget) {
   checked(names);
   return {
     ddl: channelDdl(names),
@@ -606,6 +698,8 @@ export function channelStatements(names: ChannelNames) {
     loadMessagesById: loadMessagesById(names),
     claimForDelivery: claimForDelivery(names),
     claimForRecovery: claimForRecovery(names),
+    routeToCallbacks: routeToCallbacks(names, callbacks),
+    holdForCallback: holdForCallback(names),
     isAcknowledged: isAcknowledged(names),
     subscriptionStart: subscriptionStart(names),
     findOverdueWithRegistrations: findOverdueWithRegistrations(names),

@@ -6,6 +6,7 @@
 
 import type * as sql from 'mssql';
 import type {
+  CallbackJobTarget,
   ChannelMessage,
   ChannelNames,
   ChannelStore,
@@ -16,7 +17,9 @@ import type {
   Registration,
   SubscriptionStart,
 } from '../../channel/types';
+import { CALLBACK_QUEUE } from '../../queue-names';
 import type { Logger } from '../../log';
+import { DEFAULT_TRANSPORT_TABLE } from '../options';
 import { channelStatements, HEARTBEAT_CHUNK, HYDRATE_CHUNK, type ChannelStatements } from './channel-statements';
 import {
   CHANNEL_VERIFICATION_FIX_HINT,
@@ -34,6 +37,8 @@ export interface SqlServerChannelStoreOptions {
   logger: Logger;
   /** true: close() closes the pool. Default false: the pool is shared with the transport store. */
   ownsPool?: boolean;
+  /** Where routing enqueues callback jobs (default: the default transport table in the same schema). */
+  callbacks?: CallbackJobTarget;
 }
 
 /** Spec MaxPersistenceTtl: 3650 days, also where the ms-split DATEADD stays exact. */
@@ -107,14 +112,17 @@ export class SqlServerChannelStore extends SqlServerStoreBase implements Channel
   readonly names: ChannelNames;
   private readonly statements: ChannelStatements;
   private readonly options: SqlServerChannelStoreOptions;
+  private readonly callbacks: CallbackJobTarget;
 
   /** `pool`'s holder is usually shared with the transport store, so one rebuild serves both. */
   constructor(pool: sql.ConnectionPool | PoolHolder, options: SqlServerChannelStoreOptions) {
-    const statements = channelStatements(options.names); // re-validates every name that reaches SQL text
+    const callbacks = options.callbacks ?? { schema: options.names.schema, table: DEFAULT_TRANSPORT_TABLE, queue: CALLBACK_QUEUE };
+    const statements = channelStatements(options.names, callbacks); // re-validates every name that reaches SQL text
     super(pool, options.logger, options.ownsPool ?? false);
     this.names = options.names;
     this.statements = statements;
     this.options = options;
+    this.callbacks = callbacks;
   }
 
   // ---- schema (ensureSchema: store-common.ts) ------------------------------------------------------------
@@ -146,7 +154,7 @@ export class SqlServerChannelStore extends SqlServerStoreBase implements Channel
 
   // ---- recovery registrations ---------------------------------------------------------------------------
 
-  async saveRegistration(correlationId: string, registrationId: string, stateJson: string, ttlMs: number): Promise<Date> {
+  async saveRegistration(correlationId: string, registrationId: string, stateJson: string, ttlMs: number, maxPerCorrelationId: number): Promise<Date | null> {
     const ttl = durationMs(ttlMs, 'registration TTL');
     await this.ensureSchema();
     const result = await this.run(this.statements.saveRegistration, {
@@ -154,10 +162,12 @@ export class SqlServerChannelStore extends SqlServerStoreBase implements Channel
       registration_id: registrationId,
       state_json: stateJson,
       ttl_ms: ttl,
+      max_registrations: limitOf(maxPerCorrelationId),
     });
-    const expires = rows(result)[0]?.expires_at;
-    if (!(expires instanceof Date)) throw new Error(`saving the registration ${registrationId} returned no expires_at`);
-    return expires;
+    const row = firstRowOfAnySet(result);
+    if (row === undefined) return null; // refused: the correlation id has its maximum of registrations
+    if (!(row.expires_at instanceof Date)) throw new Error(`saving the registration ${registrationId} returned no expires_at`);
+    return row.expires_at;
   }
 
   async loadRegistrations(correlationId: string): Promise<Registration[]> {
@@ -270,6 +280,20 @@ export class SqlServerChannelStore extends SqlServerStoreBase implements Channel
   async claimForRecovery(id: string): Promise<boolean> {
     await this.ensureSchema();
     return rows(await this.run(this.statements.claimForRecovery, { id })).length > 0;
+  }
+
+  async routeToCallbacks(id: string, correlationId: string, final: boolean): Promise<number | null> {
+    await this.ensureSchema();
+    const row = firstRowOfAnySet(await this.run(this.statements.routeToCallbacks, { id, correlation_id: correlationId, queue: this.callbacks.queue, final }));
+    if (!row) throw new Error(`routing response ${id} returned no row`);
+    return Number(row.claimed) === 1 ? Number(row.jobs) : null;
+  }
+
+  async holdForCallback(id: string, holdMs: number): Promise<string | null> {
+    const hold = durationMs(holdMs, 'callback hold');
+    await this.ensureSchema();
+    const row = rows(await this.run(this.statements.holdForCallback, { id, hold_ms: hold }))[0];
+    return row === undefined || row.envelope_json === null || row.envelope_json === undefined ? null : String(row.envelope_json);
   }
 
   async isAcknowledged(id: string): Promise<boolean> {

@@ -11,6 +11,7 @@ import type { TransportStoreOptions } from '../options';
 import { channelStatements } from './channel-statements';
 import { SqlServerChannelStore } from './channel-store';
 import { createSqlServerPool, type SqlServerConnectionOptions } from './connection';
+import { CALLBACK_QUEUE } from '../../queue-names';
 import { createPoolHolder, type PoolHolder } from './pool-guard';
 import { SqlServerTransportStore, type SqlServerStoreDeps } from './store';
 
@@ -43,7 +44,9 @@ export function openSqlServerStores(
 ): SqlServerStores {
   const transportNamesValidated = transportNames(transportOptions.schema, transportOptions.table, 'sqlserver');
   const channel = channelOptions.names;
-  channelStatements(channel); // validates every channel name
+  // callback jobs go to the transport's own table, in the same transaction as the recovery claim
+  const callbacks = { schema: transportNamesValidated.schema, table: transportNamesValidated.table, queue: CALLBACK_QUEUE };
+  channelStatements(channel, callbacks); // validates every channel name
   if (transportNamesValidated.schema.toLowerCase() === channel.schema.toLowerCase()) {
     assertDistinct([
       ['transport table', transportNamesValidated.table],
@@ -56,7 +59,7 @@ export function openSqlServerStores(
   const logger = transportOptions.logger;
   const holder = createPoolHolder(() => createSqlServerPool(connection, logger), logger);
   const transport = new SqlServerTransportStore(holder, transportOptions, { ...deps, ownsPool: false });
-  const channelStore = new SqlServerChannelStore(holder, { ...channelOptions, ownsPool: false });
+  const channelStore = new SqlServerChannelStore(holder, { ...channelOptions, ownsPool: false, callbacks });
   let closing: Promise<void> | null = null;
   return {
     transport,
