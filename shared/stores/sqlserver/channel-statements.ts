@@ -176,7 +176,7 @@ export function printSqlServerChannelSchema(names: ChannelNames): string {
     `-- AsyncResponse channel schema for SQL Server / Azure SQL: ${t.recovery}, ${t.messages}, ${t.subscribers}`,
     `-- and the sequence ${t.sequence}.`,
     '-- Idempotent: every object is guarded, so the script can run more than once (it also upgrades a message',
-    '-- table created before acked_seq existed). Every correlation_id column must keep a binary collation.',
+    '-- table created before acked_seq existed). Every correlation_id column must keep a _BIN2 collation.',
     `-- The app's identity needs UPDATE on the sequence (db_datawriter does not cover it): GRANT UPDATE ON SCHEMA::${quoteIdentifier(names.schema, 'sqlserver')} TO <app user>;`,
     ...createSchemaIfMissing(names.schema),
     'GO',

@@ -85,7 +85,7 @@ export interface ChannelVerificationResult {
 type TableKind = 'recovery' | 'messages' | 'subscribers';
 
 interface ExpectedColumn extends ExpectedColumnShape {
-  /** an identity column compared ordinally: any _BIN/_BIN2 collation. */
+  /** an identity column compared ordinally: any _BIN2 collation (see binaryCollationProblem). */
   binary?: boolean;
 }
 
