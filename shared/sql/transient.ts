@@ -49,8 +49,38 @@ function strongest(classes: ReadonlySet<TransientClass>): TransientClass | null 
   return null;
 }
 
-/** Connection-level codes from mssql/tedious/net: the socket or the pool failed, not the statement. */
-const SQLSERVER_CONNECTION_CODES = new Set(['ESOCKET', 'ETIMEOUT', 'ECONNRESET', 'ECONNCLOSED', 'ECONNREFUSED']);
+/**
+ * Connection-level codes from mssql/tedious/net: the socket or the pool failed, not the statement. A socket error
+ * while a request is in flight reaches the request as the raw net error (tedious SENT_CLIENT_REQUEST →
+ * request.callback(err)), which mssql's RequestError keeps as its code: EPIPE, ETIMEDOUT, EHOSTUNREACH, … ECLOSE
+ * is tedious's "Connection closed before request completed."
+ */
+const SQLSERVER_CONNECTION_CODES = new Set([
+  'ESOCKET',
+  'ETIMEOUT',
+  'ECONNRESET',
+  'ECONNCLOSED',
+  'ECONNREFUSED',
+  'ECLOSE',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+]);
+
+/** Network failures of a token request (node net codes, MSAL's network_error, @azure/core-rest-pipeline's send error). */
+const TOKEN_NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EPIPE',
+  'EAI_AGAIN',
+  'ECONNABORTED',
+  'REQUEST_SEND_ERROR',
+  'network_error',
+]);
 
 /** tarn's acquire timeout (mssql prefixes it with "Failed to acquire a connection from the pool: "). */
 const POOL_TIMEOUT_MESSAGES = [
@@ -150,10 +180,65 @@ function messageOf(layer: Bag): string {
   return typeof layer.message === 'string' ? layer.message : '';
 }
 
+/** The layers of `err` an error code can sit on: `layers`, plus the `cause` tedious keeps of a wrapped net error. */
+function codeLayers(err: Bag): Bag[] {
+  const out: Bag[] = [];
+  for (const layer of layers(err)) {
+    out.push(layer);
+    const cause = asBag(layer.cause);
+    if (cause) out.push(cause);
+  }
+  return out;
+}
+
+/**
+ * A failed Entra token fetch: tedious throws AggregateError([ConnectionError('Security token could not be
+ * authenticated or authorized.', 'EFEDAUTH'), <the credential's error>]) and mssql wraps it in a ConnectionError
+ * without a code. The credential's error decides: a network failure or a 5xx/408 of the token endpoint (a managed
+ * identity endpoint hiccup) is a connection fault, a 429 is throttling; anything else (no identity here, an
+ * unknown client id, a null token) is a configuration error retrying cannot fix.
+ */
+function tokenFetchClass(err: Bag): TransientClass | null {
+  for (const layer of layers(err)) {
+    const errors = Array.isArray(layer.errors) ? layer.errors.map(asBag).filter((e): e is Bag => e !== undefined) : [];
+    if (!errors.some((e) => e.code === 'EFEDAUTH')) continue;
+    const found = new Set<TransientClass>();
+    for (const credentialError of errors.filter((e) => e.code !== 'EFEDAUTH')) {
+      const cls = credentialFailureClass(credentialError, 0);
+      if (cls) found.add(cls);
+    }
+    return strongest(found);
+  }
+  return null;
+}
+
+/** Walks a credential error, its `cause` chain and an AggregateAuthenticationError's `errors`. */
+function credentialFailureClass(error: Bag, depth: number): TransientClass | null {
+  if (depth > 4) return null;
+  if (error.name === 'AbortError') return null;
+  const found = new Set<TransientClass>();
+  const status = numberOf(error.statusCode) ?? numberOf(error.status);
+  if (status === 429) found.add('throttling');
+  else if (status !== undefined && (status === 408 || (status >= 500 && status < 600))) found.add('connection');
+  for (const code of [error.code, error.errorCode]) {
+    if (typeof code === 'string' && TOKEN_NETWORK_CODES.has(code)) found.add('connection');
+  }
+  // @azure/identity's ManagedIdentityCredential reports a network failure as CredentialUnavailableError with this text
+  if (/network unreachable/i.test(messageOf(error))) found.add('connection');
+  const nested = [asBag(error.cause), ...(Array.isArray(error.errors) ? error.errors.map(asBag) : [])];
+  for (const inner of nested) {
+    const cls = inner ? credentialFailureClass(inner, depth + 1) : null;
+    if (cls) found.add(cls);
+  }
+  return strongest(found);
+}
+
 /** The transient class of a SQL Server / mssql error, or null when it is permanent (or a cancellation). */
 export function classifySqlServerTransient(err: unknown): TransientClass | null {
   const bag = asBag(err);
   if (!bag || isCancellation(bag)) return null;
+  const tokenClass = tokenFetchClass(bag);
+  if (tokenClass) return tokenClass;
   const found = new Set<TransientClass>();
   for (const record of sqlRecords(bag)) {
     const n = numberOf(record.number);
@@ -173,8 +258,10 @@ export function classifySqlServerTransient(err: unknown): TransientClass | null 
     // tedious marks login errors it considers retryable (4060, 10928, 10929, 40197, 40501, 40613) while it still
     // has retries left; the number itself is not kept, so the class is the likeliest one.
     if (layer.isTransient === true) found.add('failover');
-    if (typeof layer.code === 'string' && SQLSERVER_CONNECTION_CODES.has(layer.code)) found.add('connection');
     if (isTarnTimeout(layer) || POOL_TIMEOUT_MESSAGES.some((re) => re.test(message))) found.add('connection');
+  }
+  for (const layer of codeLayers(bag)) {
+    if (typeof layer.code === 'string' && SQLSERVER_CONNECTION_CODES.has(layer.code)) found.add('connection');
   }
   return strongest(found);
 }

@@ -105,5 +105,13 @@ export function channelSpecCatalog(n: ChannelNames, options: { indexes?: boolean
 export const absentChannelCatalog: ChannelCatalog = { objects: [], columns: [], primaryKey: [], indexes: [], sequences: [] };
 
 export function channelCatalogRecordsets(catalog: ChannelCatalog): Row[][] {
-  return [catalog.objects, catalog.columns, catalog.primaryKey, catalog.indexes, catalog.sequences, catalog.triggers ?? []] as unknown as Row[][];
+  return [
+    catalog.objects,
+    catalog.columns,
+    catalog.primaryKey,
+    catalog.indexes,
+    catalog.sequences,
+    catalog.triggers ?? [],
+    catalog.database ?? [],
+  ] as unknown as Row[][];
 }

@@ -300,12 +300,13 @@ describe('SQL Server channel statement shapes', () => {
     }
   });
 
-  it('catalog query: parameterised by names only, six result sets incl. the sequence as text and enabled triggers', () => {
+  it('catalog query: parameterised by names only, seven result sets incl. the sequence as text, enabled triggers and the compatibility level', () => {
     const t = s.catalogSnapshot.text;
     expect(t).not.toMatch(/\b(rec|msg|sub)\b/);
     expect(Object.keys(s.catalogSnapshot.params).sort()).toEqual(['message_table', 'recovery_table', 'schema', 'sequence', 'subscriber_table']);
     for (const p of Object.keys(s.catalogSnapshot.params)) expect(length(s.catalogSnapshot, p)).toBe(128);
-    expect(t.match(/^SELECT /gm)).toHaveLength(6);
+    expect(t.match(/^SELECT /gm)).toHaveLength(7);
+    expect(t.endsWith('\nSELECT d.compatibility_level FROM sys.databases AS d WHERE d.database_id = DB_ID();')).toBe(true);
     expect(t).toContain('INNER JOIN sys.triggers AS tr ON tr.parent_id = t.object_id\nWHERE tr.is_disabled = 0');
     expect(t).toContain('CONVERT(varchar(40), s.maximum_value) AS maximum_value');
     expect(t).toContain('CONVERT(varchar(40), s.increment) AS increment');

@@ -87,6 +87,15 @@ describe('SQL Server channel store: schema', () => {
     expect(pool.calls).toHaveLength(3);
   });
 
+  it('a channel-only store refuses a database below compatibility level 130 (its statements use OPENJSON)', async () => {
+    for (const autoCreateSchema of [true, false]) {
+      const catalog: ChannelCatalog = { ...channelSpecCatalog(names), database: [{ compatibility_level: 120 }] };
+      const pool = new FakePool((call) => (isChannelCatalog(call) ? channelCatalogRecordsets(catalog) : [[{ active: '1' }]]));
+      const store = newStore(pool, { autoCreateSchema });
+      await expect(store.countActiveSubscribers('c')).rejects.toThrow(/compatibility level is 120;.*COMPATIBILITY_LEVEL = 130/s);
+    }
+  });
+
   it('a verification failure after the DDL throws the problems with the fix and is not latched', async () => {
     let catalog: ChannelCatalog = channelSpecCatalog(names, { indexes: false });
     const pool = new FakePool((call) => (isChannelCatalog(call) ? channelCatalogRecordsets(catalog) : []));

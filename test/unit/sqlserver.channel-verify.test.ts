@@ -58,22 +58,47 @@ describe('SQL Server channel catalog verification', () => {
       expect(problems[0]).toContain('SQL_Latin1_General_CP1_CI_AS');
       expect(problems[0]).toContain('case-insensitive');
       expect(problems[0]).toContain('Latin1_General_100_BIN2');
-      expect(problems[0]).toContain('or any _BIN2/_BIN collation'); // the fix names the accepted family too
+      expect(problems[0]).toContain('or any _BIN2 collation'); // the fix names the accepted family too
     }
   });
 
-  it('rejects a case-sensitive but linguistic collation as "not binary"; accepts _BIN and _BIN2 variants', () => {
+  it('rejects a case-sensitive but linguistic collation as "not binary"; accepts _BIN2 variants', () => {
     const cs = withColumn(channelSpecCatalog(names), names.messageTable, 'correlation_id', { collation_name: 'Latin1_General_100_CS_AS' });
     const { problems } = evaluateChannelCatalog(cs, names, OPERATOR);
     expect(problems).toEqual([
       `column 'correlation_id' of ${MSG}: the collation Latin1_General_100_CS_AS is not binary, so correlation ids are not ` +
-        'compared ordinally; expected a binary collation (COLLATE Latin1_General_100_BIN2, or any _BIN2/_BIN collation).',
+        'compared ordinally; expected a binary collation (COLLATE Latin1_General_100_BIN2, or any _BIN2 collation).',
     ]);
-    for (const ok of ['Latin1_General_BIN', 'Latin1_General_BIN2', 'Latin1_General_100_BIN2_UTF8', 'Japanese_XJIS_140_BIN2']) {
+    for (const ok of ['Latin1_General_BIN2', 'Latin1_General_100_BIN2_UTF8', 'Japanese_XJIS_140_BIN2']) {
       expect(binaryCollationProblem('x', ok)).toBeNull();
     }
     expect(binaryCollationProblem('x', 'Latin1_General_CI_AI')).toMatch(/case-insensitive/);
     expect(binaryCollationProblem('x', null)).toBeNull();
+  });
+
+  it('refuses a _BIN (not _BIN2) correlation_id: the explicit BIN2 comparisons could not seek its index', () => {
+    for (const table of [names.recoveryTable, names.messageTable, names.subscriberTable]) {
+      for (const collation of ['Latin1_General_BIN', 'SQL_Latin1_General_CP437_BIN', 'Latin1_General_100_BIN']) {
+        const bin = withColumn(channelSpecCatalog(names), table, 'correlation_id', { collation_name: collation });
+        const { problems } = evaluateChannelCatalog(bin, names, OPERATOR);
+        expect(problems, `${table} ${collation}`).toHaveLength(1);
+        expect(problems[0]).toContain(`column 'correlation_id' of [dbo].[${table}]: the collation ${collation} is binary but not _BIN2`);
+        expect(problems[0]).toContain('cannot be used for a seek');
+        expect(problems[0]).toContain('ALTER COLUMN correlation_id nvarchar(400) COLLATE Latin1_General_100_BIN2 NOT NULL');
+      }
+    }
+  });
+
+  it('checks the compatibility level even when only the channel is used (its statements use OPENJSON)', () => {
+    for (const mode of [AUTO, OPERATOR]) {
+      const old = { ...channelSpecCatalog(names), database: [{ compatibility_level: 120 }] };
+      const { problems } = evaluateChannelCatalog(old, names, mode);
+      expect(problems).toHaveLength(1);
+      expect(problems[0]).toMatch(/compatibility level is 120; .*OPENJSON, which needs 130 .*ALTER DATABASE CURRENT SET COMPATIBILITY_LEVEL = 130;/);
+      for (const level of [130, 160]) {
+        expect(evaluateChannelCatalog({ ...channelSpecCatalog(names), database: [{ compatibility_level: level }] }, names, mode).problems).toEqual([]);
+      }
+    }
   });
 
   it('rejects a reduced-scale datetime2, naming both renderings', () => {

@@ -1,9 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import {
   buildSqlServerConfig,
   createSqlServerPool,
+  credentialPlan,
+  parseAuthentication,
   sqlCredential,
   parseServer,
   parseSqlConnectionString,
@@ -141,7 +143,8 @@ describe('SQL Server connection strings', () => {
     expect(authentication).toBe('entra-default');
     expect(config.server).toBe('x.database.windows.net');
     expect(config.port).toBe(1433);
-    expect(asked).toEqual([{ kind: 'default', clientId: 'cid' }]);
+    // the app's own identity, directly (the same ManagedIdentityCredential the 'default' kind made before)
+    expect(asked).toEqual([{ kind: 'managed-identity', clientId: 'cid' }]);
   });
 
   it('connection-string pool size and timeouts win over the option defaults', () => {
@@ -163,6 +166,103 @@ describe('SQL Server connection strings', () => {
     expect(pool.connected).toBe(false);
     expect((pool as unknown as { config: { validateConnection: unknown } }).config.validateConnection).toBe('socket');
     await pool.close();
+  });
+
+  // Every spelling SqlClient's TryConvertToAuthenticationType accepts: the spaced name or the enum name, any case,
+  // surrounding blanks trimmed (dotnet/SqlClient DbConnectionStringCommon.cs).
+  const FORMS: Array<[string, string]> = [
+    ['Sql Password', 'sql'],
+    ['SqlPassword', 'sql'],
+    ['Active Directory Default', 'entra-default'],
+    ['ActiveDirectoryDefault', 'entra-default'],
+    ['activedirectorydefault', 'entra-default'],
+    ['Active Directory Managed Identity', 'entra-managed-identity'],
+    ['ActiveDirectoryManagedIdentity', 'entra-managed-identity'],
+    ['ACTIVE DIRECTORY MANAGED IDENTITY', 'entra-managed-identity'],
+    ['Active Directory MSI', 'entra-managed-identity'],
+    ['ActiveDirectoryMSI', 'entra-managed-identity'],
+    ['Active Directory Workload Identity', 'entra-workload-identity'],
+    ['ActiveDirectoryWorkloadIdentity', 'entra-workload-identity'],
+  ];
+
+  it.each(FORMS)('Authentication=%s is accepted (bare, quoted and padded)', (form, mode) => {
+    expect(parseAuthentication(form)).toBe(mode);
+    expect(parseSqlConnectionString(`Server=x;Authentication=${form}`).authentication).toBe(mode);
+    expect(parseSqlConnectionString(`Server=x;Authentication="  ${form} "`).authentication).toBe(mode);
+  });
+
+  it('Service Connector’s managed-identity string builds the user-assigned identity’s credential', () => {
+    const { factory, asked } = recordingCredentials();
+    const { authentication, config } = buildSqlServerConfig(
+      {
+        ...defaults,
+        connectionString:
+          'Data Source=srv.database.windows.net,1433;Initial Catalog=db;User ID=0f5e1a2b-0000-4000-8000-000000000001;' +
+          'Authentication=ActiveDirectoryManagedIdentity',
+      },
+      factory,
+    );
+    expect(authentication).toBe('entra-managed-identity');
+    expect(config.authentication?.type).toBe('token-credential');
+    expect(asked).toEqual([{ kind: 'managed-identity', clientId: '0f5e1a2b-0000-4000-8000-000000000001' }]);
+  });
+
+  it('User Id means the identity’s client id under every Entra mode, as in SqlClient', () => {
+    const cases: Array<[string, { kind: CredentialKind; clientId?: string }]> = [
+      ['Active Directory Default', { kind: 'default', clientId: 'uid' }],
+      ['ActiveDirectoryDefault', { kind: 'default', clientId: 'uid' }],
+      ['Active Directory MSI', { kind: 'managed-identity', clientId: 'uid' }],
+      ['ActiveDirectoryMSI', { kind: 'managed-identity', clientId: 'uid' }],
+      ['ActiveDirectoryWorkloadIdentity', { kind: 'workload-identity', clientId: 'uid' }],
+    ];
+    for (const [form, expected] of cases) {
+      const { factory, asked } = recordingCredentials();
+      // the configured AZURE_CLIENT_ID (options.clientId) yields to the connection string's User Id
+      buildSqlServerConfig({ ...defaults, clientId: 'app-id', connectionString: `Server=x;Authentication=${form};User Id=uid` }, factory);
+      expect(asked, form).toEqual([expected]);
+    }
+  });
+
+  it('without User Id: Default uses the configured identity when there is one, else DefaultAzureCredential', () => {
+    const withApp = recordingCredentials();
+    buildSqlServerConfig({ ...defaults, clientId: 'app-id', connectionString: 'Server=x;Authentication=ActiveDirectoryDefault' }, withApp.factory);
+    expect(withApp.asked).toEqual([{ kind: 'managed-identity', clientId: 'app-id' }]);
+    const bare = recordingCredentials();
+    buildSqlServerConfig({ ...defaults, connectionString: 'Server=x;Authentication=ActiveDirectoryDefault' }, bare.factory);
+    expect(bare.asked).toEqual([{ kind: 'default', clientId: undefined }]);
+  });
+
+  it('maps each credential kind to the credential SqlClient would use', () => {
+    // Default + User Id: DefaultAzureCredentialOptions.ManagedIdentityClientId and WorkloadIdentityClientId
+    expect(credentialPlan('default', 'uid', undefined)).toEqual({
+      type: 'DefaultAzureCredential',
+      options: { managedIdentityClientId: 'uid', workloadIdentityClientId: 'uid' },
+    });
+    expect(credentialPlan('default', undefined, 'env-id')).toEqual({ type: 'ManagedIdentityCredential', options: { clientId: 'env-id' } });
+    expect(credentialPlan('default', undefined, undefined)).toEqual({ type: 'DefaultAzureCredential', options: {} });
+    expect(credentialPlan('managed-identity', 'uid', 'env-id')).toEqual({ type: 'ManagedIdentityCredential', options: { clientId: 'uid' } });
+    expect(credentialPlan('managed-identity', undefined, '')).toEqual({ type: 'ManagedIdentityCredential', options: {} });
+    expect(credentialPlan('workload-identity', 'uid', 'env-id')).toEqual({ type: 'WorkloadIdentityCredential', options: { clientId: 'uid' } });
+    expect(sqlCredential('default', 'uid-plan').constructor.name).toBe('DefaultAzureCredential');
+    // WorkloadIdentityCredential checks its tenant and token file when constructed: a misconfiguration fails early
+    expect(() => sqlCredential('workload-identity', 'uid-no-env')).toThrow(/WorkloadIdentityCredential.*tenantId/);
+    vi.stubEnv('AZURE_TENANT_ID', '00000000-0000-4000-8000-000000000000');
+    vi.stubEnv('AZURE_FEDERATED_TOKEN_FILE', '/var/run/secrets/azure/tokens/azure-identity-token');
+    try {
+      expect(sqlCredential('workload-identity', 'uid-plan').constructor.name).toBe('WorkloadIdentityCredential');
+    } finally {
+      vi.unstubAllEnvs();
+    }
+  });
+
+  it('refuses SqlClient modes it cannot serve, unknown values, and a Password next to a token mode', () => {
+    for (const form of ['Active Directory Password', 'ActiveDirectoryInteractive', 'Active Directory Service Principal', 'ActiveDirectoryDeviceCodeFlow']) {
+      expect(() => parseAuthentication(form), form).toThrow(/SqlClient mode that is not supported here/);
+    }
+    expect(() => parseAuthentication('ManagedIdentity')).toThrow(/not a value SqlClient accepts.*ActiveDirectoryManagedIdentity/);
+    expect(() =>
+      buildSqlServerConfig({ ...defaults, connectionString: 'Server=x;Authentication=ActiveDirectoryMSI;User Id=u;Password=p' }, recordingCredentials().factory),
+    ).toThrow(/takes no Password/);
   });
 
   it('shares one credential per identity across pools', () => {

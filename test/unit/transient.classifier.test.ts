@@ -104,6 +104,99 @@ describe('SQL Server transient classification', () => {
   });
 });
 
+// The real classes of the driver and of @azure/identity / MSAL (resolved from their dependents), so the shapes
+// are the ones the app receives, not look-alikes.
+const tedious = createRequire(require.resolve('mssql'))('tedious') as {
+  ConnectionError: new (message: string, code?: string, options?: { cause?: unknown }) => Error;
+  RequestError: new (message: string, code?: string) => Error;
+};
+const identity = createRequire(require.resolve('mssql'))('@azure/identity') as typeof import('@azure/identity');
+const msal = createRequire(require.resolve('@azure/identity'))('@azure/msal-node') as {
+  AuthError: new (errorCode: string, message?: string) => Error;
+  ServerError: new (errorCode: string, message?: string, subError?: string, errorNo?: string, status?: number) => Error;
+};
+
+/** What mssql 12 / tedious 19 throw when the token credential's getToken rejects with `credentialError`. */
+function tokenFetchFailure(credentialError?: unknown): Error {
+  const efedauth = new tedious.ConnectionError('Security token could not be authenticated or authorized.', 'EFEDAUTH');
+  return new sql.ConnectionError(new AggregateError(credentialError === undefined ? [efedauth] : [efedauth, credentialError]));
+}
+
+describe('SQL Server: a failed Entra token fetch (tedious EFEDAUTH aggregate)', () => {
+  it('has the shape tedious 19 and mssql 12 produce: a ConnectionError without a code around an AggregateError', () => {
+    const err = tokenFetchFailure(new Error('x')) as Error & { code?: unknown; originalError?: { errors?: unknown[] } };
+    expect(err.code).toBeUndefined();
+    expect(err.originalError).toBeInstanceOf(AggregateError);
+    expect(err.originalError?.errors?.[0]).toMatchObject({ code: 'EFEDAUTH' });
+  });
+
+  it('a managed identity endpoint that is unreachable or failing (5xx, 408) is a connection fault', () => {
+    const unreachable = new identity.CredentialUnavailableError('ManagedIdentityCredential: Network unreachable. Message: connect ECONNREFUSED', {
+      cause: new msal.AuthError('network_error', 'Network request failed'),
+    });
+    const failing = new identity.CredentialUnavailableError('ManagedIdentityCredential: Authentication failed. Message busy', {
+      cause: new msal.ServerError('service_unavailable', 'busy', undefined, undefined, 503),
+    });
+    const probe = Object.assign(new Error('connect EHOSTUNREACH 169.254.169.254:80'), { code: 'EHOSTUNREACH' });
+    const timeout = new identity.AuthenticationError(408, { error: 'request_timeout', error_description: 'timed out' });
+    for (const credentialError of [unreachable, failing, probe, timeout]) {
+      expect(classifySqlServerTransient(tokenFetchFailure(credentialError)), String(credentialError)).toBe('connection');
+      expect(classifyTransient(tokenFetchFailure(credentialError))).toBe('connection');
+    }
+  });
+
+  it('a throttled token endpoint (429) backs off as throttling', () => {
+    const throttled = new identity.AuthenticationError(429, { error: 'too_many_requests', error_description: 'slow down' });
+    expect(classifySqlServerTransient(tokenFetchFailure(throttled))).toBe('throttling');
+  });
+
+  it('looks through DefaultAzureCredential’s aggregate of credential errors', () => {
+    const chain = new identity.AggregateAuthenticationError(
+      [
+        new identity.CredentialUnavailableError('EnvironmentCredential is unavailable.'),
+        new identity.CredentialUnavailableError('ManagedIdentityCredential: Authentication failed.', {
+          cause: new msal.ServerError('internal_error', 'oops', undefined, undefined, 500),
+        }),
+      ],
+      'DefaultAzureCredential failed to retrieve a token from the included credentials.',
+    );
+    expect(classifySqlServerTransient(tokenFetchFailure(chain))).toBe('connection');
+  });
+
+  it('a configuration error (no identity, unknown client id, no sign-in, a null token) stays permanent', () => {
+    const unknownClient = new identity.AuthenticationError(400, { error: 'invalid_request', error_description: 'Identity not found' });
+    const noSignIn = new identity.AggregateAuthenticationError(
+      [new identity.CredentialUnavailableError("AzureCliCredential: Please run 'az login' to set up an account.")],
+      'DefaultAzureCredential failed to retrieve a token from the included credentials.',
+    );
+    const forbidden = new identity.CredentialUnavailableError('ManagedIdentityCredential: Authentication failed.', {
+      cause: new msal.ServerError('unauthorized_client', 'no', undefined, undefined, 401),
+    });
+    for (const err of [tokenFetchFailure(unknownClient), tokenFetchFailure(noSignIn), tokenFetchFailure(forbidden), tokenFetchFailure()]) {
+      expect(classifySqlServerTransient(err)).toBeNull();
+      expect(classifyTransient(err)).toBeNull();
+    }
+  });
+});
+
+describe('SQL Server: socket failures as the driver reports them', () => {
+  // tedious hands a request in flight the raw net error (SENT_CLIENT_REQUEST socketError → request.callback(err));
+  // mssql's RequestError keeps its code. ECLOSE: "Connection closed before request completed."
+  it.each(['EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH'])('a request whose socket failed with %s is a connection fault', (code) => {
+    const raw = Object.assign(new Error(`write ${code}`), { code, syscall: 'write' });
+    expect(classifySqlServerTransient(new sql.RequestError(raw))).toBe('connection');
+    // on the connect path tedious wraps it: ESOCKET with the net error as its cause
+    const wrapped = new sql.ConnectionError(new tedious.ConnectionError(`Connection lost - write ${code}`, 'ESOCKET', { cause: raw }));
+    expect(classifySqlServerTransient(wrapped)).toBe('connection');
+  });
+
+  it('ECLOSE (the connection closed under a request) is a connection fault', () => {
+    const closed = new sql.RequestError(new tedious.RequestError('Connection closed before request completed.', 'ECLOSE'));
+    expect((closed as unknown as { code: string }).code).toBe('ECLOSE');
+    expect(classifySqlServerTransient(closed)).toBe('connection');
+  });
+});
+
 describe('PostgreSQL transient classification', () => {
   const pgError = (code: string) => Object.assign(new Error(`pg ${code}`), { code, severity: 'ERROR' });
 

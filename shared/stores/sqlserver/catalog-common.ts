@@ -331,7 +331,7 @@ export function catalogSet<T>(sets: readonly unknown[][], index: number): T[] {
   return (sets[index] ?? []) as T[];
 }
 
-/** OPENJSON (every batch statement) needs database compatibility level 130 (SQL Server 2016) or higher. */
+/** OPENJSON (the transport's and the channel's batch statements) needs database compatibility level 130 (SQL Server 2016) or higher. */
 export const MIN_COMPATIBILITY_LEVEL = 130;
 
 export interface CatalogDatabaseRow {
@@ -348,7 +348,7 @@ export function compatibilityProblem(rows: readonly CatalogDatabaseRow[]): strin
   const level = rows[0]?.compatibility_level;
   if (level === null || level === undefined || level >= MIN_COMPATIBILITY_LEVEL) return null;
   return (
-    `the database's compatibility level is ${level}; the store's batch statements use OPENJSON, which needs ` +
+    `the database's compatibility level is ${level}; the store's batch statements (transport and channel) use OPENJSON, which needs ` +
     `${MIN_COMPATIBILITY_LEVEL} or higher (found only at run time as "Invalid object name 'OPENJSON'"). Raise it: ` +
     `ALTER DATABASE CURRENT SET COMPATIBILITY_LEVEL = ${MIN_COMPATIBILITY_LEVEL}; -- or higher (160 is SQL Server 2022's)`
   );

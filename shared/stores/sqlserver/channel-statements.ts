@@ -178,7 +178,7 @@ export function printSqlServerChannelSchema(names: ChannelNames): string {
     `-- AsyncResponse channel schema for SQL Server / Azure SQL: ${t.recovery}, ${t.messages}, ${t.subscribers}`,
     `-- and the sequence ${t.sequence}.`,
     '-- Idempotent: every object is guarded, so the script can run more than once (it also upgrades a message',
-    '-- table created before acked_seq existed). Every correlation_id column must keep a binary collation.',
+    '-- table created before acked_seq existed). Every correlation_id column must keep a _BIN2 collation.',
     `-- The app's identity needs UPDATE on the sequence (db_datawriter does not cover it): GRANT UPDATE ON SCHEMA::${quoteIdentifier(names.schema, 'sqlserver')} TO <app user>;`,
     ...createSchemaIfMissing(names.schema),
     'GO',
@@ -618,11 +618,13 @@ export function pruneExpiredBatch(names: ChannelNames, table: ChannelTable): Sta
 // ---- catalog --------------------------------------------------------------------------------------------
 
 /**
- * Catalog snapshot of the channel's objects, five result sets: 0 objects of the schema whose name matches
+ * Catalog snapshot of the channel's objects, seven result sets: 0 objects of the schema whose name matches
  * one of the four configured names case-insensitively (kind check), 1 columns with their defaults, 2 primary-
  * key columns, 3 index columns with the index flags — each of 1–3 tagged with the configured table name —
  * and 4 the sequence (sql_variant properties rendered as text: bigint bounds do not fit a JS number), 5 the
- * tables' enabled triggers (they break OUTPUT clauses), tagged with the configured table name.
+ * tables' enabled triggers (they break OUTPUT clauses), tagged with the configured table name, 6 the database's
+ * compatibility level (the channel's statements use OPENJSON, which needs 130; checked also when only the channel
+ * is used).
  */
 export function channelCatalogSnapshot(): Statement<'schema' | 'recovery_table' | 'message_table' | 'subscriber_table' | 'sequence'> {
   return {
@@ -673,6 +675,7 @@ export function channelCatalogSnapshot(): Statement<'schema' | 'recovery_table' 
       'INNER JOIN sys.triggers AS tr ON tr.parent_id = t.object_id',
       'WHERE tr.is_disabled = 0',
       'ORDER BY t.table_name, tr.name;',
+      'SELECT d.compatibility_level FROM sys.databases AS d WHERE d.database_id = DB_ID();',
     ].join('\n'),
     params: {
       schema: types.sysname(),

@@ -14,6 +14,7 @@ import {
 import {
   catalogSet,
   columnTypeProblem,
+  compatibilityProblem,
   declaredIndexProblems,
   evaluateExpectedColumns,
   nameOccupiedProblem,
@@ -23,7 +24,16 @@ import {
   typeCode,
   triggerProblem,
 } from './catalog-common';
-import type { CatalogColumnRow, CatalogIndexRow, CatalogKeyColumnRow, CatalogObjectRow, CatalogTriggerRow, ExpectedColumnShape, Queryable } from './catalog-common';
+import type {
+  CatalogColumnRow,
+  CatalogDatabaseRow,
+  CatalogIndexRow,
+  CatalogKeyColumnRow,
+  CatalogObjectRow,
+  CatalogTriggerRow,
+  ExpectedColumnShape,
+  Queryable,
+} from './catalog-common';
 import { BIN2 } from './statements';
 
 export type ChannelCatalogColumnRow = CatalogColumnRow & { table_name: string };
@@ -48,6 +58,8 @@ export interface ChannelCatalog {
   sequences: CatalogSequenceRow[];
   /** absent in older fakes: no check */
   triggers?: CatalogTriggerRow[];
+  /** the current database's compatibility level (the channel's statements use OPENJSON); absent: no check */
+  database?: CatalogDatabaseRow[];
 }
 
 export interface ChannelVerifyMode {
@@ -73,7 +85,7 @@ export interface ChannelVerificationResult {
 type TableKind = 'recovery' | 'messages' | 'subscribers';
 
 interface ExpectedColumn extends ExpectedColumnShape {
-  /** an identity column compared ordinally: any _BIN/_BIN2 collation. */
+  /** an identity column compared ordinally: any _BIN2 collation (see binaryCollationProblem). */
   binary?: boolean;
 }
 
@@ -119,22 +131,33 @@ export const CHANNEL_VERIFICATION_FIX_HINT =
   '--dialect sqlserver`), or point the channel at its own tables or schema.';
 
 /**
- * Identity columns are compared ordinally (spec "Identity columns need a binary collation"): any _BIN/_BIN2
- * collation passes; a case-insensitive one would merge ids differing only in case; a case-sensitive but
- * linguistic one (_CS_AS) still folds width/kana and compares linguistically, so it is rejected too.
+ * Identity columns are compared ordinally (spec "Identity columns need a binary collation"): a case-insensitive
+ * collation would merge ids differing only in case; a case-sensitive but linguistic one (_CS_AS) still folds
+ * width/kana and compares linguistically. A _BIN (not _BIN2) collation compares ordinally too, but the channel's
+ * statements compare correlation ids under COLLATE Latin1_General_100_BIN2 (OPENJSON sources, and tables that
+ * may differ), and an index on a _BIN column cannot serve a seek under another collation: every heartbeat and
+ * recovery lookup would scan. So _BIN2 passes and _BIN is refused with the fix.
  */
 export function binaryCollationProblem(label: string, collation: string | null): string | null {
   if (collation === null) return null; // not a character column: the type check reports it
-  if (/_BIN/i.test(collation)) return null;
+  if (/_BIN2/i.test(collation)) return null;
+  if (/_BIN(_|$)/i.test(collation)) {
+    return (
+      `${label}: the collation ${collation} is binary but not _BIN2; the channel compares correlation ids under ` +
+      `COLLATE ${BIN2}, so an index on this column cannot be used for a seek and every lookup scans. Change the ` +
+      `column to COLLATE ${BIN2} (drop the primary key and indexes that use it, ALTER TABLE … ALTER COLUMN ` +
+      `correlation_id nvarchar(400) COLLATE ${BIN2} NOT NULL, recreate them), or recreate the table from the printed DDL.`
+    );
+  }
   if (/_CI(_|$)/i.test(collation)) {
     return (
       `${label}: the collation ${collation} is case-insensitive, so correlation ids that differ only in case ` +
-      `would be one conversation; expected a binary collation (COLLATE ${BIN2}, or any _BIN2/_BIN collation).`
+      `would be one conversation; expected a binary collation (COLLATE ${BIN2}, or any _BIN2 collation).`
     );
   }
   return (
     `${label}: the collation ${collation} is not binary, so correlation ids are not compared ordinally; ` +
-    `expected a binary collation (COLLATE ${BIN2}, or any _BIN2/_BIN collation).`
+    `expected a binary collation (COLLATE ${BIN2}, or any _BIN2 collation).`
   );
 }
 
@@ -258,6 +281,9 @@ export function evaluateChannelCatalog(catalog: ChannelCatalog, names: ChannelNa
     }
   }
 
+  const compatibility = compatibilityProblem(catalog.database ?? []);
+  if (compatibility) problems.push(compatibility);
+
   const sequence = catalog.sequences.find((s) => sameName(s.name, names.ackSequence));
   if (sequence) {
     problems.push(...evaluateSequence(sequence, q.sequence));
@@ -293,6 +319,7 @@ export async function readChannelCatalog(parent: Queryable, names: ChannelNames,
     indexes: catalogSet<ChannelCatalogIndexRow>(sets, 3),
     sequences: catalogSet<CatalogSequenceRow>(sets, 4),
     triggers: catalogSet<CatalogTriggerRow>(sets, 5),
+    database: catalogSet<CatalogDatabaseRow>(sets, 6),
   };
 }
 

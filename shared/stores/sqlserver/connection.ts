@@ -3,7 +3,7 @@
 // physical connection; a static access token would expire under a long-lived pool).
 
 import * as sql from 'mssql';
-import type { DefaultAzureCredential, ManagedIdentityCredential } from '@azure/identity';
+import type { DefaultAzureCredential, ManagedIdentityCredential, WorkloadIdentityCredential } from '@azure/identity';
 import type { Logger } from '../../log';
 import { trackOpen } from '../open-handles';
 
@@ -29,7 +29,7 @@ export interface SqlServerConnectionOptions {
   clientId?: string;
 }
 
-export type SqlAuthentication = 'sql' | 'entra-default' | 'entra-managed-identity';
+export type SqlAuthentication = 'sql' | 'entra-default' | 'entra-managed-identity' | 'entra-workload-identity';
 
 /** What a connection string said; absent keys stay undefined. */
 export interface ParsedSqlConnectionString {
@@ -51,7 +51,7 @@ export interface ParsedSqlConnectionString {
   ignoredKeys: string[];
 }
 
-type SqlCredential = DefaultAzureCredential | ManagedIdentityCredential;
+type SqlCredential = DefaultAzureCredential | ManagedIdentityCredential | WorkloadIdentityCredential;
 
 /** Splits `key=value;…` honouring "…" and '…' quoting (a doubled quote inside is a literal quote). */
 function tokenize(input: string): Array<[string, string]> {
@@ -130,24 +130,47 @@ export function parseServer(value: string): { server: string; port?: number; ins
   return { server, ...(port !== undefined ? { port } : {}), ...(instanceName ? { instanceName } : {}) };
 }
 
-function parseAuthentication(value: string): SqlAuthentication {
-  const v = value.trim().toLowerCase().replace(/\s+/g, ' ');
-  switch (v) {
-    case 'sqlpassword':
-    case 'sql password':
-      return 'sql';
-    case 'active directory default':
-    case 'active directory workload identity':
-      return 'entra-default';
-    case 'active directory managed identity':
-    case 'active directory msi':
-      return 'entra-managed-identity';
-    default:
-      throw new Error(
-        `connection string: Authentication='${value}' is not supported here; use 'Active Directory Default', ` +
-          "'Active Directory Managed Identity' (User Id = the identity's client id) or SQL authentication (Password=…).",
-      );
+/**
+ * The Authentication values Microsoft.Data.SqlClient accepts, as it spells them: its TryConvertToAuthenticationType
+ * (dotnet/SqlClient src/Microsoft.Data.SqlClient/src/Microsoft/Data/Common/DbConnectionStringCommon.cs) compares the
+ * trimmed value case-insensitively with the spaced name ("Active Directory Managed Identity") and with the
+ * SqlAuthenticationMethod enum name ("ActiveDirectoryManagedIdentity", Service Connector's form). Whitespace runs
+ * inside the spaced name are collapsed here as well. What `User Id` means under each mode is SqlClient's
+ * ActiveDirectoryAuthenticationProvider (src/Microsoft.Data.SqlClient/src/Microsoft/Data/SqlClient/
+ * ActiveDirectoryAuthenticationProvider.cs): Managed Identity / MSI → the user-assigned identity's client id
+ * (none: system-assigned); Default → DefaultAzureCredentialOptions.ManagedIdentityClientId and
+ * WorkloadIdentityClientId; Workload Identity → WorkloadIdentityCredentialOptions.ClientId.
+ */
+const AUTHENTICATION_MODES: ReadonlyArray<readonly [spaced: string, enumName: string, mode: SqlAuthentication]> = [
+  ['sql password', 'sqlpassword', 'sql'],
+  ['active directory default', 'activedirectorydefault', 'entra-default'],
+  ['active directory managed identity', 'activedirectorymanagedidentity', 'entra-managed-identity'],
+  ['active directory msi', 'activedirectorymsi', 'entra-managed-identity'],
+  ['active directory workload identity', 'activedirectoryworkloadidentity', 'entra-workload-identity'],
+];
+
+/** SqlClient modes that need a user, a browser, a secret or Windows: recognised, but refused here. */
+const UNSUPPORTED_MODES = [
+  'active directory password',
+  'active directory integrated',
+  'active directory interactive',
+  'active directory service principal',
+  'active directory device code flow',
+  'active directory federated identity credentials',
+];
+
+export function parseAuthentication(value: string): SqlAuthentication {
+  const spaced = value.trim().toLowerCase().replace(/\s+/g, ' ');
+  for (const [name, enumName, mode] of AUTHENTICATION_MODES) {
+    if (spaced === name || spaced === enumName) return mode;
   }
+  const known = UNSUPPORTED_MODES.find((name) => spaced === name || spaced === name.replace(/ /g, ''));
+  throw new Error(
+    `connection string: Authentication='${value}' is ${known ? 'a SqlClient mode that is not supported here' : 'not a value SqlClient accepts'}; ` +
+      "use 'Active Directory Default', 'Active Directory Managed Identity' / 'Active Directory MSI' (User Id = a " +
+      "user-assigned identity's client id), 'Active Directory Workload Identity', or SQL authentication (Password=…); " +
+      'the forms without spaces (ActiveDirectoryManagedIdentity, …) work too.',
+  );
 }
 
 const IGNORED_KEYS = new Set([
@@ -252,24 +275,49 @@ export function parseSqlConnectionString(connectionString: string): ParsedSqlCon
 // One credential per identity for the whole process; @azure/identity caches its tokens inside it.
 const credentials = new Map<string, SqlCredential>();
 
-export type CredentialKind = 'default' | 'managed-identity';
+export type CredentialKind = 'default' | 'managed-identity' | 'workload-identity';
+
+/** Which @azure/identity credential serves a kind and client id; pure, so the choice is tested without Azure. */
+export interface CredentialPlan {
+  type: 'DefaultAzureCredential' | 'ManagedIdentityCredential' | 'WorkloadIdentityCredential';
+  options: Record<string, string>;
+}
 
 /**
- * 'default': ManagedIdentityCredential for AZURE_CLIENT_ID (or the given client id) when set, else
- * DefaultAzureCredential (developer sign-ins). 'managed-identity': that identity, system-assigned without an id.
+ * 'default' with a client id: DefaultAzureCredential using it for both the managed and the workload identity
+ * (what SqlClient does with User Id under Active Directory Default); without one, ManagedIdentityCredential for
+ * AZURE_CLIENT_ID when set, else DefaultAzureCredential (developer sign-ins). 'managed-identity': that identity
+ * (AZURE_CLIENT_ID when none is given), system-assigned without an id. 'workload-identity': WorkloadIdentityCredential,
+ * which reads AZURE_CLIENT_ID / AZURE_TENANT_ID / AZURE_FEDERATED_TOKEN_FILE for what is not given.
  */
+export function credentialPlan(kind: CredentialKind, clientId?: string, envClientId = process.env.AZURE_CLIENT_ID): CredentialPlan {
+  const configured = envClientId || undefined;
+  switch (kind) {
+    case 'default':
+      if (clientId) return { type: 'DefaultAzureCredential', options: { managedIdentityClientId: clientId, workloadIdentityClientId: clientId } };
+      return configured ? { type: 'ManagedIdentityCredential', options: { clientId: configured } } : { type: 'DefaultAzureCredential', options: {} };
+    case 'managed-identity': {
+      const id = clientId || configured;
+      return { type: 'ManagedIdentityCredential', options: id ? { clientId: id } : {} };
+    }
+    case 'workload-identity':
+      return { type: 'WorkloadIdentityCredential', options: clientId ? { clientId } : {} };
+  }
+}
+
 export function sqlCredential(kind: CredentialKind, clientId?: string): SqlCredential {
-  const id = clientId || process.env.AZURE_CLIENT_ID || undefined;
-  const key = id ? `mi:${id}` : kind === 'managed-identity' ? 'mi:system' : 'default';
+  const plan = credentialPlan(kind, clientId);
+  const key = `${plan.type}:${JSON.stringify(plan.options)}`;
   let credential = credentials.get(key);
   if (!credential) {
     // Loaded on first use: most processes (tests, PostgreSQL hosts) never need it.
     const identity = require('@azure/identity') as typeof import('@azure/identity');
-    credential = id
-      ? new identity.ManagedIdentityCredential({ clientId: id })
-      : kind === 'managed-identity'
-        ? new identity.ManagedIdentityCredential()
-        : new identity.DefaultAzureCredential();
+    credential =
+      plan.type === 'DefaultAzureCredential'
+        ? new identity.DefaultAzureCredential(plan.options)
+        : plan.type === 'ManagedIdentityCredential'
+          ? new identity.ManagedIdentityCredential(plan.options)
+          : new identity.WorkloadIdentityCredential(plan.options);
     credentials.set(key, credential);
   }
   return credential;
@@ -279,6 +327,31 @@ export interface ResolvedSqlServerConfig {
   config: sql.config;
   authentication: SqlAuthentication;
   ignoredKeys: string[];
+}
+
+function authenticationName(authentication: SqlAuthentication): string {
+  return { sql: 'Sql Password', 'entra-default': 'Active Directory Default', 'entra-managed-identity': 'Active Directory Managed Identity', 'entra-workload-identity': 'Active Directory Workload Identity' }[authentication];
+}
+
+/**
+ * The credential of an Entra mode. A connection string's User Id is the client id SqlClient would use (see
+ * AUTHENTICATION_MODES); without one the app's configured identity (AZURE_CLIENT_ID) is a managed identity.
+ */
+function entraCredential(
+  authentication: Exclude<SqlAuthentication, 'sql'>,
+  userId: string | undefined,
+  configuredClientId: string | undefined,
+  credentialFor: (kind: CredentialKind, clientId?: string) => SqlCredential,
+): SqlCredential {
+  switch (authentication) {
+    case 'entra-managed-identity':
+      return credentialFor('managed-identity', userId || configuredClientId);
+    case 'entra-workload-identity':
+      return credentialFor('workload-identity', userId || configuredClientId);
+    case 'entra-default':
+      if (userId) return credentialFor('default', userId);
+      return configuredClientId ? credentialFor('managed-identity', configuredClientId) : credentialFor('default');
+  }
 }
 
 /**
@@ -332,12 +405,11 @@ export function buildSqlServerConfig(
     config.user = user;
     config.password = password ?? '';
   } else {
-    // For the managed-identity form the portal puts the identity's client id in User Id.
-    const credential =
-      authentication === 'entra-managed-identity'
-        ? credentialFor('managed-identity', user || options.clientId)
-        : credentialFor('default', options.clientId);
-    config.authentication = { type: 'token-credential', options: { credential } };
+    if (parsed.password) {
+      // as SqlClient: a password next to a token mode is a mistake, not something to ignore silently
+      throw new Error(`SQL Server: Authentication=${authenticationName(authentication)} takes no Password; remove it (User Id is the identity's client id).`);
+    }
+    config.authentication = { type: 'token-credential', options: { credential: entraCredential(authentication, user, options.clientId, credentialFor) } };
   }
   return { config, authentication, ignoredKeys: parsed.ignoredKeys };
 }

@@ -1,0 +1,83 @@
+// Every T-SQL text the app can send to SQL Server, collected from the statement builders themselves (not copied),
+// so a statement added to a builder's map is checked without editing a test. To check a new kind of SQL (e.g.
+// numbered migrations), add ONE entry to SQLSERVER_STATEMENT_SOURCES.
+
+import { DEFAULT_CHANNEL_TABLES } from '../../shared/channel/types';
+import { printSchema } from '../../shared/cli/schema';
+import type { ChannelNames } from '../../shared/channel/types';
+import { channelNames, transportNames, type TransportNames } from '../../shared/sql/identifiers';
+import { DEFAULT_TRANSPORT_TABLE } from '../../shared/stores/options';
+import { channelAckSequenceMigration, channelStatements } from '../../shared/stores/sqlserver/channel-statements';
+import { transportStatements } from '../../shared/stores/sqlserver/statements';
+import { scriptBatches } from './tsql-grammar';
+
+/** One batch the app sends (or prints for an operator to run). */
+export interface StatementText {
+  /** stable key, `<source>.<statement>`: what an allowlist entry names */
+  name: string;
+  /** which representative names built it */
+  variant: string;
+  text: string;
+}
+
+/** Representative object names: the defaults, and custom ones (another schema, table and channel tables). */
+export interface NameSet {
+  variant: string;
+  schema: string;
+  table: string;
+  transport: TransportNames;
+  channel: ChannelNames;
+}
+
+function nameSet(
+  variant: string,
+  schema: string,
+  table: string,
+  channelTables: { recoveryTable: string; messageTable: string; subscriberTable: string } = DEFAULT_CHANNEL_TABLES,
+): NameSet {
+  return {
+    variant,
+    schema,
+    table,
+    transport: transportNames(schema, table, 'sqlserver'),
+    channel: channelNames(schema, channelTables, 'sqlserver'),
+  };
+}
+
+export const NAME_SETS: readonly NameSet[] = [
+  nameSet('defaults', 'dbo', DEFAULT_TRANSPORT_TABLE),
+  nameSet('custom', 'jobs', 'My_Queue_2', { recoveryTable: 'rec_state', messageTable: 'Chan_Msg', subscriberTable: 'chan_sub' }),
+];
+
+/** Each entry of a statement map (name → { text }) as a StatementText. */
+function fromMap(source: string, variant: string, statements: Record<string, { text: string }>): StatementText[] {
+  return Object.entries(statements).map(([name, statement]) => ({ name: `${source}.${name}`, variant, text: statement.text }));
+}
+
+export interface StatementSource {
+  name: string;
+  texts(names: NameSet): StatementText[];
+}
+
+export const SQLSERVER_STATEMENT_SOURCES: readonly StatementSource[] = [
+  // the transport store's statements (publish, claim, settle, DDL phases, catalog snapshot, …)
+  { name: 'transport', texts: (n) => fromMap('transport', n.variant, transportStatements(n.transport)) },
+  // the channel store's statements (registrations, messages, subscribers, prunes, DDL, catalog snapshot)
+  { name: 'channel', texts: (n) => fromMap('channel', n.variant, channelStatements(n.channel)) },
+  // `npm run schema -- print --dialect sqlserver`, batch by batch as sqlcmd runs it
+  {
+    name: 'schema-print',
+    texts: (n) =>
+      scriptBatches(printSchema('sqlserver', n.schema, n.table)).map((text, i) => ({ name: `schema-print.batch${i + 1}`, variant: n.variant, text })),
+  },
+  // upgrade steps the app prints in its errors for an operator to run
+  {
+    name: 'migration',
+    texts: (n) => [{ name: 'migration.channelAckSequence', variant: n.variant, text: channelAckSequenceMigration(n.channel) }],
+  },
+];
+
+/** Every statement text of every source, for every name set. */
+export function allSqlServerStatementTexts(): StatementText[] {
+  return NAME_SETS.flatMap((names) => SQLSERVER_STATEMENT_SOURCES.flatMap((source) => source.texts(names)));
+}
