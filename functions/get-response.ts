@@ -2,7 +2,7 @@ import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } 
 import { guarded } from '../shared/http/guard';
 import { correlationIdProblem } from '../shared/correlation-id';
 import { failureAnswer } from '../shared/http/failure';
-import { json, problem } from '../shared/http/problem';
+import { jsonWithPayloads, problem } from '../shared/http/problem';
 import { queryNumber } from '../shared/http/query';
 import { getRuntime } from '../shared/runtime';
 
@@ -19,7 +19,7 @@ export async function getResponse(request: HttpRequest, context: InvocationConte
   try {
     const response = await rt.track(rt.channel.waitForResponse(correlationId!, wait * 1000, rt.stopping, context));
     if (!response) return { status: 204 };
-    return json(200, { ...response, createdAt: response.createdAt.toISOString() });
+    return jsonWithPayloads(200, { ...response, createdAt: response.createdAt.toISOString() });
   } catch (err) {
     return failureAnswer(err, context, 'waiting for a response');
   }

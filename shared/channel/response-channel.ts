@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { CALLBACK_QUEUE, type ChannelConfig } from '../config';
 import type { Logger } from '../log';
+import { stringifyJson } from '../json/raw-json';
 import { DEFAULT_RETRY_CLASSES, sleep, withRetry, type ClassifiedRetryOptions, type RetryPolicy } from '../sql/retry';
 import { isTransientError } from '../sql/transient';
 import type { Publisher } from '../transport/publisher';
@@ -249,7 +250,7 @@ export class ResponseChannel {
       jobs.push({
         id: derivedUuid(`callback:${id}:${reg.registrationId}`),
         queue: CALLBACK_QUEUE,
-        payloadJson: JSON.stringify(job),
+        payloadJson: stringifyJson(job), // splices the payload's own text (RawJson)
         headers: { 'AR-Correlation-Id': correlationId },
         delayMs: 0,
       });

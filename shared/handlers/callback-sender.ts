@@ -2,7 +2,9 @@ import { callbackUrlProblem } from '../channel/callback-url';
 import type { CallbackJob } from '../channel/response-channel';
 import { SIGNATURE_HEADER, signBody } from '../channel/signature';
 import type { ChannelStore } from '../channel/types';
+import { rawJsonAt } from '../json/raw-json';
 import { PermanentJobError, type JobHandler } from '../transport/job';
+import { encodeHeaderValue } from './header-value';
 
 /**
  * The internal `callbacks` queue's handler: POSTs a routed response to its registration's URL, signed with
@@ -30,7 +32,7 @@ export function callbackSender(
       }
       ctx.log.warn(`response ${cb.response.id} of '${cb.response.correlationId}' expired before its callback was sent; sending the copy the callback job carries`);
     }
-    const body = JSON.stringify(cb.response);
+    const body = rawJsonAt(job.payloadJson, ['response'])?.text ?? JSON.stringify(cb.response); // as routed: payload text unchanged
     const timeout = AbortSignal.timeout(options.timeoutMs);
     let res: Response;
     try {
@@ -40,7 +42,7 @@ export function callbackSender(
           'content-type': 'application/json',
           [SIGNATURE_HEADER]: signBody(options.secret, body),
           'X-AsyncResponse-Delivery-Id': job.id,
-          'X-AsyncResponse-Correlation-Id': cb.response.correlationId,
+          'X-AsyncResponse-Correlation-Id': encodeHeaderValue(cb.response.correlationId),
         },
         body,
         signal: AbortSignal.any([timeout, ctx.signal]),

@@ -1,6 +1,7 @@
 import { extractCorrelationId } from '../channel/correlation-extractor';
 import type { ResponseChannel } from '../channel/response-channel';
 import { correlationIdProblem } from '../correlation-id';
+import { RawJson } from '../json/raw-json';
 import { noopMetrics, type Metrics } from '../telemetry/metrics';
 import { PermanentJobError, type JobHandler } from '../transport/job';
 
@@ -18,7 +19,9 @@ export function responseIngressHandler(channel: ResponseChannel, jsonPaths: read
     const why = correlationIdProblem(correlationId);
     if (why) throw new PermanentJobError(`the response's correlation id ${why}`);
     const final = !(job.payload && typeof job.payload === 'object' && (job.payload as Record<string, unknown>).Final === false);
-    const published = await channel.publishResponse({ correlationId, id: job.id, payload: job.payload, final }, { confirm: false, logger: ctx.log });
+    // the raw response as it was dropped in, not re-serialised
+    const payload = new RawJson(job.payloadJson);
+    const published = await channel.publishResponse({ correlationId, id: job.id, payload, final }, { confirm: false, logger: ctx.log });
     if (!published.duplicate) metrics.responsePublished(published.delivery, 'ingress');
     return undefined;
   };

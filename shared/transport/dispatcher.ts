@@ -51,6 +51,7 @@ export async function dispatchDelivery(msg: ClaimedMessage, handler: JobHandler,
     id: msg.id,
     queue: msg.queue,
     payload,
+    payloadJson: msg.payloadJson.trim(), // valid JSON (parsed above): only JSON whitespace can be trimmed
     headers: msg.headers,
     attempt: msg.attempt,
     correlationId: getHeader(msg.headers, CORRELATION_ID_HEADER),
@@ -113,7 +114,7 @@ async function bury(msg: ClaimedMessage, job: Job | undefined, reason: string, d
           source: msg,
           newId,
           deadLetterQueue: deps.deadLetterQueue,
-          payloadJson: msg.payloadJson,
+          payloadJson: msg.payloadJson.trim(), // valid JSON (parsed above): only JSON whitespace can be trimmed
           headers: deadLetterHeaders(msg.headers, reason, msg.queue),
           reason,
         });

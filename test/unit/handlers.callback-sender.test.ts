@@ -1,18 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { verifySignature } from '../../shared/channel/signature';
 import { callbackSender } from '../../shared/handlers/callback-sender';
+import { decodeHeaderValue } from '../../shared/handlers/header-value';
 import { silentLogger } from '../../shared/log';
 import { PermanentJobError, type Job } from '../../shared/transport/job';
 
 const SECRET = 'unit-test-secret-0123456789';
-const job = (url = 'https://hooks.example.com/cb'): Job => ({
-  id: 'job-1',
-  queue: 'callbacks',
-  attempt: 1,
-  headers: {},
-  createdAt: new Date(),
-  payload: { callbackUrl: url, registrationId: 'r1', response: { correlationId: 'c1', id: 'm1', payload: { ok: 1 }, final: true } },
-});
+const job = (url = 'https://hooks.example.com/cb'): Job => {
+  const payload = { callbackUrl: url, registrationId: 'r1', response: { correlationId: 'c1', id: 'm1', payload: { ok: 1 }, final: true } };
+  return { id: 'job-1', queue: 'callbacks', attempt: 1, headers: {}, createdAt: new Date(), payload, payloadJson: JSON.stringify(payload) };
+};
 const ctx = { signal: new AbortController().signal, log: silentLogger };
 
 function fakeFetch(status: number) {
@@ -57,5 +54,18 @@ describe('callback sender', () => {
     const { f } = fakeFetch(502);
     await expect(callbackSender(options, { claimForRecovery: async () => true, isAcknowledged: async () => false }, f)(job(), ctx)).rejects.toThrow(/answered 502/);
     await expect(callbackSender(options, { claimForRecovery: async () => true, isAcknowledged: async () => false }, f)(job('https://other.example.com/x'), ctx)).rejects.toBeInstanceOf(PermanentJobError);
+  });
+
+  it('sends the routed response text unchanged (payload numbers as published) with an encoded correlation id header', async () => {
+    const correlationId = '№-Кириллица-漢字-😀-\u200f';
+    const response = `{"correlationId":${JSON.stringify(correlationId)},"id":"m1","payload":{"a":9007199254740993,"b":1e999},"final":true}`;
+    const payloadJson = `{"callbackUrl":"https://hooks.example.com/cb","registrationId":"r1","response":${response}}`;
+    const { f, calls } = fakeFetch(200);
+    await callbackSender(options, { claimForRecovery: async () => true, isAcknowledged: async () => false }, f)({ ...job(), payload: JSON.parse(payloadJson), payloadJson }, ctx);
+    expect(String(calls[0]!.init.body)).toBe(response);
+    const headers = calls[0]!.init.headers as Record<string, string>;
+    expect(verifySignature(SECRET, response, headers['X-Signature'])).toBe(true);
+    expect(decodeHeaderValue(headers['X-AsyncResponse-Correlation-Id']!)).toBe(correlationId);
+    expect(headers['X-AsyncResponse-Correlation-Id']).toMatch(/^UTF-8''[\x21-\x7e]+$/);
   });
 });
