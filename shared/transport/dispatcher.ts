@@ -114,7 +114,7 @@ async function bury(msg: ClaimedMessage, job: Job | undefined, reason: string, d
           source: msg,
           newId,
           deadLetterQueue: deps.deadLetterQueue,
-          payloadJson: msg.payloadJson.trim(), // valid JSON (parsed above): only JSON whitespace can be trimmed
+          payloadJson: msg.payloadJson,
           headers: deadLetterHeaders(msg.headers, reason, msg.queue),
           reason,
         });
