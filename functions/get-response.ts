@@ -4,6 +4,7 @@ import { correlationIdProblem } from '../shared/correlation-id';
 import { failureAnswer } from '../shared/http/failure';
 import { jsonWithPayloads, problem } from '../shared/http/problem';
 import { queryNumber } from '../shared/http/query';
+import { RawJson } from '../shared/json/raw-json';
 import { getRuntime } from '../shared/runtime';
 
 /** GET /api/responses?correlationId=…&waitSeconds=0..MAX — long-poll for the next response: 200, or 204. */
@@ -19,7 +20,16 @@ export async function getResponse(request: HttpRequest, context: InvocationConte
   try {
     const response = await rt.track(rt.channel.waitForResponse(correlationId!, wait * 1000, rt.stopping, context));
     if (!response) return { status: 204 };
-    return jsonWithPayloads(200, { ...response, createdAt: response.createdAt.toISOString() });
+    const r = response;
+    // the payload as it was published, spliced in as text (never re-serialised from the parsed value)
+    return jsonWithPayloads(200, {
+      correlationId: r.correlationId,
+      id: r.id,
+      payload: new RawJson(r.payloadJson),
+      final: r.final,
+      ...(r.error !== undefined ? { error: r.error } : {}),
+      createdAt: r.createdAt.toISOString(),
+    });
   } catch (err) {
     return failureAnswer(err, context, 'waiting for a response');
   }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { CALLBACK_QUEUE, type ChannelConfig } from '../config';
 import type { Logger } from '../log';
-import { stringifyJson } from '../json/raw-json';
+import { payloadText, payloadValue, stringifyJson } from '../json/raw-json';
 import { DEFAULT_RETRY_CLASSES, sleep, withRetry, type ClassifiedRetryOptions, type RetryPolicy } from '../sql/retry';
 import { isTransientError } from '../sql/transient';
 import type { Publisher } from '../transport/publisher';
@@ -17,7 +17,10 @@ export type Delivery = 'live' | 'stored' | 'recovery';
 export interface DeliveredResponse {
   correlationId: string;
   id: string;
+  /** The payload parsed, for reading fields (numbers beyond a double are rounded here). */
   payload: unknown;
+  /** The payload's JSON text as it was published: what goes out to callers. */
+  payloadJson: string;
   final: boolean;
   error?: string;
   createdAt: Date;
@@ -310,7 +313,8 @@ function toDelivered(row: ChannelMessage): DeliveredResponse {
   return {
     correlationId: row.correlationId,
     id: row.id,
-    payload: body.payload,
+    payload: payloadValue(body.payload),
+    payloadJson: payloadText(body.payload),
     final: body.final,
     ...(body.error !== undefined ? { error: body.error } : {}),
     createdAt: row.createdAt,

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ResponseChannel } from '../../shared/channel/response-channel';
 import { DEFAULT_CHANNEL_TABLES } from '../../shared/channel/types';
 import { CALLBACK_QUEUE, loadConfig } from '../../shared/config';
+import { RawJson } from '../../shared/json/raw-json';
 import { silentLogger } from '../../shared/log';
 import { channelNames } from '../../shared/sql/identifiers';
 import { PostgresChannelStore } from '../../shared/stores/postgres/channel-store';
@@ -101,6 +102,20 @@ for (const [name, open, skip] of targets) {
       expect(JSON.parse(job!.payloadJson)).toMatchObject({ registrationId: reg.registrationId, callbackUrl: 'https://hooks.example.com/x', response: { correlationId: 'ghost-2', id: routed.id, payload: 'b', final: true } });
       expect(await channel.store.loadRegistrations('ghost-2')).toEqual([]); // final consumed it
       expect(await channel.waitForResponse('ghost-2', 0)).toBeNull(); // recovery owns it
+    });
+
+    it('a payload given as RawJson comes back as the same text: to a waiter (payloadJson), and in the callback job', async () => {
+      const text = '{"a":9007199254740993,"b":1e999,"c":123456789012345678901234567890,"d":0.10000000000000000000001}';
+      await channel.publishResponse({ correlationId: 'exact-1', payload: new RawJson(text), final: true });
+      expect((await channel.waitForResponse('exact-1', 0))?.payloadJson).toBe(text);
+
+      await channel.store.upsertSubscriber('exact-2', randomUUID(), 'crashed-instance', 30_000);
+      await channel.registerCallback('exact-2', 'https://hooks.example.com/exact', 60_000);
+      const routed = await channel.publishResponse({ correlationId: 'exact-2', payload: new RawJson(text), final: true });
+      expect(routed.delivery).toBe('recovery');
+      const jobs = await transport.claim(CALLBACK_QUEUE, 10, 30_000);
+      const job = jobs.find((j) => j.payloadJson.includes('"exact-2"'));
+      expect(job!.payloadJson).toContain(`"payload":${text},`);
     });
 
     it('routing again enqueues nothing new (deterministic callback job ids); a non-final response keeps the registration', async () => {
