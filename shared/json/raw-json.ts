@@ -10,8 +10,16 @@ let splicing: { marker: string; texts: string[] } | undefined;
 export class RawJson {
   #parsed: { value: unknown } | undefined;
 
-  /** `text` must be one valid JSON value (use RawJson.parse for text that is not known to be valid). */
-  constructor(readonly text: string) {}
+  /**
+   * `text` must be one valid JSON value (use RawJson.parse for text that is not known to be valid); `parsed`,
+   * when the caller has already parsed it, saves parsing it again.
+   */
+  constructor(
+    readonly text: string,
+    parsed?: { value: unknown },
+  ) {
+    this.#parsed = parsed;
+  }
 
   /** Validates (no depth limit: the scan does not recurse) and trims; throws a SyntaxError for invalid JSON. */
   static parse(text: string): RawJson {
