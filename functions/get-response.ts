@@ -20,15 +20,14 @@ export async function getResponse(request: HttpRequest, context: InvocationConte
   try {
     const response = await rt.track(rt.channel.waitForResponse(correlationId!, wait * 1000, rt.stopping, context));
     if (!response) return { status: 204 };
-    const r = response;
     // the payload as it was published, spliced in as text (never re-serialised from the parsed value)
     return jsonWithPayloads(200, {
-      correlationId: r.correlationId,
-      id: r.id,
-      payload: new RawJson(r.payloadJson),
-      final: r.final,
-      ...(r.error !== undefined ? { error: r.error } : {}),
-      createdAt: r.createdAt.toISOString(),
+      correlationId: response.correlationId,
+      id: response.id,
+      payload: new RawJson(response.payloadJson),
+      final: response.final,
+      ...(response.error !== undefined ? { error: response.error } : {}),
+      createdAt: response.createdAt.toISOString(),
     });
   } catch (err) {
     return failureAnswer(err, context, 'waiting for a response');
