@@ -2,8 +2,9 @@ import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } 
 import { guarded } from '../shared/http/guard';
 import { correlationIdProblem } from '../shared/correlation-id';
 import { failureAnswer } from '../shared/http/failure';
-import { json, problem } from '../shared/http/problem';
+import { jsonWithPayloads, problem } from '../shared/http/problem';
 import { queryNumber } from '../shared/http/query';
+import { RawJson } from '../shared/json/raw-json';
 import { getRuntime } from '../shared/runtime';
 
 /** GET /api/responses?correlationId=…&waitSeconds=0..MAX — long-poll for the next response: 200, or 204. */
@@ -19,7 +20,15 @@ export async function getResponse(request: HttpRequest, context: InvocationConte
   try {
     const response = await rt.track(rt.channel.waitForResponse(correlationId!, wait * 1000, rt.stopping, context));
     if (!response) return { status: 204 };
-    return json(200, { ...response, createdAt: response.createdAt.toISOString() });
+    // the payload as it was published, spliced in as text (never re-serialised from the parsed value)
+    return jsonWithPayloads(200, {
+      correlationId: response.correlationId,
+      id: response.id,
+      payload: new RawJson(response.payloadJson),
+      final: response.final,
+      ...(response.error !== undefined ? { error: response.error } : {}),
+      createdAt: response.createdAt.toISOString(),
+    });
   } catch (err) {
     return failureAnswer(err, context, 'waiting for a response');
   }

@@ -1,8 +1,9 @@
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
 import { guarded } from '../shared/http/guard';
 import { failureAnswer } from '../shared/http/failure';
-import { json, problem } from '../shared/http/problem';
+import { jsonWithPayloads, problem } from '../shared/http/problem';
 import { queryNumber } from '../shared/http/query';
+import { RawJson } from '../shared/json/raw-json';
 import { getRuntime } from '../shared/runtime';
 import { unknownQueue } from '../shared/transport/queue-routes';
 
@@ -17,7 +18,7 @@ export async function listDeadLetters(request: HttpRequest, context: InvocationC
   const top = parsedTop.value;
   try {
     const items = await rt.store.listDeadLetters(rt.config.deadLetterQueue, queue!, top);
-    return json(200, {
+    return jsonWithPayloads(200, {
       items: items.map((d) => ({
         id: d.id,
         sourceQueue: d.sourceQueue,
@@ -32,9 +33,10 @@ export async function listDeadLetters(request: HttpRequest, context: InvocationC
   }
 }
 
+/** The stored payload as it was sent; a payload_json that is not JSON (written straight into the table) as a string. */
 function parseOrRaw(s: string): unknown {
   try {
-    return JSON.parse(s);
+    return RawJson.parse(s);
   } catch {
     return s;
   }

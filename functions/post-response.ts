@@ -1,7 +1,7 @@
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
 import { guarded } from '../shared/http/guard';
 import { ResponseIdConflictError } from '../shared/channel/response-channel';
-import { parseResponseBody } from '../shared/channel/response-request';
+import { isResponsePayloadPath, parseResponseBody } from '../shared/channel/response-request';
 import { readJsonBody } from '../shared/http/body';
 import { failureAnswer } from '../shared/http/failure';
 import { json, problem } from '../shared/http/problem';
@@ -10,7 +10,7 @@ import { getRuntime } from '../shared/runtime';
 /** POST /api/responses — publish a response: 202 { id, delivery: live | stored | recovery }. */
 export async function postResponse(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
   const rt = await getRuntime();
-  const body = await readJsonBody(request.headers.get('content-type'), request.headers.get('content-length'), () => request.text());
+  const body = await readJsonBody(request.headers.get('content-type'), request.headers.get('content-length'), () => request.text(), undefined, isResponsePayloadPath);
   if (!body.ok) return body.answer;
   const parsed = parseResponseBody(body.value, rt.config.maxMessageBytes);
   if (!parsed.ok) return problem(400, 'the response has invalid fields; nothing was published', parsed.errors);

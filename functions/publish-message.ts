@@ -4,7 +4,7 @@ import { readJsonBody } from '../shared/http/body';
 import { failureAnswer } from '../shared/http/failure';
 import { json, problem } from '../shared/http/problem';
 import { getRuntime } from '../shared/runtime';
-import { parsePublishBody } from '../shared/transport/publish-request';
+import { isPublishPayloadPath, parsePublishBody } from '../shared/transport/publish-request';
 import { unknownQueue } from '../shared/transport/queue-routes';
 
 const PUBLISH_BUDGET_MS = 10_000;
@@ -15,7 +15,7 @@ export async function publishMessage(request: HttpRequest, context: InvocationCo
   const queue = request.params.queue;
   const notFound = unknownQueue(rt.config, queue);
   if (notFound) return notFound;
-  const body = await readJsonBody(request.headers.get('content-type'), request.headers.get('content-length'), () => request.text());
+  const body = await readJsonBody(request.headers.get('content-type'), request.headers.get('content-length'), () => request.text(), undefined, isPublishPayloadPath);
   if (!body.ok) return body.answer;
   const parsed = parsePublishBody(body.value, queue!, rt.config.maxMessageBytes);
   if (!parsed.ok) return problem(parsed.status, parsed.detail, parsed.errors);

@@ -1,6 +1,9 @@
 // The response envelope stored in envelope_json: AsyncResponse's wire shape (SchemaVersion 1), plus Final.
+// The payload is written and read as its JSON text (RawJson), so a response never changes its numbers.
+import { rawJsonAt, stringifyJson } from '../json/raw-json';
 
 export interface ResponseBody {
+  /** Any JSON value; a RawJson is kept as its text. readEnvelope returns it as RawJson. */
   payload: unknown;
   /** set: the work failed; the message travels as ExceptionMessage (Success false). */
   error?: string;
@@ -26,7 +29,7 @@ export function buildEnvelope(body: ResponseBody): string {
     ExceptionStackTrace: null,
     Final: body.final,
   };
-  return JSON.stringify(envelope);
+  return stringifyJson(envelope);
 }
 
 /** Reads an envelope; throws on anything that is not a SchemaVersion 1 envelope (never guesses). */
@@ -34,7 +37,8 @@ export function readEnvelope(json: string): ResponseBody {
   const e = JSON.parse(json) as Partial<Envelope> | null;
   if (e === null || typeof e !== 'object') throw new Error('the response envelope is not an object');
   if (e.SchemaVersion !== 1) throw new Error(`unsupported response envelope schema version ${String(e.SchemaVersion)}`);
-  const body: ResponseBody = { payload: e.Payload ?? null, final: e.Final !== false };
+  const payload = e.Payload === undefined || e.Payload === null ? null : (rawJsonAt(json, ['Payload']) ?? null);
+  const body: ResponseBody = { payload, final: e.Final !== false };
   if (e.Success === false) body.error = e.ExceptionMessage ?? 'Unknown error during asynchronous processing.';
   return body;
 }

@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import type { ChannelConfig } from '../config';
 import { CALLBACK_QUEUE } from '../queue-names';
 import type { Logger } from '../log';
+import { payloadText, payloadValue, stringifyJson } from '../json/raw-json';
 import { DEFAULT_RETRY_CLASSES, sleep, withRetry, type ClassifiedRetryOptions, type RetryPolicy } from '../sql/retry';
 import { isTransientError } from '../sql/transient';
 import type { WakeSignal } from '../transport/wake';
@@ -16,7 +17,10 @@ export type Delivery = 'live' | 'stored' | 'recovery';
 export interface DeliveredResponse {
   correlationId: string;
   id: string;
+  /** The payload parsed, for reading fields (numbers beyond a double are rounded here). */
   payload: unknown;
+  /** The payload's JSON text as it was published: what goes out to callers. */
+  payloadJson: string;
   final: boolean;
   error?: string;
   createdAt: Date;
@@ -304,7 +308,8 @@ function toDelivered(row: ChannelMessage): DeliveredResponse {
   return {
     correlationId: row.correlationId,
     id: row.id,
-    payload: body.payload,
+    payload: payloadValue(body.payload),
+    payloadJson: payloadText(body.payload),
     final: body.final,
     ...(body.error !== undefined ? { error: body.error } : {}),
     createdAt: row.createdAt,

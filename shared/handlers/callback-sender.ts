@@ -4,8 +4,10 @@ import type { AppConfig } from '../config';
 import type { CallbackJob, LegacyCallbackJob, RegistrationState } from '../channel/response-channel';
 import { SIGNATURE_HEADER, signBody } from '../channel/signature';
 import type { ChannelStore } from '../channel/types';
+import { rawJsonAt, stringifyJson } from '../json/raw-json';
 import type { DispatchDeps } from '../transport/dispatcher';
 import { PermanentJobError, type JobHandler } from '../transport/job';
+import { encodeHeaderValue } from './header-value';
 
 /**
  * The internal `callbacks` queue's handler: POSTs a routed response to its registration's URL, signed with
@@ -48,7 +50,8 @@ export function callbackSender(
         `response ${cb.messageId} of '${cb.correlationId}' is no longer stored (its row was pruned, or it expired after a live waiter took it); the callback cannot be sent`,
       );
     }
-    const body = JSON.stringify(response);
+    // The payload goes out as stored (readEnvelope keeps it as its text); a carried copy goes out as routed.
+    const body = response === cb.copy ? (rawJsonAt(job.payloadJson, ['response'])?.text ?? JSON.stringify(response)) : stringifyJson(response);
     const timeout = AbortSignal.timeout(options.timeoutMs);
     let res: Response;
     try {
@@ -58,7 +61,7 @@ export function callbackSender(
           'content-type': 'application/json',
           [SIGNATURE_HEADER]: signBody(options.secret, body),
           'X-AsyncResponse-Delivery-Id': job.id,
-          'X-AsyncResponse-Correlation-Id': response.correlationId,
+          'X-AsyncResponse-Correlation-Id': encodeHeaderValue(response.correlationId),
         },
         body,
         signal: AbortSignal.any([timeout, ctx.signal]),

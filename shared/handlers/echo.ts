@@ -1,9 +1,13 @@
+import { RawJson } from '../json/raw-json';
 import type { JobHandler } from '../transport/job';
 
-/** The sample handler: logs the job and returns its payload (which becomes the response when correlated). */
+/**
+ * The sample handler: logs the job and returns its payload as it was published (which becomes the response
+ * when correlated).
+ */
 export const echoHandler: JobHandler = async (job, ctx) => {
-  ctx.log.info(`echo: job ${job.id} on '${job.queue}' attempt ${job.attempt}: ${truncate(JSON.stringify(job.payload), 500)}`);
-  return job.payload;
+  ctx.log.info(`echo: job ${job.id} on '${job.queue}' attempt ${job.attempt}: ${truncate(job.payloadJson, 500)}`);
+  return new RawJson(job.payloadJson);
 };
 
 function truncate(s: string, max: number): string {

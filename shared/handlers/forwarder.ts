@@ -1,8 +1,11 @@
+import { RawJson, stringifyJson } from '../json/raw-json';
 import type { JobHandler } from '../transport/job';
+import { encodeHeaderValue } from './header-value';
 
 /**
- * POSTs each job to an HTTP endpoint: 2xx = success (a JSON answer becomes the result), anything else = failure
- * whose reason carries the status, so retries and dead letters say what the target answered.
+ * POSTs each job to an HTTP endpoint: 2xx = success (a JSON answer becomes the result, as its text), anything
+ * else = failure whose reason carries the status, so retries and dead letters say what the target answered.
+ * The body carries the payload as it was published; the correlation id header is encoded (header-value.ts).
  */
 export function forwardingHandler(url: string, timeoutMs: number, fetchImpl: typeof fetch = fetch): JobHandler {
   return async (job, ctx) => {
@@ -16,9 +19,16 @@ export function forwardingHandler(url: string, timeoutMs: number, fetchImpl: typ
           'content-type': 'application/json',
           'x-asyncresponse-job-id': job.id,
           'x-asyncresponse-attempt': String(job.attempt),
-          ...(job.correlationId ? { 'x-asyncresponse-correlation-id': job.correlationId } : {}),
+          ...(job.correlationId ? { 'x-asyncresponse-correlation-id': encodeHeaderValue(job.correlationId) } : {}),
         },
-        body: JSON.stringify({ id: job.id, queue: job.queue, attempt: job.attempt, correlationId: job.correlationId, headers: job.headers, payload: job.payload }),
+        body: stringifyJson({
+          id: job.id,
+          queue: job.queue,
+          attempt: job.attempt,
+          correlationId: job.correlationId,
+          headers: job.headers,
+          payload: new RawJson(job.payloadJson),
+        }),
         signal,
       });
     } catch (err) {
@@ -31,7 +41,7 @@ export function forwardingHandler(url: string, timeoutMs: number, fetchImpl: typ
     }
     if (text === '') return null;
     try {
-      return JSON.parse(text);
+      return RawJson.parse(text);
     } catch {
       return text;
     }

@@ -1,6 +1,7 @@
 import { extractCorrelationId } from '../channel/correlation-extractor';
 import type { ResponseChannel } from '../channel/response-channel';
 import { correlationIdProblem } from '../correlation-id';
+import { RawJson } from '../json/raw-json';
 import { noopMetrics, type Metrics } from '../telemetry/metrics';
 import { PermanentJobError, type JobHandler } from '../transport/job';
 
@@ -11,14 +12,16 @@ import { PermanentJobError, type JobHandler } from '../transport/job';
  */
 export function responseIngressHandler(channel: ResponseChannel, jsonPaths: readonly string[], metrics: Metrics = noopMetrics): JobHandler {
   return async (job, ctx) => {
-    const correlationId = extractCorrelationId(job.headers, job.payload, jsonPaths);
+    // the raw response as it was dropped in, not re-serialised (a numeric correlation id keeps its digits too)
+    const payload = new RawJson(job.payloadJson, { value: job.payload });
+    const correlationId = extractCorrelationId(job.headers, payload, jsonPaths);
     if (correlationId === undefined) {
       throw new PermanentJobError(`the response has no correlation id: no AR-Correlation-Id header and none at ${jsonPaths.join(', ')}`);
     }
     const why = correlationIdProblem(correlationId);
     if (why) throw new PermanentJobError(`the response's correlation id ${why}`);
     const final = !(job.payload && typeof job.payload === 'object' && (job.payload as Record<string, unknown>).Final === false);
-    const published = await channel.publishResponse({ correlationId, id: job.id, payload: job.payload, final }, { confirm: false, logger: ctx.log });
+    const published = await channel.publishResponse({ correlationId, id: job.id, payload, final }, { confirm: false, logger: ctx.log });
     if (!published.duplicate) metrics.responsePublished(published.delivery, 'ingress');
     return undefined;
   };

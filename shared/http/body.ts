@@ -1,3 +1,5 @@
+import { RawJson } from '../json/raw-json';
+import { MAX_JSON_DEPTH, scanJson, type JsonPath } from '../json/scan';
 import { problem, type HttpAnswer } from './problem';
 
 export const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
@@ -6,13 +8,16 @@ export type JsonBody = { ok: true; value: unknown } | { ok: false; answer: HttpA
 
 /**
  * Reads a JSON request body. JSON media types and a missing type are JSON; curl's default form type is
- * accepted when the body parses (so `curl -d '{…}'` works); any other media type is a 415.
+ * accepted when the body parses (so `curl -d '{…}'` works); any other media type is a 415. A body nested
+ * deeper than MAX_JSON_DEPTH is a 400. The values at the paths `rawAt` selects arrive as RawJson: the caller's
+ * own text, which is what gets stored and sent on.
  */
 export async function readJsonBody(
   contentType: string | null,
   contentLength: string | null,
   text: () => Promise<string>,
   maxBytes = MAX_REQUEST_BYTES,
+  rawAt?: (path: JsonPath) => boolean,
 ): Promise<JsonBody> {
   if (contentLength !== null && Number(contentLength) > maxBytes) {
     return { ok: false, answer: problem(413, `the request body is ${contentLength} bytes; the limit is ${maxBytes}`) };
@@ -37,10 +42,24 @@ export async function readJsonBody(
     return { ok: false, answer: problem(411, 'the request has no Content-Length, and Azure Functions drops a body sent without one (chunked); send the JSON with a Content-Length') };
   }
   if (raw.trim() === '') return { ok: false, answer: problem(400, 'the request body is empty; send a JSON document') };
-  try {
-    return { ok: true, value: JSON.parse(raw) };
-  } catch (err) {
+  const scan = scanJson(raw, { maxDepth: MAX_JSON_DEPTH, capture: rawAt });
+  if (!scan.ok && scan.reason === 'syntax') {
     if (formType) return { ok: false, answer: problem(415, 'the body must be JSON (Content-Type: application/json)') };
-    return { ok: false, answer: problem(400, `the body is not valid JSON: ${(err as Error).message}`) };
+    return { ok: false, answer: problem(400, `the body is not valid JSON: ${scan.message}`) };
   }
+  if (!scan.ok) {
+    return { ok: false, answer: problem(400, `the body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels (at position ${scan.offset}); the limit is ${MAX_JSON_DEPTH}`) };
+  }
+  const value: unknown = JSON.parse(raw);
+  // in document order, so for a repeated name the last one wins, as in JSON.parse
+  for (const span of scan.spans) replaceAt(value, span.path, new RawJson(raw.slice(span.start, span.end)));
+  return { ok: true, value };
+}
+
+function replaceAt(root: unknown, path: ReadonlyArray<string | number>, replacement: RawJson): void {
+  if (path.length === 0) return; // the whole body stays parsed: its fields are what the route reads
+  let holder: unknown = root;
+  for (const segment of path.slice(0, -1)) holder = (holder as Record<string | number, unknown>)[segment];
+  // defineProperty: a captured member named __proto__ must stay an own property, as JSON.parse made it
+  Object.defineProperty(holder, path[path.length - 1]!, { value: replacement, writable: true, enumerable: true, configurable: true });
 }

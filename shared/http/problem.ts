@@ -1,14 +1,14 @@
 // application/problem+json answers (RFC 9457). Plain objects shaped like @azure/functions' HttpResponseInit,
 // so the engine stays free of the Functions library.
+import { stringifyJson } from '../json/raw-json';
+import type { FieldError } from '../validation';
 
-export interface FieldError {
-  field: string;
-  message: string;
-}
+export { UUID_PATTERN, type FieldError } from '../validation';
 
 export interface HttpAnswer {
   status: number;
   jsonBody?: unknown;
+  body?: string;
   headers?: Record<string, string>;
 }
 
@@ -34,4 +34,7 @@ export function json(status: number, body: unknown): HttpAnswer {
   return { status, jsonBody: body, headers: { 'content-type': 'application/json' } };
 }
 
-export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** A JSON answer that carries payloads: written with stringifyJson, so RawJson payloads go out as they were sent. */
+export function jsonWithPayloads(status: number, body: unknown): HttpAnswer {
+  return { status, body: stringifyJson(body), headers: { 'content-type': 'application/json' } };
+}

@@ -1,7 +1,7 @@
 // Numeric query parameters, read strictly: plain decimal digits only (no '', ' ', 0x10, 1e2), given at most once.
 
 import type { HttpRequest } from '@azure/functions';
-import type { FieldError } from './problem';
+import type { FieldError } from '../validation';
 
 const DECIMAL = /^\d+(\.\d+)?$/;
 const INTEGER = /^\d+$/;

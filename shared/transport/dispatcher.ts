@@ -51,6 +51,7 @@ export async function dispatchDelivery(msg: ClaimedMessage, handler: JobHandler,
     id: msg.id,
     queue: msg.queue,
     payload,
+    payloadJson: msg.payloadJson.trim(), // valid JSON (parsed above): only JSON whitespace can be trimmed
     headers: msg.headers,
     attempt: msg.attempt,
     correlationId: getHeader(msg.headers, CORRELATION_ID_HEADER),

@@ -5,7 +5,10 @@ import type { Headers } from './types';
 export interface Job {
   id: string;
   queue: string;
+  /** The payload parsed, for reading fields. Numbers beyond a double's range or precision are rounded here. */
   payload: unknown;
+  /** The payload exactly as stored (the publisher's JSON text): what a handler sends on or returns as RawJson. */
+  payloadJson: string;
   headers: Headers;
   /** 1 on the first delivery. */
   attempt: number;
@@ -19,7 +22,10 @@ export interface JobContext {
   log: Logger;
 }
 
-/** Resolves with the job's result (success) or throws (failure → NAK with backoff, or dead letter). */
+/**
+ * Resolves with the job's result (success) or throws (failure → NAK with backoff, or dead letter). A RawJson
+ * result becomes the response as its text (e.g. `new RawJson(job.payloadJson)` answers with the payload as sent).
+ */
 export type JobHandler = (job: Job, ctx: JobContext) => Promise<unknown>;
 
 /**

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { correlationIdProblem, isWellFormedUtf16 } from '../correlation-id';
-import { UUID_PATTERN, type FieldError } from '../http/problem';
+import { payloadText } from '../json/raw-json';
+import type { JsonPath } from '../json/scan';
+import { UUID_PATTERN, type FieldError } from '../validation';
 import { CORRELATION_ID_HEADER, type Headers, type OutgoingMessage } from './types';
 
 export const MAX_BATCH = 100;
@@ -16,9 +18,15 @@ export type ParsedPublish =
   | { ok: true; messages: OutgoingMessage[]; batch: boolean }
   | { ok: false; status: 400 | 413; detail: string; errors: FieldError[] };
 
+/** Where a publish body holds payloads: read them as RawJson (readJsonBody's rawAt), so they are stored as sent. */
+export function isPublishPayloadPath(path: JsonPath): boolean {
+  return (path.length === 1 && path[0] === 'payload') || (path.length === 2 && typeof path[0] === 'number' && path[1] === 'payload');
+}
+
 /**
  * Validates a publish body (one message object or an array of ≤ 100) into rows to insert. Every problem is
- * reported with its field path; nothing is written unless the whole request is valid.
+ * reported with its field path; nothing is written unless the whole request is valid. A payload given as
+ * RawJson is stored as that text; any other value is serialised.
  */
 export function parsePublishBody(body: unknown, queue: string, maxMessageBytes: number): ParsedPublish {
   const batch = Array.isArray(body);
@@ -44,7 +52,7 @@ export function parsePublishBody(body: unknown, queue: string, maxMessageBytes: 
       }
     }
     if (!('payload' in m) || m.payload === undefined) errors.push({ field: at('payload'), message: 'is required' });
-    const payloadJson = JSON.stringify(m.payload ?? null);
+    const payloadJson = payloadText(m.payload);
     if (Buffer.byteLength(payloadJson, 'utf8') > maxMessageBytes) {
       tooLarge.push({ field: at('payload'), message: `is ${Buffer.byteLength(payloadJson, 'utf8')} bytes; the limit is ${maxMessageBytes}` });
     }

@@ -61,7 +61,7 @@ async function drainCallbacks(transport: TransportStore, send: ReturnType<typeof
     await Promise.all(
       batch.map(async (m) => {
         await send(
-          { id: m.id, queue: m.queue, payload: JSON.parse(m.payloadJson), headers: m.headers, attempt: m.attempt, createdAt: m.createdAt },
+          { id: m.id, queue: m.queue, payload: JSON.parse(m.payloadJson), payloadJson: m.payloadJson, headers: m.headers, attempt: m.attempt, createdAt: m.createdAt },
           { signal: new AbortController().signal, log: silentLogger },
         );
         sent++;
@@ -204,7 +204,7 @@ for (const fixture of channelFixtures()) {
       while ((await h.store.pruneExpiredBatch('messages')) > 0);
       const send = callbackSender({ allowedHosts: ['127.0.0.1:9'], secret: SECRET, timeoutMs: 1000, holdMs: 60_000 }, h.store);
       const ref = { ...JSON.parse(job!.payloadJson), messageId: gone };
-      await expect(send({ id: job!.id, queue: CALLBACK_QUEUE, payload: ref, headers: {}, attempt: 1, createdAt: new Date() }, { signal: new AbortController().signal, log: silentLogger })).rejects.toBeInstanceOf(PermanentJobError);
+      await expect(send({ id: job!.id, queue: CALLBACK_QUEUE, payload: ref, payloadJson: JSON.stringify(ref), headers: {}, attempt: 1, createdAt: new Date() }, { signal: new AbortController().signal, log: silentLogger })).rejects.toBeInstanceOf(PermanentJobError);
       await transport.ack([job!]);
     });
   });

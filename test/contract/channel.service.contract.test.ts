@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ResponseChannel } from '../../shared/channel/response-channel';
 import { DEFAULT_CHANNEL_TABLES, type ChannelStore } from '../../shared/channel/types';
 import { CALLBACK_QUEUE, loadConfig } from '../../shared/config';
+import { RawJson } from '../../shared/json/raw-json';
 import { silentLogger } from '../../shared/log';
 import { channelNames } from '../../shared/sql/identifiers';
 import { PostgresChannelStore } from '../../shared/stores/postgres/channel-store';
@@ -104,6 +105,19 @@ for (const [name, open, skip] of targets) {
       expect(job!.headers).toEqual({ 'AR-Correlation-Id': 'ghost-2' });
       expect(await channel.store.loadRegistrations('ghost-2')).toEqual([]); // final consumed it
       expect(await channel.waitForResponse('ghost-2', 0)).toBeNull(); // recovery owns it
+    });
+
+    it('a payload given as RawJson comes back as the same text: to a waiter (payloadJson), and as the row a callback sends', async () => {
+      const text = '{"a":9007199254740993,"b":1e999,"c":123456789012345678901234567890,"d":0.10000000000000000000001}';
+      await channel.publishResponse({ correlationId: 'exact-1', payload: new RawJson(text), final: true });
+      expect((await channel.waitForResponse('exact-1', 0))?.payloadJson).toBe(text);
+
+      await channel.store.upsertSubscriber('exact-2', randomUUID(), 'crashed-instance', 30_000);
+      await channel.registerCallback('exact-2', 'https://hooks.example.com/exact', 60_000);
+      const routed = await channel.publishResponse({ correlationId: 'exact-2', payload: new RawJson(text), final: true });
+      expect(routed.delivery).toBe('recovery');
+      const envelope = await channel.store.holdForCallback(routed.id, 60_000); // what the callback sender reads
+      expect(envelope).toContain(`"Payload":${text},`);
     });
 
     it('routing again enqueues nothing new (the claim comes first); a non-final response keeps the registration', async () => {

@@ -141,6 +141,26 @@ for (const fixture of storeFixtures()) {
       expect(dead!.headers['AR-DeadLetter-Reason']).toBe('handler exploded');
     });
 
+    it('keeps the payload text byte for byte: publish, claim, handler, dead-letter move, list, requeue', async () => {
+      const text = ' {"a":9007199254740993, "b":1e999,"c":123456789012345678901234567890,"d":0.10000000000000000000001,"s":"№ \\u00e9 😀"} ';
+      const m = message('exact', null, { payloadJson: text });
+      await h.store.publish([m]);
+      const seen: string[] = [];
+      const [c] = await h.store.claim('exact', 1, LOCK);
+      expect(c!.payloadJson).toBe(text);
+      const failing = async (job: { payloadJson: string }) => {
+        seen.push(job.payloadJson);
+        throw new Error('no');
+      };
+      expect(await dispatchDelivery(c!, failing, deps(h.store, 'exact_dlq', 1))).toBe('dead-lettered');
+      expect(seen).toEqual([text.trim()]); // the handler gets the text, trimmed at its ends only
+      const [dead] = await h.store.listDeadLetters('exact_dlq', 'exact', 5);
+      expect(dead!.payloadJson).toBe(text);
+      expect(await h.store.requeueDeadLetter('exact_dlq', 'exact', m.id)).toBe(true);
+      const [again] = await h.store.claim('exact', 1, LOCK);
+      expect(again!.payloadJson).toBe(text);
+    });
+
     it('a successful handler is acked through the batcher', async () => {
       const m = message('okq');
       await h.store.publish([m]);

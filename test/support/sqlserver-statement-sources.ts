@@ -9,6 +9,7 @@ import { channelNames, transportNames, type TransportNames } from '../../shared/
 import { DEFAULT_TRANSPORT_TABLE } from '../../shared/stores/options';
 import { channelAckSequenceMigration, channelStatements } from '../../shared/stores/sqlserver/channel-statements';
 import { transportStatements } from '../../shared/stores/sqlserver/statements';
+import { CALLBACK_QUEUE } from '../../shared/queue-names';
 import { scriptBatches } from './tsql-grammar';
 
 /** One batch the app sends (or prints for an operator to run). */
@@ -63,7 +64,7 @@ export const SQLSERVER_STATEMENT_SOURCES: readonly StatementSource[] = [
   // the transport store's statements (publish, claim, settle, DDL phases, catalog snapshot, …)
   { name: 'transport', texts: (n) => fromMap('transport', n.variant, transportStatements(n.transport)) },
   // the channel store's statements (registrations, messages, subscribers, prunes, DDL, catalog snapshot)
-  { name: 'channel', texts: (n) => fromMap('channel', n.variant, channelStatements(n.channel)) },
+  { name: 'channel', texts: (n) => fromMap('channel', n.variant, channelStatements(n.channel, { schema: n.transport.schema, table: n.transport.table, queue: CALLBACK_QUEUE })) },
   // `npm run schema -- print --dialect sqlserver`, batch by batch as sqlcmd runs it
   {
     name: 'schema-print',

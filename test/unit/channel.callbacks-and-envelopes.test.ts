@@ -2,8 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { callbackUrlProblem } from '../../shared/channel/callback-url';
 import { buildEnvelope, readEnvelope } from '../../shared/channel/envelope';
 import { derivedUuid } from '../../shared/channel/ids';
-import { parseResponseBody } from '../../shared/channel/response-request';
+import { isResponsePayloadPath, parseResponseBody } from '../../shared/channel/response-request';
 import { signBody, verifySignature } from '../../shared/channel/signature';
+import { RawJson } from '../../shared/json/raw-json';
 
 describe('callback signature', () => {
   it('is sha256=<hex HMAC> of the exact body, verified in constant time', () => {
@@ -41,7 +42,7 @@ describe('response envelope', () => {
   it('round-trips success, error and progress responses in the SchemaVersion 1 shape', () => {
     const ok = buildEnvelope({ payload: { n: 1 }, final: true });
     expect(JSON.parse(ok)).toEqual({ SchemaVersion: 1, Success: true, Payload: { n: 1 }, ExceptionMessage: null, ExceptionStackTrace: null, Final: true });
-    expect(readEnvelope(ok)).toEqual({ payload: { n: 1 }, final: true });
+    expect(readEnvelope(ok)).toEqual({ payload: new RawJson('{"n":1}'), final: true }); // the payload's own text
     expect(readEnvelope(buildEnvelope({ payload: null, error: 'boom', final: true }))).toEqual({ payload: null, error: 'boom', final: true });
     expect(readEnvelope(buildEnvelope({ payload: 1, final: false })).final).toBe(false);
   });
@@ -54,12 +55,26 @@ describe('response envelope', () => {
     expect(() => readEnvelope('{"SchemaVersion":999}')).toThrow(/schema version/);
     expect(() => readEnvelope('null')).toThrow();
   });
+  it('writes and reads the payload as its own text: big integers, exponents and long decimals survive', () => {
+    const payload = '{"a":9007199254740993,"b":1e999,"c":123456789012345678901234567890,"d":0.10000000000000000000001}';
+    const envelope = buildEnvelope({ payload: new RawJson(payload), final: true });
+    expect(envelope).toContain(`"Payload":${payload},`);
+    expect(readEnvelope(envelope).payload).toEqual(new RawJson(payload));
+    // an envelope another host wrote, with whitespace: the payload's text without the whitespace around it
+    expect(readEnvelope(`{ "SchemaVersion": 1, "Success": true, "Payload": ${payload} }`).payload).toEqual(new RawJson(payload));
+  });
 });
 
 describe('POST /api/responses validation', () => {
   it('accepts a response and defaults final to true', () => {
     expect(parseResponseBody({ correlationId: 'c', payload: 1 }, 1000)).toEqual({ ok: true, value: { correlationId: 'c', payload: 1, final: true } });
     expect(parseResponseBody({ correlationId: 'c', error: 'failed' }, 1000)).toMatchObject({ ok: true, value: { error: 'failed', payload: null } });
+  });
+  it('keeps a RawJson payload as it is and measures the limit on its text', () => {
+    const payload = new RawJson('123456789012345678901234567890');
+    expect(parseResponseBody({ correlationId: 'c', payload }, 1000)).toEqual({ ok: true, value: { correlationId: 'c', payload, final: true } });
+    expect(parseResponseBody({ correlationId: 'c', payload: new RawJson(`"${'é'.repeat(600)}"`) }, 1000)).toMatchObject({ ok: false, errors: [{ field: 'payload' }] });
+    expect(isResponsePayloadPath(['payload']) && !isResponsePayloadPath([]) && !isResponsePayloadPath(['payload', 'x'])).toBe(true);
   });
   it('names every bad field', () => {
     const r = parseResponseBody({ correlationId: ' c', id: 'x', final: 1, error: '', extra: 1 }, 1000);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { extractCorrelationId } from '../../shared/channel/correlation-extractor';
 import { DEFAULT_CORRELATION_ID_JSON_PATHS as PATHS } from '../../shared/config';
+import { RawJson } from '../../shared/json/raw-json';
 
 const x = (payload: unknown, headers: Record<string, string> = {}) => extractCorrelationId(headers, payload, PATHS);
 
@@ -45,5 +46,15 @@ describe('response ingress correlation id', () => {
   it('tries only the configured paths, in order', () => {
     expect(extractCorrelationId({}, { A: { B: 'ab' }, CorrelationId: 'c' }, ['A.B', 'CorrelationId'])).toBe('ab');
     expect(extractCorrelationId({}, { CorrelationId: 'c' }, [])).toBeUndefined();
+  });
+
+  it('takes a number as its source text when the payload comes as RawJson (no rounding), through nested JSON strings too', () => {
+    const raw = (text: string) => extractCorrelationId({}, new RawJson(text), PATHS);
+    expect(raw('{"CorrelationId":12345678901234567890}')).toBe('12345678901234567890');
+    expect(x({ CorrelationId: 12345678901234567890 })).toBe('12345678901234567000'); // what a parsed value loses
+    expect(raw('{"correlationid":1e999,"CorrelationId ":2}')).toBe('1e999');
+    expect(raw('{"CorrelationId":1,"CorrelationId":9007199254740993}')).toBe('9007199254740993'); // the last, as JSON.parse
+    expect(raw('{"PubSubParams":"{\\"CustomParameters\\":{\\"CorrelationId\\":0.10000000000000000000001}}"}')).toBe('0.10000000000000000000001');
+    expect(raw('{"CustomParameters":{"CorrelationId":"s"}}')).toBe('s');
   });
 });

@@ -16,6 +16,8 @@ const ALLOWED: Record<string, string> = {
   'shared/stores/sqlserver/pool-guard.ts': 'WeakMap from a pool to its holder',
   // Keyed by signal: each signal gets one abort listener for all its waiters; nothing is shared between engines.
   'shared/channel/abort-fanout.ts': 'WeakMap from an abort signal to its watchers',
+  // Set and restored inside one synchronous stringifyJson call (RawJson.toJSON reads it): never held across an await.
+  'shared/json/raw-json.ts': 'synchronous splice context of stringifyJson',
 };
 
 function importClosure(entry: string): string[] {

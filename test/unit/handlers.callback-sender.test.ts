@@ -3,6 +3,8 @@ import { buildEnvelope } from '../../shared/channel/envelope';
 import { verifySignature } from '../../shared/channel/signature';
 import { callbackDeadLetterHold, callbackRowHoldMs, callbackSender } from '../../shared/handlers/callback-sender';
 import { loadConfig } from '../../shared/config';
+import { decodeHeaderValue } from '../../shared/handlers/header-value';
+import { RawJson } from '../../shared/json/raw-json';
 import { silentLogger } from '../../shared/log';
 import { PermanentJobError, type Job } from '../../shared/transport/job';
 
@@ -16,12 +18,13 @@ const job = (url = 'https://hooks.example.com/cb'): Job => ({
   headers: {},
   createdAt: new Date(),
   payload: { messageId: 'm1', correlationId: 'c1', registrationId: 'r1', registration: registration(url) },
+  payloadJson: JSON.stringify({ messageId: 'm1', correlationId: 'c1', registrationId: 'r1', registration: registration(url) }),
 });
 /** A job an earlier version enqueued: it carries its own copy of the response. */
-const legacyJob = (url = 'https://hooks.example.com/cb'): Job => ({
-  ...job(url),
-  payload: { callbackUrl: url, registrationId: 'r1', response: { correlationId: 'c1', id: 'm1', payload: { ok: 1 }, final: true } },
-});
+const legacyJob = (url = 'https://hooks.example.com/cb'): Job => {
+  const payload = { callbackUrl: url, registrationId: 'r1', response: { correlationId: 'c1', id: 'm1', payload: { ok: 1 }, final: true } };
+  return { ...job(url), payload, payloadJson: JSON.stringify(payload) };
+};
 const ctx = { signal: new AbortController().signal, log: silentLogger };
 const ENVELOPE = buildEnvelope({ payload: { ok: 1 }, final: true });
 
@@ -35,12 +38,12 @@ function fakeFetch(status: number) {
 }
 
 /** A row that is there (envelope), acknowledged, or gone. */
-function rowStore(state: 'stored' | 'acked' | 'gone') {
+function rowStore(state: 'stored' | 'acked' | 'gone', envelope = ENVELOPE) {
   const holds: Array<[string, number]> = [];
   return {
     holds,
     store: {
-      holdForCallback: async (id: string, ms: number) => (holds.push([id, ms]), state === 'stored' ? ENVELOPE : null),
+      holdForCallback: async (id: string, ms: number) => (holds.push([id, ms]), state === 'stored' ? envelope : null),
       isAcknowledged: async () => state === 'acked',
     },
   };
@@ -102,5 +105,28 @@ describe('callback sender', () => {
     const { store, holds } = rowStore('stored');
     await callbackDeadLetterHold(store, 14 * 86_400_000).onDeadLettered!(job(), {} as never, 'answered 500', {});
     expect(holds).toEqual([['m1', 14 * 86_400_000]]);
+  });
+
+  it('sends the stored payload text unchanged (numbers as published) with an encoded correlation id header', async () => {
+    const correlationId = '№-Кириллица-漢字-😀-\u200f';
+    const payloadText = '{"a":9007199254740993,"b":1e999}';
+    const envelope = buildEnvelope({ payload: new RawJson(payloadText), final: true });
+    const { f, calls } = fakeFetch(200);
+    const ref = { messageId: 'm1', correlationId, registrationId: 'r1', registration: registration('https://hooks.example.com/cb') };
+    await callbackSender(options, rowStore('stored', envelope).store, f)({ ...job(), payload: ref, payloadJson: JSON.stringify(ref) }, ctx);
+    const body = String(calls[0]!.init.body);
+    expect(body).toBe(`{"correlationId":${JSON.stringify(correlationId)},"id":"m1","payload":${payloadText},"final":true}`);
+    const headers = calls[0]!.init.headers as Record<string, string>;
+    expect(verifySignature(SECRET, body, headers['X-Signature'])).toBe(true);
+    expect(decodeHeaderValue(headers['X-AsyncResponse-Correlation-Id']!)).toBe(correlationId);
+    expect(headers['X-AsyncResponse-Correlation-Id']).toMatch(/^UTF-8''[\x21-\x7e]+$/);
+  });
+
+  it('a carried copy goes out as routed, text unchanged', async () => {
+    const response = '{"correlationId":"c1","id":"m1","payload":{"a":9007199254740993,"b":1e999},"final":true}';
+    const payloadJson = `{"callbackUrl":"https://hooks.example.com/cb","registrationId":"r1","response":${response}}`;
+    const { f, calls } = fakeFetch(200);
+    await callbackSender(options, rowStore('gone').store, f)({ ...job(), payload: JSON.parse(payloadJson), payloadJson }, ctx);
+    expect(String(calls[0]!.init.body)).toBe(response);
   });
 });

@@ -1,6 +1,8 @@
 // Reading JSON request bodies: media types, charset, size and parse errors.
 import { describe, expect, it } from 'vitest';
 import { readJsonBody } from '../../shared/http/body';
+import { RawJson } from '../../shared/json/raw-json';
+import { MAX_JSON_DEPTH } from '../../shared/json/scan';
 
 const read = (type: string | null, body: string, length: string | null = null) => readJsonBody(type, length, async () => body);
 
@@ -34,5 +36,20 @@ describe('JSON request bodies', () => {
     const r = await read('application/json', '', null);
     expect(!r.ok && r.answer.status).toBe(411);
     expect(!r.ok && JSON.stringify(r.answer.jsonBody)).toMatch(/Content-Length/);
+  });
+  it('answers 400 naming the limit for a body nested deeper than MAX_JSON_DEPTH (4,100 levels: no stack overflow)', async () => {
+    for (const depth of [MAX_JSON_DEPTH + 1, 4100]) {
+      const body = `{"payload":${'['.repeat(depth - 1)}${']'.repeat(depth - 1)}}`;
+      const r = await read('application/json', body, String(body.length));
+      expect(!r.ok && r.answer.status, String(depth)).toBe(400);
+      expect(!r.ok && JSON.stringify(r.answer.jsonBody)).toContain(`deeper than ${MAX_JSON_DEPTH} levels`);
+    }
+    const atLimit = `{"payload":${'['.repeat(MAX_JSON_DEPTH - 1)}${']'.repeat(MAX_JSON_DEPTH - 1)}}`;
+    expect((await read('application/json', atLimit, String(atLimit.length))).ok).toBe(true);
+  });
+  it('hands the values rawAt selects over as RawJson: the text the caller sent, not re-serialised', async () => {
+    const payload = '{"a":9007199254740993,"b":1e999}';
+    const r = await readJsonBody('application/json', null, async () => `[{"payload": ${payload} , "id":"x"},{"payload":1,"payload":[2]}]`, undefined, (p) => p.length === 2 && p[1] === 'payload');
+    expect(r).toEqual({ ok: true, value: [{ payload: new RawJson(payload), id: 'x' }, { payload: new RawJson('[2]') }] });
   });
 });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { parsePublishBody } from '../../shared/transport/publish-request';
+import { RawJson } from '../../shared/json/raw-json';
+import { isPublishPayloadPath, parsePublishBody } from '../../shared/transport/publish-request';
 
 const MAX = 1000;
 
@@ -81,5 +82,15 @@ describe('publish request validation', () => {
     const r = parsePublishBody({ payload: 'é'.repeat(600) }, 'w', MAX);
     expect(r).toMatchObject({ ok: false, status: 413 });
     expect(parsePublishBody({ payload: 'e'.repeat(600) }, 'w', MAX).ok).toBe(true);
+  });
+  it('stores a RawJson payload as its text (no re-serialisation), measuring its limit on that text', () => {
+    const text = '{"a":9007199254740993,"b":1e999,"c":123456789012345678901234567890,"d":0.10000000000000000000001}';
+    const r = parsePublishBody([{ payload: new RawJson(text) }, { payload: { n: 1 } }], 'w', MAX);
+    expect(r.ok && r.messages.map((m) => m.payloadJson)).toEqual([text, '{"n":1}']);
+    expect(parsePublishBody({ payload: new RawJson(`"${'é'.repeat(600)}"`) }, 'w', MAX)).toMatchObject({ ok: false, status: 413 });
+  });
+  it('names the payload paths a body reader should keep raw (a message, or the items of a batch)', () => {
+    expect([['payload'], [0, 'payload'], [99, 'payload']].every((p) => isPublishPayloadPath(p))).toBe(true);
+    expect([[], ['0', 'payload'], ['payload', 'x'], [0, 'payload', 1], ['headers']].some((p) => isPublishPayloadPath(p))).toBe(false);
   });
 });

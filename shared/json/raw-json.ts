@@ -1,0 +1,80 @@
+// A JSON value kept as the text it arrived as. Payloads travel as RawJson from the request (or the stored row)
+// to every place that emits them, and stringifyJson splices the text in unchanged, so a queue never rounds a
+// number (9007199254740993), turns 1e999 into null, or shortens a long decimal.
+import { randomUUID } from 'node:crypto';
+import { scanJson, type JsonPath } from './scan';
+
+/** Set while stringifyJson runs: RawJson.toJSON leaves a placeholder that is replaced by its text afterwards. */
+let splicing: { marker: string; texts: string[] } | undefined;
+
+export class RawJson {
+  #parsed: { value: unknown } | undefined;
+
+  /**
+   * `text` must be one valid JSON value (use RawJson.parse for text that is not known to be valid); `parsed`,
+   * when the caller has already parsed it, saves parsing it again.
+   */
+  constructor(
+    readonly text: string,
+    parsed?: { value: unknown },
+  ) {
+    this.#parsed = parsed;
+  }
+
+  /** Validates (no depth limit: the scan does not recurse) and trims; throws a SyntaxError for invalid JSON. */
+  static parse(text: string): RawJson {
+    const scan = scanJson(text, { capture: (path) => path.length === 0 });
+    if (!scan.ok) throw new SyntaxError(scan.message);
+    const span = scan.spans[0]!;
+    return new RawJson(text.slice(span.start, span.end));
+  }
+
+  /** The parsed value (numbers as JavaScript numbers): for reading fields, never for sending the value on. */
+  get value(): unknown {
+    this.#parsed ??= { value: JSON.parse(this.text) };
+    return this.#parsed.value;
+  }
+
+  /** Inside stringifyJson: a placeholder for the text. Elsewhere (a serializer that does not know RawJson): the parsed value. */
+  toJSON(): unknown {
+    if (splicing) return `${splicing.marker}${splicing.texts.push(this.text) - 1}`;
+    return this.value;
+  }
+}
+
+/** JSON.stringify, with every RawJson inside the value written as its own text. */
+export function stringifyJson(value: unknown): string {
+  const outer = splicing;
+  const context = { marker: `rawjson:${randomUUID()}:`, texts: [] as string[] };
+  splicing = context;
+  let text: string;
+  try {
+    text = JSON.stringify(value);
+  } finally {
+    splicing = outer;
+  }
+  if (context.texts.length === 0 || text === undefined) return text;
+  // The marker holds a fresh random UUID, so no string the caller sent can look like a placeholder.
+  return text.replace(new RegExp(`"${context.marker}(\\d+)"`, 'g'), (_, n: string) => context.texts[Number(n)]!);
+}
+
+/** The JSON text of a payload: a RawJson's own text, anything else serialised (undefined counts as null). */
+export function payloadText(payload: unknown): string {
+  return payload instanceof RawJson ? payload.text : stringifyJson(payload ?? null);
+}
+
+/** The value of a payload for reading fields: a RawJson parsed, anything else as it is. */
+export function payloadValue(payload: unknown): unknown {
+  return payload instanceof RawJson ? payload.value : payload;
+}
+
+/**
+ * The source text of the value at `path` in a JSON document (the last one when a name repeats, as JSON.parse
+ * keeps); undefined when the document is not JSON or has no such value.
+ */
+export function rawJsonAt(text: string, path: JsonPath): RawJson | undefined {
+  const scan = scanJson(text, { capture: (p) => p.length === path.length && p.every((segment, i) => segment === path[i]) });
+  if (!scan.ok) return undefined;
+  const span = scan.spans[scan.spans.length - 1];
+  return span === undefined ? undefined : new RawJson(text.slice(span.start, span.end));
+}
