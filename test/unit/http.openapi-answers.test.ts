@@ -36,6 +36,9 @@ describe('OpenAPI answer checker', () => {
     expect(checker.problems({ method: 'PUT', route: '/queues/{queue}', status: 404, contentType: 'application/problem+json', body: problemBody(404) })).toEqual([]);
     expect(checker.problems({ method: 'PUT', route: '/queues/{queue}', status: 200, contentType: 'application/json', body: '{}' })[0]).toMatch(/must be a 404/);
     expect(checker.problems({ method: 'GET', route: undefined, status: 404, contentType: 'application/json', body: '{}' })[0]).toMatch(/media type/);
+    // HEAD: status and media type only, since the body never comes
+    expect(checker.problems({ method: 'HEAD', route: '/health', status: 404, contentType: 'application/problem+json', body: '' })).toEqual([]);
+    expect(checker.problems({ method: 'HEAD', route: '/health', status: 200, contentType: 'application/json', body: '' })[0]).toMatch(/must be a 404/);
   });
 
   it('throws a readable error naming the operation, the status and what differs', () => {
