@@ -2,12 +2,13 @@
 // timer functions on their schedules, and runs the app hooks around start and shutdown.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { timingSafeEqual } from 'node:crypto';
+import { keyMatches } from './function-key';
 import { getCoreLogSink, setCoreLogSink, type FunctionTable, type HttpFunction, type TimerFunction } from './functions-core';
 import { readBody, sendProblem, toHttpRequest, writeHandlerResult } from './http-adapter';
 import { activeHooks, invokeFunction, type InvokeEnv } from './invoke';
 import { consoleLogger, logLine, type HostLogger } from './log';
 import { nextOccurrence, parseSchedule, type Schedule } from '../shared/ncrontab';
+import { requestUrl } from './request-url';
 import { RouteTable } from './routes';
 import { startTimer, type RunningTimer } from './timers';
 
@@ -64,13 +65,6 @@ function prepareTimers(timers: readonly TimerFunction[], env: Record<string, str
   });
 }
 
-function keyMatches(given: string | null | undefined, expected: string): boolean {
-  if (!given) return false;
-  const a = Buffer.from(given);
-  const b = Buffer.from(expected);
-  return a.length === b.length && timingSafeEqual(a, b);
-}
-
 export async function startLocalHost(options: LocalHostOptions): Promise<LocalHost> {
   const { table, functionKey } = options;
   const logger = options.logger ?? consoleLogger;
@@ -99,9 +93,8 @@ export async function startLocalHost(options: LocalHostOptions): Promise<LocalHo
     await hook.callback({ hookData: {}, appHookData, functionAppDirectory: options.functionAppDirectory ?? process.cwd() });
   }
 
-  const handle = async (req: IncomingMessage, res: ServerResponse, origin: string): Promise<void> => {
+  const handle = async (req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> => {
     const method = (req.method ?? 'GET').toUpperCase();
-    const url = new URL(req.url ?? '/', origin);
     if (closing) {
       return sendProblem(res, 503, 'Service Unavailable', 'The local host is shutting down.', { connection: 'close' });
     }
@@ -123,10 +116,12 @@ export async function startLocalHost(options: LocalHostOptions): Promise<LocalHo
         return sendProblem(res, 401, 'Unauthorized', 'A valid function key is required (x-functions-key header or ?code=).');
       }
     }
+    const tooLarge = (): void =>
+      sendProblem(res, 413, 'Payload Too Large', `The request body exceeds ${maxBody} bytes.`, { connection: 'close' });
+    // A declared length over the limit is refused before a byte of it is read; the connection then closes
+    if (Number(req.headers['content-length'] ?? 0) > maxBody) return tooLarge();
     const body = await readBody(req, maxBody);
-    if (!body.ok) {
-      return sendProblem(res, 413, 'Payload Too Large', `The request body exceeds ${maxBody} bytes.`);
-    }
+    if (!body.ok) return tooLarge();
     // Azure's host passes a request body on only with a Content-Length; a chunked body arrives empty there, so here too
     const chunked = req.headers['content-length'] === undefined && body.body.length > 0;
     if (chunked) logLine(logger, undefined, 'warn', [`${method} ${path}: a body without Content-Length (chunked) is dropped, as Azure Functions does`]);
@@ -147,16 +142,20 @@ export async function startLocalHost(options: LocalHostOptions): Promise<LocalHo
   };
 
   const server = createServer((req, res) => {
-    const origin = `http://${req.headers.host ?? `${bindHost}:${port}`}`;
+    const url = requestUrl(req.headers.host, req.url ?? '/', `${bindHost.includes(':') ? `[${bindHost}]` : bindHost}:${port}`);
+    if (url === undefined) {
+      return sendProblem(res, 400, 'Bad Request', 'The Host header or the request target is malformed (expected host[:port] and a path).', { connection: 'close' });
+    }
     const finished = new Promise<void>((resolve) => {
       res.on('close', resolve);
       res.on('finish', resolve);
     });
     void track(
-      handle(req, res, origin)
+      handle(req, res, url)
         .catch((err: unknown) => {
           if (req.socket.destroyed) {
-            logLine(logger, undefined, 'warning', [`${req.method} ${req.url}: the client went away (${(err as Error).message}).`]);
+            // the path only: the query may hold the function key (?code=), and keys never go to the log
+            logLine(logger, undefined, 'warning', [`${req.method} ${url.pathname}: the client went away (${(err as Error).message}).`]);
             return;
           }
           logLine(logger, undefined, 'error', [`Request failed: ${(err as Error).stack ?? String(err)}`]);

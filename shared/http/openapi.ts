@@ -1,5 +1,7 @@
 // The OpenAPI 3.1 description of the HTTP API, served at GET /api/openapi.json. A test checks it against the
-// function table both ways (every route documented, every documented route registered).
+// function table both ways (every route documented, every documented route registered), and the e2e suite
+// checks every answer it receives against it (test/support/openapi-answers.ts): where an answer's shape is
+// fixed, its schema lists the required properties and allows no others.
 
 const problem = { $ref: '#/components/responses/Problem' };
 const json = (schema: object) => ({ 'application/json': { schema } });
@@ -12,25 +14,42 @@ export interface OpenApiOptions {
   maxWaitSeconds?: number;
 }
 
-/** Every keyed route can answer 401 (no or wrong function key); every route that reads the database, 503. */
+/**
+ * Every keyed route can answer 401 (no or wrong function key); every route that reads the database, 503; every
+ * route 500 (a bug, as problem+json); every route with a request body 411, 413 and 415 (shared/http/body.ts).
+ */
 const NO_DATABASE = new Set(['openApi']);
 
 interface Operation {
   operationId: string;
   security?: unknown[];
+  requestBody?: unknown;
   responses: Record<string, unknown>;
   [more: string]: unknown;
 }
 
+const withDescription = (description: string) => ({ ...problem, description });
+
 function withCommonAnswers(paths: Record<string, Record<string, Operation>>) {
   for (const operations of Object.values(paths)) {
     for (const op of Object.values(operations)) {
-      if (op.security === undefined) op.responses['401'] ??= { description: 'No or wrong function key (x-functions-key header or ?code=).' };
-      if (!NO_DATABASE.has(op.operationId)) op.responses['503'] ??= problem;
+      if (op.security === undefined) {
+        op.responses['401'] ??= withDescription('No or wrong function key (x-functions-key header or ?code=). Azure\'s own host answers it with no body.');
+      }
+      if (op.requestBody !== undefined) {
+        op.responses['411'] ??= withDescription('No Content-Length: Azure Functions drops a chunked body.');
+        op.responses['413'] ??= withDescription('The body is over the size limit.');
+        op.responses['415'] ??= withDescription('The body is not UTF-8 JSON.');
+      }
+      if (!NO_DATABASE.has(op.operationId)) op.responses['503'] ??= withDescription('The database is unavailable or throttling (Retry-After is set).');
+      op.responses['500'] ??= withDescription('An unexpected failure; the function log has the details.');
     }
   }
   return paths;
 }
+
+/** An object whose properties are all listed: `required` are always present, the rest sometimes, no others. */
+const exact = (required: string[], properties: Record<string, unknown>) => ({ type: 'object', required, additionalProperties: false, properties });
 
 export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}): Record<string, unknown> {
   const maxWait = options.maxWaitSeconds ?? 120;
@@ -61,14 +80,18 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
             }),
           },
           responses: {
-            '201': { description: 'Enqueued.', content: json({ oneOf: [{ $ref: '#/components/schemas/Published' }, { $ref: '#/components/schemas/PublishedBatch' }] }) },
-            '200': { description: 'Every id already existed: nothing new was enqueued (duplicate: true).', content: json({ oneOf: [{ $ref: '#/components/schemas/Published' }, { $ref: '#/components/schemas/PublishedBatch' }] }) },
+            '201': {
+              description: 'Enqueued: one job answers Published, a batch (an array) PublishedBatch.',
+              content: json({ oneOf: [{ $ref: '#/components/schemas/Published' }, { $ref: '#/components/schemas/PublishedBatch' }] }),
+            },
+            '200': {
+              description: 'Every id already existed: nothing new was enqueued (duplicate: true).',
+              content: json({ oneOf: [{ $ref: '#/components/schemas/Published' }, { $ref: '#/components/schemas/PublishedBatch' }] }),
+            },
             '400': problem,
-            '404': problem,
-            '409': { ...problem, description: 'The id belongs to a job on another queue (ids are unique across queues); nothing was published.' },
-            '413': problem,
-            '415': problem,
-            '503': problem,
+            '404': withDescription('The queue is not configured.'),
+            '409': withDescription('The id belongs to a job on another queue (ids are unique across queues); nothing was published.'),
+            '413': withDescription('The body, or a payload, is over the size limit.'),
           },
         },
       },
@@ -77,7 +100,7 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
           operationId: 'getQueue',
           summary: "Depth by state, the age of the oldest ready job, and the queue's effective route and policy.",
           parameters: [queueParam],
-          responses: { '200': { description: 'Statistics, route and policy.', content: json({ $ref: '#/components/schemas/QueueDetail' }) }, '404': problem, '503': problem },
+          responses: { '200': { description: 'Statistics, route and policy.', content: json({ $ref: '#/components/schemas/QueueDetail' }) }, '404': withDescription('The queue is not configured.') },
         },
       },
       '/queues/{queue}/deadletters': {
@@ -86,9 +109,9 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
           summary: 'Dead letters from this queue, newest first.',
           parameters: [queueParam, { name: 'top', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 1000, default: 50 } }],
           responses: {
-            '200': { description: 'Dead letters.', content: json({ type: 'object', properties: { items: { type: 'array', items: { $ref: '#/components/schemas/DeadLetter' } } } }) },
+            '200': { description: 'Dead letters.', content: json(exact(['items'], { items: { type: 'array', maxItems: 1000, items: { $ref: '#/components/schemas/DeadLetter' } } })) },
             '400': problem,
-            '404': problem,
+            '404': withDescription('The queue is not configured.'),
           },
         },
       },
@@ -97,7 +120,10 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
           operationId: 'requeueDeadLetter',
           summary: 'Put a dead letter back on its source queue with attempts reset.',
           parameters: [queueParam, idParam('id')],
-          responses: { '200': { description: 'Requeued.', content: json({ type: 'object', properties: { id: { type: 'string', format: 'uuid' } } }) }, '404': problem },
+          responses: {
+            '200': { description: 'Requeued.', content: json(exact(['id'], { id: { type: 'string', format: 'uuid' } })) },
+            '404': withDescription('No such dead letter from this queue, or the queue is not configured.'),
+          },
         },
       },
       '/queues/{queue}/deadletters/{id}': {
@@ -105,7 +131,7 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
           operationId: 'deleteDeadLetter',
           summary: 'Delete a dead letter.',
           parameters: [queueParam, idParam('id')],
-          responses: { '204': { description: 'Deleted.' }, '404': problem },
+          responses: { '204': { description: 'Deleted.' }, '404': withDescription('No such dead letter from this queue, or the queue is not configured.') },
         },
       },
       '/responses': {
@@ -116,15 +142,16 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
           responses: {
             '202': {
               description: 'Stored; delivery says who got it.',
-              content: json({
-                type: 'object',
-                required: ['id', 'delivery'],
-                properties: { id: { type: 'string', format: 'uuid' }, delivery: { enum: ['live', 'stored', 'recovery'] }, duplicate: { type: 'boolean' } },
-              }),
+              content: json(
+                exact(['id', 'delivery'], {
+                  id: { type: 'string', format: 'uuid' },
+                  delivery: { enum: ['live', 'stored', 'recovery'] },
+                  duplicate: { const: true, description: 'Present when the id was already stored: nothing new was published.' },
+                }),
+              ),
             },
             '400': problem,
-            '409': { ...problem, description: 'The id is stored under another correlation id; nothing was published.' },
-            '503': problem,
+            '409': withDescription('The id is stored under another correlation id; nothing was published.'),
           },
         },
         get: {
@@ -155,10 +182,13 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
             }),
           },
           responses: {
-            '201': { description: 'Registered.', content: json({ type: 'object', properties: { registrationId: { type: 'string', format: 'uuid' }, expiresAt: { type: 'string', format: 'date-time' } } }) },
+            '201': {
+              description: 'Registered.',
+              content: json(exact(['registrationId', 'expiresAt'], { registrationId: { type: 'string', format: 'uuid' }, expiresAt: { type: 'string', format: 'date-time' } })),
+            },
             '400': problem,
             '409': { ...problem, description: 'The correlation id already has MAX_REGISTRATIONS_PER_CORRELATION_ID unexpired registrations; nothing was stored.' },
-            '503': problem,
+            '503': withDescription('Callbacks are disabled (no signing secret), or the database is unavailable or throttling.'),
           },
         },
       },
@@ -167,7 +197,7 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
           operationId: 'deleteWaiter',
           summary: 'Remove a callback registration.',
           parameters: [idParam('registrationId'), correlationQuery],
-          responses: { '204': { description: 'Deleted.' }, '400': problem, '404': problem },
+          responses: { '204': { description: 'Deleted.' }, '400': problem, '404': withDescription('No such registration for that correlation id.') },
         },
       },
       '/health': {
@@ -178,27 +208,60 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
           responses: {
             '200': {
               description: 'Healthy.',
-              content: json({
-                type: 'object',
-                properties: {
+              content: json(
+                exact(['status', 'store', 'schema', 'databaseTime'], {
                   status: { const: 'ok' },
-                  store: { type: 'string' },
+                  store: { $ref: '#/components/schemas/StoreKind' },
                   schema: { const: 'ready' },
                   databaseTime: { type: 'string', format: 'date-time' },
                   callbacks: { type: 'string', description: 'Present while callbacks are off (the signing secret is unresolved).' },
-                },
-              }),
+                }),
+              ),
             },
             '503': {
               description: 'The database is unreachable (unavailable) or the schema unusable (degraded); the error itself is in the log. Retry-After is set.',
               headers: { 'Retry-After': { schema: { type: 'integer' } } },
-              content: json({ type: 'object', properties: { status: { enum: ['unavailable', 'degraded'] }, store: { type: 'string' }, schema: { type: 'string' }, detail: { type: 'string' } } }),
+              content: json({
+                oneOf: [
+                  exact(['status', 'store', 'schema', 'databaseTime'], {
+                    status: { const: 'degraded' },
+                    store: { $ref: '#/components/schemas/StoreKind' },
+                    schema: { type: 'string' },
+                    databaseTime: { type: 'string', format: 'date-time' },
+                  }),
+                  exact(['status', 'store', 'schema', 'detail'], {
+                    status: { const: 'unavailable' },
+                    store: { anyOf: [{ $ref: '#/components/schemas/StoreKind' }, { const: 'unknown' }] },
+                    schema: { const: 'unknown' },
+                    detail: { type: 'string' },
+                  }),
+                ],
+              }),
             },
           },
         },
       },
       '/openapi.json': {
-        get: { operationId: 'openApi', summary: 'This document.', responses: { '200': { description: 'OpenAPI 3.1 JSON.' } } },
+        get: {
+          operationId: 'openApi',
+          summary: 'This document.',
+          responses: {
+            '200': {
+              description: 'OpenAPI 3.1 JSON.',
+              content: json({
+                type: 'object',
+                required: ['openapi', 'info', 'paths', 'components'],
+                properties: {
+                  openapi: { type: 'string', pattern: '^3\\.1\\.\\d+$' },
+                  info: { type: 'object', required: ['title', 'version'], properties: { title: { type: 'string' }, version: { type: 'string' } } },
+                  servers: { type: 'array', items: { type: 'object', required: ['url'], properties: { url: { type: 'string' } } } },
+                  paths: { type: 'object' },
+                  components: { type: 'object' },
+                },
+              }),
+            },
+          },
+        },
       },
     }),
     components: {
@@ -234,66 +297,52 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
             delaySeconds: { type: 'number', minimum: 0, maximum: 315360000 },
           },
         },
-        Published: {
-          type: 'object',
-          properties: { id: { type: 'string', format: 'uuid' }, queue: { type: 'string' }, availableAt: { type: ['string', 'null'], format: 'date-time' }, duplicate: { type: 'boolean' } },
-        },
-        PublishedBatch: { type: 'object', properties: { items: { type: 'array', items: { $ref: '#/components/schemas/Published' } } } },
-        QueueStats: {
-          type: 'object',
-          properties: {
-            queue: { type: 'string' },
-            ready: { type: 'integer' },
-            delayed: { type: 'integer' },
-            leased: { type: 'integer' },
-            deadLettered: { type: 'integer' },
-            oldestReadyAgeSeconds: { type: ['number', 'null'] },
-          },
-        },
-        QueueDetail: {
-          allOf: [
-            { $ref: '#/components/schemas/QueueStats' },
-            {
-              type: 'object',
-              required: ['route', 'policy'],
-              properties: {
-                route: {
-                  type: 'object',
-                  required: ['handler'],
-                  properties: {
-                    handler: { type: 'string', enum: ['echo', 'forward', 'code', 'response-ingress', 'callbacks'] },
-                    forwardHost: { type: 'string', description: 'host[:port] of the forward URL (never its path, query or credentials); forward only' },
-                    forwardTimeoutSeconds: { type: 'number' },
-                  },
-                },
-                policy: {
-                  type: 'object',
-                  required: ['maxDeliveryAttempts', 'redeliveryDelaySeconds', 'redeliveryMaxDelaySeconds', 'lockTimeoutSeconds', 'batchSize', 'handlerConcurrency', 'deadLetter'],
-                  properties: {
-                    maxDeliveryAttempts: { type: 'integer', description: '0 = unlimited' },
-                    redeliveryDelaySeconds: { type: 'number' },
-                    redeliveryMaxDelaySeconds: { type: 'number' },
-                    lockTimeoutSeconds: { type: 'number' },
-                    batchSize: { type: 'integer' },
-                    handlerConcurrency: { type: 'integer' },
-                    deadLetter: { type: 'boolean', description: 'false: a job out of attempts is deleted instead of dead-lettered' },
-                  },
-                },
-              },
-            },
-          ],
-        },
-        DeadLetter: {
-          type: 'object',
-          properties: {
-            id: { type: 'string', format: 'uuid' },
-            sourceQueue: { type: 'string' },
-            reason: { type: ['string', 'null'] },
-            payload: {},
-            headers: { type: 'object', additionalProperties: { type: 'string' } },
-            createdAt: { type: 'string', format: 'date-time' },
-          },
-        },
+        Published: exact(['id', 'queue', 'availableAt'], {
+          id: { type: 'string', format: 'uuid' },
+          queue: { type: 'string', description: 'The queue the job is on (for a duplicate id, the queue its job really is on).' },
+          availableAt: { type: ['string', 'null'], format: 'date-time' },
+          duplicate: { const: true, description: 'Present when the id already existed: nothing new was enqueued.' },
+        }),
+        PublishedBatch: exact(['items'], { items: { type: 'array', minItems: 1, maxItems: 100, items: { $ref: '#/components/schemas/Published' } } }),
+        QueueStats: exact(['queue', 'ready', 'delayed', 'leased', 'deadLettered', 'oldestReadyAgeSeconds'], {
+          queue: { type: 'string' },
+          ready: { type: 'integer', minimum: 0 },
+          delayed: { type: 'integer', minimum: 0 },
+          leased: { type: 'integer', minimum: 0 },
+          deadLettered: { type: 'integer', minimum: 0 },
+          oldestReadyAgeSeconds: { type: ['number', 'null'], minimum: 0 },
+        }),
+        QueueDetail: exact(['queue', 'ready', 'delayed', 'leased', 'deadLettered', 'oldestReadyAgeSeconds', 'route', 'policy'], {
+          queue: { type: 'string' },
+          ready: { type: 'integer', minimum: 0 },
+          delayed: { type: 'integer', minimum: 0 },
+          leased: { type: 'integer', minimum: 0 },
+          deadLettered: { type: 'integer', minimum: 0 },
+          oldestReadyAgeSeconds: { type: ['number', 'null'], minimum: 0 },
+          route: exact(['handler'], {
+            handler: { type: 'string', enum: ['echo', 'forward', 'code', 'response-ingress', 'callbacks'] },
+            forwardHost: { type: 'string', description: 'host[:port] of the forward URL (never its path, query or credentials); forward only' },
+            forwardTimeoutSeconds: { type: 'number' },
+          }),
+          policy: exact(['maxDeliveryAttempts', 'redeliveryDelaySeconds', 'redeliveryMaxDelaySeconds', 'lockTimeoutSeconds', 'batchSize', 'handlerConcurrency', 'deadLetter'], {
+            maxDeliveryAttempts: { type: 'integer', minimum: 0, description: '0 = unlimited' },
+            redeliveryDelaySeconds: { type: 'number', minimum: 0 },
+            redeliveryMaxDelaySeconds: { type: 'number', minimum: 0 },
+            lockTimeoutSeconds: { type: 'number', minimum: 0 },
+            batchSize: { type: 'integer', minimum: 1 },
+            handlerConcurrency: { type: 'integer', minimum: 1 },
+            deadLetter: { type: 'boolean', description: 'false: a job out of attempts is deleted instead of dead-lettered' },
+          }),
+        }),
+        DeadLetter: exact(['id', 'sourceQueue', 'reason', 'payload', 'headers', 'createdAt'], {
+          id: { type: 'string', format: 'uuid' },
+          sourceQueue: { type: 'string' },
+          reason: { type: ['string', 'null'] },
+          payload: { description: 'Any JSON value (the stored text when it is not JSON).' },
+          headers: { type: 'object', additionalProperties: { type: 'string' } },
+          createdAt: { type: 'string', format: 'date-time' },
+        }),
+        StoreKind: { enum: ['sqlserver', 'postgres', 'pglite'] },
         ResponseRequest: {
           type: 'object',
           required: ['correlationId'],
@@ -307,28 +356,21 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
             error: { type: 'string', minLength: 1, maxLength: 4000 },
           },
         },
-        Response: {
-          type: 'object',
-          required: ['correlationId', 'id', 'payload', 'final', 'createdAt'],
-          properties: {
-            correlationId: { $ref: '#/components/schemas/CorrelationId' },
-            id: { type: 'string', format: 'uuid' },
-            payload: {},
-            final: { type: 'boolean' },
-            error: { type: 'string' },
-            createdAt: { type: 'string', format: 'date-time' },
-          },
-        },
-        Problem: {
-          type: 'object',
-          properties: {
-            type: { type: 'string' },
-            title: { type: 'string' },
-            status: { type: 'integer' },
-            detail: { type: 'string' },
-            errors: { type: 'array', items: { type: 'object', properties: { field: { type: 'string' }, message: { type: 'string' } } } },
-          },
-        },
+        Response: exact(['correlationId', 'id', 'payload', 'final', 'createdAt'], {
+          correlationId: { $ref: '#/components/schemas/CorrelationId' },
+          id: { type: 'string', format: 'uuid' },
+          payload: { description: 'Any JSON value (null allowed).' },
+          final: { type: 'boolean' },
+          error: { type: 'string', description: 'Present when the work failed.' },
+          createdAt: { type: 'string', format: 'date-time' },
+        }),
+        Problem: exact(['type', 'title', 'status', 'detail'], {
+          type: { type: 'string' },
+          title: { type: 'string' },
+          status: { type: 'integer', minimum: 400, maximum: 599 },
+          detail: { type: 'string' },
+          errors: { type: 'array', minItems: 1, items: exact(['field', 'message'], { field: { type: 'string' }, message: { type: 'string' } }) },
+        }),
       },
     },
   };

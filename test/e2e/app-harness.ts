@@ -1,7 +1,9 @@
 // Starts the real function app (functions/index.ts) in our local host on a free port, with the given
-// settings, and captures its log lines.
+// settings, and captures its log lines. Every answer the e2e suite receives through api() or checkedFetch() is
+// checked against the app's OpenAPI document (a mismatch fails the test with what differs).
 import { loadFunctionApp } from '../../local/functions-core';
 import { startLocalHost, type LocalHost } from '../../local/host';
+import { checkAnswer } from '../support/openapi-answers';
 
 export interface RunningApp {
   url: string;
@@ -16,7 +18,7 @@ export async function startApp(settings: Record<string, string>, options: { func
   const table = await loadFunctionApp(() => import('../../functions/index'));
   const logs: string[] = [];
   const host = await startLocalHost({ table, port: 0, timers: true, logger: (l) => logs.push(l), functionKey: options.functionKey });
-  const api = (path: string, init?: RequestInit) => fetch(`${host.url}/api/${path}`, init);
+  const api = (path: string, init?: RequestInit) => checkedFetch(`${host.url}/api/${path}`, init);
   return { url: host.url, api, logs, host, close: () => host.close() };
 }
 
@@ -25,3 +27,11 @@ export const postJson = (body: unknown, extra: Record<string, string> = {}): Req
   headers: { 'content-type': 'application/json', ...extra },
   body: typeof body === 'string' ? body : JSON.stringify(body),
 });
+
+/** fetch() for a URL under a host's /api/, with the answer checked against the OpenAPI document. */
+export async function checkedFetch(url: string, init?: RequestInit): Promise<Response> {
+  const res = await fetch(url, init);
+  const path = new URL(url).pathname.replace(/^\/api(?=\/|$)/i, '');
+  await checkAnswer(init?.method ?? 'GET', path, res);
+  return res;
+}

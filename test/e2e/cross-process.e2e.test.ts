@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_CHANNEL_TABLES } from '../../shared/channel/types';
 import { newSchema } from '../contract/fixtures';
 import { eventually, sleep } from '../support/messages';
+import { checkedFetch } from './app-harness';
 
 const PG_URL = process.env.PG_URL;
 if (!PG_URL) console.warn('[e2e:cross-process] skipped: PG_URL is not set (two processes need a shared database server)');
@@ -51,7 +52,7 @@ async function startHost(schema: string): Promise<Host> {
   proc.stdout!.on('data', (d: Buffer) => output.push(d.toString()));
   proc.stderr!.on('data', (d: Buffer) => output.push(d.toString()));
   const url = `http://127.0.0.1:${port}/api`;
-  await eventually(async () => (await fetch(`${url}/health`)).status === 200, `host on :${port} to be healthy`, 20_000, 100);
+  await eventually(async () => (await checkedFetch(`${url}/health`)).status === 200, `host on :${port} to be healthy`, 20_000, 100);
   return { url, proc, output };
 }
 
@@ -91,10 +92,10 @@ describe.skipIf(!PG_URL)('cross-process delivery (two hosts, one PostgreSQL serv
   });
 
   it('a response published on host A reaches the waiting GET on host B within a poll interval', async () => {
-    const waiting = fetch(`${b.url}/responses?correlationId=xp-1&waitSeconds=20`);
+    const waiting = checkedFetch(`${b.url}/responses?correlationId=xp-1&waitSeconds=20`);
     await waiterRegistered('xp-1'); // a fixed pause raced the registration on host B on a loaded machine
     const started = Date.now();
-    const post = await fetch(`${a.url}/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ correlationId: 'xp-1', payload: { from: 'A' } }) });
+    const post = await checkedFetch(`${a.url}/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ correlationId: 'xp-1', payload: { from: 'A' } }) });
     expect(post.status).toBe(202);
     expect(await post.json()).toMatchObject({ delivery: 'live' });
     const res = await waiting;
@@ -106,9 +107,9 @@ describe.skipIf(!PG_URL)('cross-process delivery (two hosts, one PostgreSQL serv
   });
 
   it('a job published on host A is answered to a waiter on host B', async () => {
-    const waiting = fetch(`${b.url}/responses?correlationId=xp-job&waitSeconds=20`);
+    const waiting = checkedFetch(`${b.url}/responses?correlationId=xp-job&waitSeconds=20`);
     await sleep(200);
-    const pub = await fetch(`${a.url}/queues/worker/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ payload: { n: 7 }, correlationId: 'xp-job' }) });
+    const pub = await checkedFetch(`${a.url}/queues/worker/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ payload: { n: 7 }, correlationId: 'xp-job' }) });
     expect(pub.status).toBe(201);
     const res = await waiting;
     expect(res.status).toBe(200);

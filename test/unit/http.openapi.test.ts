@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadFunctionApp, type FunctionTable } from '../../local/functions-core';
 import { openApiDocument } from '../../shared/http/openapi';
+import { OpenApiAnswers } from '../support/openapi-answers';
 
 let table: FunctionTable;
 beforeAll(async () => {
@@ -54,5 +55,66 @@ describe('OpenAPI document', () => {
       const target = ref.split('/').reduce<unknown>((node, key) => (node as Record<string, unknown> | undefined)?.[key], doc);
       expect(target, ref).toBeDefined();
     }
+  });
+});
+
+describe('OpenAPI answer schemas', () => {
+  const answers = new OpenApiAnswers(openApiDocument());
+  const conforms = (route: string, method: string, status: number, body: unknown, contentType = 'application/json') =>
+    answers.problems({ method, route, status, contentType, body: body === undefined ? '' : JSON.stringify(body) });
+  const id = '0f90ca46-76ab-4e35-8c8b-f45638963c75';
+  const published = { id, queue: 'worker', availableAt: '2026-12-01T08:39:30.851Z' };
+
+  it('every response schema compiles under Ajv 2020-12 in strict mode', () => {
+    let checked = 0;
+    for (const [path, ops] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(ops)) {
+        for (const [status, response] of Object.entries(op.responses as Record<string, { $ref?: string; content?: object }>)) {
+          const mediaTypes = response.$ref !== undefined ? ['application/problem+json'] : Object.keys(response.content ?? {});
+          for (const mediaType of mediaTypes) {
+            // checking a JSON body compiles the schema (whether {} conforms does not matter here)
+            expect(() => conforms(path, method.toUpperCase(), Number(status), {}, mediaType), `${method} ${path} ${status}`).not.toThrow();
+            checked++;
+          }
+        }
+      }
+    }
+    expect(checked).toBeGreaterThan(60);
+  });
+
+  it('declares a body for every answer but 204, and none for 204', () => {
+    for (const [path, ops] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(ops)) {
+        for (const [status, response] of Object.entries(op.responses as Record<string, { $ref?: string; content?: object }>)) {
+          const hasBody = response.$ref !== undefined || response.content !== undefined;
+          expect(hasBody, `${method.toUpperCase()} ${path} ${status}`).toBe(status !== '204');
+        }
+      }
+    }
+  });
+
+  it('a publish answer matches exactly one of Published and PublishedBatch (strict clients check the oneOf)', () => {
+    const route = '/queues/{queue}/messages';
+    expect(conforms(route, 'POST', 201, published)).toEqual([]);
+    expect(conforms(route, 'POST', 200, { ...published, duplicate: true })).toEqual([]);
+    expect(conforms(route, 'POST', 201, { items: [published, { ...published, duplicate: true }] })).toEqual([]);
+    expect(conforms(route, 'POST', 201, { items: [] })).not.toEqual([]);
+    expect(conforms(route, 'POST', 201, { ...published, extra: 1 })).not.toEqual([]);
+    expect(conforms(route, 'POST', 201, { id, queue: 'worker' })).not.toEqual([]);
+  });
+
+  it('problem answers need type, title, status and detail; field errors need field and message', () => {
+    const route = '/responses';
+    const p = { type: 'about:blank', title: 'Bad Request', status: 400, detail: 'no' };
+    expect(conforms(route, 'POST', 400, p, 'application/problem+json')).toEqual([]);
+    expect(conforms(route, 'POST', 400, { ...p, errors: [{ field: 'id', message: 'must be a UUID' }] }, 'application/problem+json')).toEqual([]);
+    expect(conforms(route, 'POST', 400, { ...p, errors: [{ field: 'id' }] }, 'application/problem+json')).not.toEqual([]);
+    expect(conforms(route, 'POST', 400, { title: 'Bad Request', status: 400 }, 'application/problem+json')).not.toEqual([]);
+    expect(conforms(route, 'POST', 400, p, 'application/json')).not.toEqual([]);
+  });
+
+  it('GET /openapi.json declares its JSON body, and the served document conforms to it', () => {
+    expect(conforms('/openapi.json', 'GET', 200, openApiDocument('/api', { maxWaitSeconds: 30 }))).toEqual([]);
+    expect(conforms('/openapi.json', 'GET', 200, { hello: 1 })).not.toEqual([]);
   });
 });
