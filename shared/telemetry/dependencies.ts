@@ -77,6 +77,7 @@ const CHANNEL_METHODS: Record<AsyncMethodKeys<ChannelStore>, true> = {
   deleteSubscriber: true,
   countActiveSubscribers: true,
   pruneExpiredBatch: true,
+  channelStats: true,
   close: true,
 };
 

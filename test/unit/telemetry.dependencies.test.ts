@@ -33,6 +33,7 @@ const CHANNEL = [
   'deleteSubscriber',
   'countActiveSubscribers',
   'pruneExpiredBatch',
+  'channelStats',
   'close',
 ] as const;
 

@@ -8,6 +8,7 @@ import type * as sql from 'mssql';
 import type {
   ChannelMessage,
   ChannelNames,
+  ChannelStats,
   ChannelStore,
   ChannelTable,
   DbTimestamp,
@@ -18,6 +19,7 @@ import type {
 } from '../../channel/types';
 import type { Logger } from '../../log';
 import { channelStatements, HEARTBEAT_CHUNK, HYDRATE_CHUNK, type ChannelStatements } from './channel-statements';
+import { channelStats } from './channel-stats';
 import {
   CHANNEL_VERIFICATION_FIX_HINT,
   channelAbsentMessage,
@@ -342,6 +344,15 @@ export class SqlServerChannelStore extends SqlServerStoreBase implements Channel
     await this.ensureSchema();
     const result = await this.run(this.statements.countActiveSubscribers, { correlation_id: correlationId });
     return Number(rows(result)[0]?.active ?? 0);
+  }
+
+  // ---- statistics (the dashboard) --------------------------------------------------------------------------
+
+  async channelStats(): Promise<ChannelStats> {
+    await this.ensureSchema();
+    const row = rows(await this.run(channelStats(this.names), {}))[0];
+    // COUNT_BIG arrives from tedious as a decimal string
+    return { storedResponses: Number(row?.stored_responses ?? 0), liveWaiters: Number(row?.live_waiters ?? 0), registrations: Number(row?.registrations ?? 0) };
   }
 
   // ---- prune --------------------------------------------------------------------------------------------
