@@ -1,6 +1,8 @@
 // The OpenAPI 3.1 description of the HTTP API, served at GET /api/openapi.json. A test checks it against the
 // function table both ways (every route documented, every documented route registered).
 
+import { DASHBOARD_STATIC_OPERATIONS, dashboardPaths } from './openapi-dashboard';
+
 const problem = { $ref: '#/components/responses/Problem' };
 const json = (schema: object) => ({ 'application/json': { schema } });
 const queueParam = { name: 'queue', in: 'path', required: true, schema: { type: 'string', maxLength: 200 } };
@@ -13,7 +15,7 @@ export interface OpenApiOptions {
 }
 
 /** Every keyed route can answer 401 (no or wrong function key); every route that reads the database, 503. */
-const NO_DATABASE = new Set(['openApi']);
+const NO_DATABASE = new Set(['openApi', ...DASHBOARD_STATIC_OPERATIONS]);
 
 interface Operation {
   operationId: string;
@@ -41,7 +43,7 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
       version: '1.0.0',
       description:
         'Durable worker queues and a correlated request/response channel on one Azure SQL database. ' +
-        'Every route except /health needs a function key (x-functions-key header or ?code=).',
+        'Every route except /health and the dashboard page and its files needs a function key (x-functions-key header or ?code=).',
     },
     servers: [{ url: serverUrl }],
     security: [{ functionKey: [] }, { functionKeyQuery: [] }],
@@ -199,6 +201,7 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
       '/openapi.json': {
         get: { operationId: 'openApi', summary: 'This document.', responses: { '200': { description: 'OpenAPI 3.1 JSON.' } } },
       },
+      ...dashboardPaths(),
     }),
     components: {
       securitySchemes: {
