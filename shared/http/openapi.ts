@@ -260,6 +260,7 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
             reason: { type: ['string', 'null'] },
             payload: {},
             headers: { type: 'object', additionalProperties: { type: 'string' } },
+            attempts: { type: ['integer', 'null'], minimum: 1, description: 'Deliveries before it was dead-lettered; null when unknown (moved by an older version or another host).' },
             createdAt: { type: 'string', format: 'date-time' },
           },
         },
