@@ -14,7 +14,6 @@
   const $ = (id) => document.getElementById(id);
 
   const state = {
-    openedAt: Date.now(),
     queues: [],
     /** queue → [{ t, depth }] since the page opened */
     history: new Map(),
@@ -191,21 +190,25 @@
     }
   }
 
-  /** Depth over the time the page has been open (at most the last hour), scaled to its own maximum. */
+  /**
+   * Depth over the time the page has been open (at most the last hour): from the first sample at the left edge to
+   * the latest at the right, scaled to its own peak.
+   */
   function sparkline(queue, now) {
     const W = 168;
     const H = 34;
     const P = 3;
     const samples = state.history.get(queue) || [];
-    const start = Math.max(state.openedAt, now - HISTORY_MS);
-    const span = Math.max(now - start, 1000);
-    const max = Math.max(1, ...samples.map((s) => s.depth));
+    const start = samples.length > 0 ? samples[0].t : now;
+    const span = Math.max(now - start, 1);
+    const peak = Math.max(0, ...samples.map((s) => s.depth));
+    const max = Math.max(1, peak);
     const x = (t) => P + ((t - start) / span) * (W - 2 * P);
     const y = (d) => H - P - (d / max) * (H - 2 * P);
-    const minutes = Math.max(1, Math.round((now - start) / 60000));
+    const minutes = Math.max(1, Math.ceil((now - start) / 60000));
     const last = samples.length > 0 ? samples[samples.length - 1].depth : 0;
     const chart = svg('svg', { viewBox: `0 0 ${W} ${H}`, width: W, height: H, class: 'spark', role: 'img' });
-    chart.setAttribute('aria-label', `depth of ${queue} over ${minutes} min: now ${last}, peak ${max}`);
+    chart.setAttribute('aria-label', `depth of ${queue} over ${minutes} min: now ${last}, peak ${peak}`);
     chart.append(svg('line', { x1: P, y1: H - P, x2: W - P, y2: H - P, class: 'spark-base' }));
     if (samples.length > 0) {
       const points = samples.map((s) => `${x(s.t).toFixed(1)},${y(s.depth).toFixed(1)}`);
@@ -215,7 +218,7 @@
       chart.append(svg('path', { d: `M${first},${H - P} L${points.join(' L')} L${lastX},${H - P} Z`, class: 'spark-area' }));
       chart.append(svg('polyline', { points: points.join(' '), class: 'spark-line' }));
     }
-    const wrap = el('div', { class: 'spark-wrap' }, chart, el('span', { class: 'spark-label', text: `peak ${formatCount(max)}` }));
+    const wrap = el('div', { class: 'spark-wrap' }, chart, el('span', { class: 'spark-label', text: `peak ${formatCount(peak)}` }));
     return wrap;
   }
 

@@ -127,11 +127,18 @@ describe.skipIf(!!missing)('operator dashboard in chromium', () => {
     await expect.poll(() => row.count()).toBe(1);
     expect(await row.locator('.payload summary code').textContent()).toContain(XSS_NOTE);
     expect(await row.locator('.reason').textContent()).toMatch(/<b>boom<\/b>/);
+    expect(await row.locator('td[data-label="Attempts"]').textContent()).toBe('1'); // MAX_DELIVERY_ATTEMPTS=1
     expect(await page.locator('#deadletters script, #deadletters img, #deadletters b').count()).toBe(0);
     expect(await page.evaluate(() => (globalThis as unknown as BrowserGlobals).__xss)).toBeUndefined();
 
     const shots = process.env.DASHBOARD_SCREENSHOT_DIR;
     if (shots) {
+      // a few more samples with some movement, so the README's charts draw a line (response jobs stay ready)
+      for (const n of [3, 1, 4, 2]) {
+        await publish('response', Array.from({ length: n }, (_, i) => ({ payload: { raw: i } })));
+        await page.click('#refresh');
+        await page.waitForTimeout(1500);
+      }
       await page.locator(`#deadletters tr[data-id="${other.id}"] summary`).click();
       await page.screenshot({ path: join(shots, 'dashboard.png'), fullPage: true });
       await page.locator(`#deadletters tr[data-id="${other.id}"] summary`).click();
