@@ -21,6 +21,10 @@ import './drain-callbacks';
 import './sweep-channel';
 import './queue-metrics';
 import './openapi';
+import './list-queues';
+import './get-channel';
+import './dashboard';
+import './dashboard-asset';
 
 // Application Insights (only with APPLICATIONINSIGHTS_CONNECTION_STRING) starts before the first invocation, so
 // its preInvocation hook gives every invocation's dependencies the host's operation id (shared/telemetry/setup.ts).

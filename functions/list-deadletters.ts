@@ -25,6 +25,7 @@ export async function listDeadLetters(request: HttpRequest, context: InvocationC
         reason: d.reason,
         payload: parseOrRaw(d.payloadJson),
         headers: d.headers,
+        attempts: d.attempts,
         createdAt: d.createdAt.toISOString(),
       })),
     });

@@ -68,6 +68,13 @@ export interface OverdueMessage {
 
 export type ChannelTable = 'messages' | 'subscribers' | 'recovery';
 
+/** Unexpired rows of each channel table (counts over the expires_at indexes). */
+export interface ChannelStats {
+  storedResponses: number;
+  liveWaiters: number;
+  registrations: number;
+}
+
 export interface ChannelStore {
   ensureSchema(): Promise<void>;
 
@@ -134,6 +141,8 @@ export interface ChannelStore {
 
   /** One bounded batch (≤ 1000 rows) of `DELETE … WHERE expires_at <= now`; returns rows deleted. */
   pruneExpiredBatch(table: ChannelTable): Promise<number>;
+  /** Read-only counts for the dashboard (GET /api/channel). */
+  channelStats(): Promise<ChannelStats>;
   close(): Promise<void>;
 }
 

@@ -3,6 +3,8 @@
 // checks every answer it receives against it (test/support/openapi-answers.ts): where an answer's shape is
 // fixed, its schema lists the required properties and allows no others.
 
+import { DASHBOARD_STATIC_OPERATIONS, dashboardPaths } from './openapi-dashboard';
+
 const problem = { $ref: '#/components/responses/Problem' };
 const json = (schema: object) => ({ 'application/json': { schema } });
 const queueParam = { name: 'queue', in: 'path', required: true, schema: { type: 'string', maxLength: 200 } };
@@ -18,7 +20,7 @@ export interface OpenApiOptions {
  * Every keyed route can answer 401 (no or wrong function key); every route that reads the database, 503; every
  * route 500 (a bug, as problem+json); every route with a request body 411, 413 and 415 (shared/http/body.ts).
  */
-const NO_DATABASE = new Set(['openApi']);
+const NO_DATABASE = new Set(['openApi', ...DASHBOARD_STATIC_OPERATIONS]);
 
 interface Operation {
   operationId: string;
@@ -60,7 +62,7 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
       version: '1.0.0',
       description:
         'Durable worker queues and a correlated request/response channel on one Azure SQL database. ' +
-        'Every route except /health needs a function key (x-functions-key header or ?code=).',
+        'Every route except /health and the dashboard page and its files needs a function key (x-functions-key header or ?code=).',
     },
     servers: [{ url: serverUrl }],
     security: [{ functionKey: [] }, { functionKeyQuery: [] }],
@@ -263,6 +265,7 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
           },
         },
       },
+      ...dashboardPaths(),
     }),
     components: {
       securitySchemes: {
@@ -334,12 +337,13 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
             deadLetter: { type: 'boolean', description: 'false: a job out of attempts is deleted instead of dead-lettered' },
           }),
         }),
-        DeadLetter: exact(['id', 'sourceQueue', 'reason', 'payload', 'headers', 'createdAt'], {
+        DeadLetter: exact(['id', 'sourceQueue', 'reason', 'payload', 'headers', 'attempts', 'createdAt'], {
           id: { type: 'string', format: 'uuid' },
           sourceQueue: { type: 'string' },
           reason: { type: ['string', 'null'] },
           payload: { description: 'Any JSON value (the stored text when it is not JSON).' },
           headers: { type: 'object', additionalProperties: { type: 'string' } },
+          attempts: { type: ['integer', 'null'], minimum: 1, description: 'Deliveries before it was dead-lettered; null when unknown (moved by an older version or another host).' },
           createdAt: { type: 'string', format: 'date-time' },
         }),
         StoreKind: { enum: ['sqlserver', 'postgres', 'pglite'] },

@@ -79,6 +79,7 @@ const CHANNEL_METHODS: Record<AsyncMethodKeys<ChannelStore>, true> = {
   deleteSubscriber: true,
   countActiveSubscribers: true,
   pruneExpiredBatch: true,
+  channelStats: true,
   close: true,
 };
 

@@ -2,12 +2,17 @@ import type { AppConfig } from '../config';
 import { CALLBACK_QUEUE, RESPONSE_QUEUE } from '../queue-names';
 import { problem, type HttpAnswer } from '../http/problem';
 
+/** Every queue the configuration knows: the worker queues, the response ingress queue, then (internal) callbacks. */
+export function knownQueues(config: AppConfig, options: { internal?: boolean } = {}): string[] {
+  return [...config.queues, RESPONSE_QUEUE, ...(options.internal ? [CALLBACK_QUEUE] : [])];
+}
+
 /**
  * A route's {queue} must be a configured worker queue or the response ingress queue, so a typo never creates
  * a black hole. (The internal callbacks queue is not published to over HTTP.)
  */
 export function unknownQueue(config: AppConfig, queue: string | undefined, options: { internal?: boolean } = {}): HttpAnswer | null {
-  const known = [...config.queues, RESPONSE_QUEUE, ...(options.internal ? [CALLBACK_QUEUE] : [])];
+  const known = knownQueues(config, options);
   if (queue !== undefined && known.includes(queue)) return null;
   const shown = queue === undefined ? '' : queue.length > 100 ? `${queue.slice(0, 100)}…` : queue;
   return problem(404, `queue '${shown}' is not configured; the queues are ${known.join(', ')} (QUEUES = ${config.queues.join(',')}, plus the built-in '${RESPONSE_QUEUE}' ingress queue${options.internal ? ` and the internal '${CALLBACK_QUEUE}' queue` : ''})`);

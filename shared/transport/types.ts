@@ -73,7 +73,15 @@ export interface DeadLetterItem {
   reason: string | null;
   payloadJson: string;
   headers: Headers;
+  /** Deliveries the job had before it was dead-lettered; null when unknown (a row moved without them). */
+  attempts: number | null;
   createdAt: Date;
+}
+
+/** A dead-letter row's attempts column: the move stores the job's deliveries (≥ 1); 0 = a row moved without them. */
+export function deadLetterAttempts(value: unknown): number | null {
+  const n = Number(value);
+  return Number.isInteger(n) && n > 0 ? n : null;
 }
 
 export interface TransportStore {

@@ -133,8 +133,8 @@ for (const fixture of storeFixtures()) {
       expect(await h.raw.row(m.id)).toMatchObject({ attempts: 1, lockId: null });
       const [c2] = await h.store.claim('fail', 1, LOCK);
       expect(await dispatchDelivery(c2!, boom, d)).toBe('dead-lettered');
-      // the dead letter keeps the job's id: the row is now on the dead-letter queue, fresh (attempts 0, no lease)
-      expect(await h.raw.row(m.id)).toEqual({ queue: 'fail_dlq', attempts: 0, lockId: null });
+      // the dead letter keeps the job's id and its deliveries: the row is now on the dead-letter queue, no lease
+      expect(await h.raw.row(m.id)).toEqual({ queue: 'fail_dlq', attempts: 2, lockId: null });
       expect(await h.raw.countQueue('fail')).toBe(0);
       const [dead] = await h.store.listDeadLetters('fail_dlq', 'fail', 5);
       expect(dead).toMatchObject({ id: m.id, reason: 'handler exploded', sourceQueue: 'fail' });

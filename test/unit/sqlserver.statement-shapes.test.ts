@@ -86,14 +86,16 @@ describe('SQL Server statement shapes', () => {
   it('dead-letter move deletes (fenced) before inserting, and inserts only when exactly that row went', () => {
     const t = s.deadLetterMove.text;
     expect(t.startsWith('SET XACT_ABORT ON;\nBEGIN TRAN;')).toBe(true);
-    const del = t.indexOf('DELETE FROM [dbo].[jobs] WHERE id = @source_id AND lock_id = @lock_id;');
+    const del = t.indexOf('DELETE FROM [dbo].[jobs] OUTPUT deleted.attempts INTO @removed WHERE id = @source_id AND lock_id = @lock_id;');
     const guard = t.indexOf('IF @@ROWCOUNT = 1');
-    const ins = t.indexOf('INSERT INTO [dbo].[jobs] (id, queue, payload_json, headers_json, dead_letter_reason)');
+    const ins = t.indexOf('INSERT INTO [dbo].[jobs] (id, queue, payload_json, headers_json, dead_letter_reason, attempts)');
     expect(del).toBeGreaterThan(0);
     expect(guard).toBeGreaterThan(del);
     expect(ins).toBeGreaterThan(guard);
     expect(t.indexOf('ELSE')).toBeGreaterThan(ins);
-    expect(t).toContain('VALUES (@new_id, @dlq, @payload_json, @headers_json, @reason);');
+    // the dead-letter row keeps the removed row's attempts; OUTPUT INTO a table variable (not a bare OUTPUT, refused on tables with triggers)
+    expect(t.indexOf('DECLARE @removed TABLE (attempts int NOT NULL);')).toBeLessThan(del);
+    expect(t).toContain('SELECT @new_id, @dlq, @payload_json, @headers_json, @reason, attempts FROM @removed;');
     expect(t).toContain('SELECT 1 AS moved;');
     expect(t).toContain('SELECT 0 AS moved;');
     expect(t.match(/COMMIT;/g)).toHaveLength(2); // both branches end the transaction
@@ -122,7 +124,7 @@ describe('SQL Server statement shapes', () => {
       expect(st.text).toContain(`${headerSentinel}source + N'.' COLLATE Latin1_General_100_BIN2`);
       expect(st.text).toContain('CASE WHEN ISJSON(headers_json) = 1');
     }
-    expect(s.listDeadLetters.text).toMatch(/^SELECT TOP \(@top\) id, payload_json, headers_json, dead_letter_reason, created_at/);
+    expect(s.listDeadLetters.text).toMatch(/^SELECT TOP \(@top\) id, payload_json, headers_json, dead_letter_reason, attempts, created_at/);
     expect(s.listDeadLetters.text).toMatch(/ORDER BY created_at DESC;$/);
   });
 

@@ -241,7 +241,12 @@ describe('SQL Server store: parameters and rows', () => {
         return [[{ ready: 3, delayed: 1, leased: 2, oldest_ready_age_seconds: 12.5, dead_lettered: 4 }]];
       }
       if (call.text.startsWith('SELECT TOP (@top)')) {
-        return [[{ id: ID1, payload_json: '{"x":1}', headers_json: '{"k":"v"}', dead_letter_reason: null, created_at: created }]];
+        return [
+          [
+            { id: ID1, payload_json: '{"x":1}', headers_json: '{"k":"v"}', dead_letter_reason: null, attempts: 0, created_at: created },
+            { id: ID2, payload_json: '2', headers_json: '{}', dead_letter_reason: 'r', attempts: 3, created_at: created },
+          ],
+        ];
       }
       return [[{ affected: 1 }]];
     });
@@ -254,7 +259,9 @@ describe('SQL Server store: parameters and rows', () => {
       oldestReadyAgeSeconds: 12.5,
     });
     expect(await store.listDeadLetters('dlq', 'w', 50)).toEqual([
-      { id: ID1.toLowerCase(), sourceQueue: 'w', reason: null, payloadJson: '{"x":1}', headers: { k: 'v' }, createdAt: created },
+      // attempts 0: a row moved without them (another host, an older version) lists them as unknown
+      { id: ID1.toLowerCase(), sourceQueue: 'w', reason: null, payloadJson: '{"x":1}', headers: { k: 'v' }, attempts: null, createdAt: created },
+      { id: ID2.toLowerCase(), sourceQueue: 'w', reason: 'r', payloadJson: '2', headers: {}, attempts: 3, createdAt: created },
     ]);
     expect(pool.calls[1]!.inputs.top!.value).toBe(50);
     expect(await store.requeueDeadLetter('dlq', 'w', ID1)).toBe(true);

@@ -35,6 +35,7 @@ const CHANNEL = [
   'deleteSubscriber',
   'countActiveSubscribers',
   'pruneExpiredBatch',
+  'channelStats',
   'close',
 ] as const;
 

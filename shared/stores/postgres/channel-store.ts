@@ -2,6 +2,7 @@ import type {
   CallbackJobTarget,
   ChannelMessage,
   ChannelNames,
+  ChannelStats,
   ChannelStore,
   ChannelTable,
   InsertedMessage,
@@ -15,6 +16,7 @@ import { DEFAULT_TRANSPORT_TABLE } from '../options';
 import type { PgClient, Queryable } from './client';
 import { advisoryKey, schemaLockResource } from './ddl';
 import { channelDdl, channelNotifyPrefix, channelStatements } from './channel-statements';
+import { channelStatsQuery } from './channel-stats';
 
 interface MessageRow {
   id: string;
@@ -296,6 +298,12 @@ export class PostgresChannelStore implements ChannelStore {
 
   async pruneExpiredBatch(table: ChannelTable): Promise<number> {
     return (await this.run(this.sql.prune(table), [])).rowCount;
+  }
+
+  async channelStats(): Promise<ChannelStats> {
+    const r = await this.run<{ stored_responses: number; live_waiters: number; registrations: number }>(channelStatsQuery(this.options.names), []);
+    const row = r.rows[0]!;
+    return { storedResponses: row.stored_responses, liveWaiters: row.live_waiters, registrations: row.registrations };
   }
 
   async close(): Promise<void> {

@@ -69,9 +69,10 @@ WHERE m.id = s.id AND m.lock_id = s.lock_id`,
 WHERE id = $1 AND lock_id = $2`,
     renew: `UPDATE ${t} SET locked_until = clock_timestamp() + $3::bigint ${MS} WHERE id = $1 AND lock_id = $2`,
     // Delete first; the insert runs only for a row the fence matched (SQL Server: IF @@ROWCOUNT = 1).
-    deadLetter: `WITH removed AS (DELETE FROM ${t} WHERE id = $1 AND lock_id = $2 RETURNING id)
-INSERT INTO ${t} (id, queue, payload_json, headers_json, dead_letter_reason)
-SELECT $3, $4, $5, $6, $7 FROM removed
+    // The dead-letter row keeps the removed row's attempts (SQL Server: OUTPUT deleted.attempts INTO @removed).
+    deadLetter: `WITH removed AS (DELETE FROM ${t} WHERE id = $1 AND lock_id = $2 RETURNING id, attempts)
+INSERT INTO ${t} (id, queue, payload_json, headers_json, dead_letter_reason, attempts)
+SELECT $3, $4, $5, $6, $7, attempts FROM removed
 ON CONFLICT (id) DO NOTHING
 RETURNING id`,
     // SQL Server: SET NOCOUNT OFF; DELETE TOP (1000); PostgreSQL has no DELETE … LIMIT, so bound by ctid.
@@ -84,7 +85,7 @@ RETURNING id`,
   (SELECT count(*) FROM ${t} WHERE queue = $2 AND ${SOURCE_QUEUE} = $1)::int AS dead_lettered,
   (SELECT EXTRACT(EPOCH FROM now() - min(available_at))::float8 FROM ${t}
      WHERE queue = $1 AND available_at <= now() AND ${UNLEASED}) AS oldest_ready_age_seconds`,
-    listDeadLetters: `SELECT id, payload_json, headers_json, dead_letter_reason, created_at FROM ${t}
+    listDeadLetters: `SELECT id, payload_json, headers_json, dead_letter_reason, attempts, created_at FROM ${t}
 WHERE queue = $1 AND ${SOURCE_QUEUE} = $2
 ORDER BY created_at DESC
 LIMIT $3`,

@@ -12,6 +12,7 @@ import type {
   StoreKind,
   TransportStore,
 } from '../../transport/types';
+import { deadLetterAttempts } from '../../transport/types';
 import { INDEX_BUILD_COMMAND_TIMEOUT_S, type TransportStoreOptions } from '../options';
 import type { PgClient } from './client';
 import {
@@ -223,7 +224,7 @@ export class PostgresTransportStore implements TransportStore {
 
   async listDeadLetters(deadLetterQueue: string, sourceQueue: string, top: number): Promise<DeadLetterItem[]> {
     await this.ensureSchema();
-    const r = await this.client.query<{ id: string; payload_json: string; headers_json: string; dead_letter_reason: string | null; created_at: Date }>(
+    const r = await this.client.query<{ id: string; payload_json: string; headers_json: string; dead_letter_reason: string | null; attempts: number; created_at: Date }>(
       this.sql.listDeadLetters,
       [deadLetterQueue, sourceQueue, top],
     );
@@ -233,6 +234,7 @@ export class PostgresTransportStore implements TransportStore {
       reason: row.dead_letter_reason,
       payloadJson: row.payload_json,
       headers: parseHeadersLenient(row.headers_json),
+      attempts: deadLetterAttempts(row.attempts),
       createdAt: row.created_at,
     }));
   }

@@ -9,6 +9,7 @@ import type {
   CallbackJobTarget,
   ChannelMessage,
   ChannelNames,
+  ChannelStats,
   ChannelStore,
   ChannelTable,
   DbTimestamp,
@@ -21,6 +22,7 @@ import { CALLBACK_QUEUE } from '../../queue-names';
 import type { Logger } from '../../log';
 import { DEFAULT_TRANSPORT_TABLE } from '../options';
 import { channelStatements, HEARTBEAT_CHUNK, HYDRATE_CHUNK, type ChannelStatements } from './channel-statements';
+import { channelStats } from './channel-stats';
 import {
   CHANNEL_VERIFICATION_FIX_HINT,
   channelAbsentMessage,
@@ -366,6 +368,15 @@ export class SqlServerChannelStore extends SqlServerStoreBase implements Channel
     await this.ensureSchema();
     const result = await this.run(this.statements.countActiveSubscribers, { correlation_id: correlationId });
     return Number(rows(result)[0]?.active ?? 0);
+  }
+
+  // ---- statistics (the dashboard) --------------------------------------------------------------------------
+
+  async channelStats(): Promise<ChannelStats> {
+    await this.ensureSchema();
+    const row = rows(await this.run(channelStats(this.names), {}))[0];
+    // COUNT_BIG arrives from tedious as a decimal string
+    return { storedResponses: Number(row?.stored_responses ?? 0), liveWaiters: Number(row?.live_waiters ?? 0), registrations: Number(row?.registrations ?? 0) };
   }
 
   // ---- prune --------------------------------------------------------------------------------------------

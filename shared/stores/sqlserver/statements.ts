@@ -268,11 +268,13 @@ export function deadLetterMove(
     text: [
       'SET XACT_ABORT ON;',
       'BEGIN TRAN;',
-      `DELETE FROM ${t} WHERE id = @source_id AND lock_id = @lock_id;`,
+      // the dead-letter row keeps the deliveries the job had (the removed row's attempts; requeue resets them)
+      'DECLARE @removed TABLE (attempts int NOT NULL);',
+      `DELETE FROM ${t} OUTPUT deleted.attempts INTO @removed WHERE id = @source_id AND lock_id = @lock_id;`,
       'IF @@ROWCOUNT = 1',
       'BEGIN',
-      `    INSERT INTO ${t} (id, queue, payload_json, headers_json, dead_letter_reason)`,
-      '    VALUES (@new_id, @dlq, @payload_json, @headers_json, @reason);',
+      `    INSERT INTO ${t} (id, queue, payload_json, headers_json, dead_letter_reason, attempts)`,
+      '    SELECT @new_id, @dlq, @payload_json, @headers_json, @reason, attempts FROM @removed;',
       '    COMMIT;',
       '    SELECT 1 AS moved;',
       'END',
@@ -347,7 +349,7 @@ export function queueStats(names: TransportNames): Statement<'queue' | 'dlq'> {
 export function listDeadLetters(names: TransportNames): Statement<'top' | 'dlq' | 'source'> {
   return {
     text: [
-      'SELECT TOP (@top) id, payload_json, headers_json, dead_letter_reason, created_at',
+      'SELECT TOP (@top) id, payload_json, headers_json, dead_letter_reason, attempts, created_at',
       `FROM ${qualifiedTable(names)}`,
       `WHERE ${exactQueueMatch('queue', 'dlq')}`,
       `  AND ${exactTextMatch(sourceQueueOf('headers_json'), 'source')}`,

@@ -16,6 +16,7 @@ import type {
   Settlement,
   TransportStore,
 } from '../../transport/types';
+import { deadLetterAttempts } from '../../transport/types';
 import { DDL_TABLE_LOCK_TIMEOUT_MS, INDEX_BUILD_COMMAND_TIMEOUT_S, type TransportStoreOptions } from '../options';
 import { createSqlServerPool, type SqlServerConnectionOptions } from './connection';
 import { createPoolHolder, existingPoolHolder, poolHolderFor, type PoolHolder } from './pool-guard';
@@ -371,6 +372,7 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
       reason: r.dead_letter_reason === null || r.dead_letter_reason === undefined ? null : String(r.dead_letter_reason),
       payloadJson: String(r.payload_json),
       headers: parseHeadersLenient(r.headers_json as string | null),
+      attempts: deadLetterAttempts(r.attempts),
       createdAt: r.created_at as Date,
     }));
   }

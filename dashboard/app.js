@@ -1,0 +1,546 @@
+// The operator dashboard. It reads the API (GET queues, channel, health, a queue's dead letters) every few seconds
+// and acts only through it (requeue, delete), sending the function key typed into the page as x-functions-key.
+// Everything the server returns reaches the page as text (textContent, attribute values), never as HTML:
+// payloads, reasons and headers are user input.
+'use strict';
+
+(() => {
+  const REFRESH_MS = 5000;
+  const HISTORY_MS = 60 * 60 * 1000;
+  const DEAD_LETTERS_SHOWN = 50;
+  const PREVIEW_CHARS = 140;
+  const KEY_STORAGE = 'asyncresponse.functionKey';
+  const SVG = 'http://www.w3.org/2000/svg';
+  const $ = (id) => document.getElementById(id);
+
+  const state = {
+    queues: [],
+    /** queue → [{ t, depth }] since the page opened */
+    history: new Map(),
+    selected: null,
+    selectedCount: null,
+    deadLetters: [],
+    /** database clock − browser clock, from /api/health, so ages do not depend on this machine's clock */
+    skewMs: 0,
+    timer: undefined,
+    refreshing: false,
+    /** the key form was opened by a 401: close it once a call succeeds */
+    keyPrompted: false,
+  };
+
+  // ---- the function key: session storage only -------------------------------------------------------------
+
+  const key = {
+    get() {
+      try {
+        return sessionStorage.getItem(KEY_STORAGE) || '';
+      } catch {
+        return '';
+      }
+    },
+    set(value) {
+      sessionStorage.setItem(KEY_STORAGE, value);
+    },
+    clear() {
+      sessionStorage.removeItem(KEY_STORAGE);
+    },
+  };
+
+  function showKeyForm(show) {
+    $('key-form').hidden = !show;
+    if (show) $('key-input').focus();
+  }
+
+  // ---- API ---------------------------------------------------------------------------------------------------
+
+  class ApiError extends Error {
+    constructor(status, message) {
+      super(message);
+      this.status = status;
+    }
+  }
+
+  /** A call to this app's API, relative to the page (/api/dashboard → /api/…). */
+  async function api(path, init = {}) {
+    const headers = new Headers(init.headers || {});
+    headers.set('accept', 'application/json');
+    const k = key.get();
+    if (k) headers.set('x-functions-key', k);
+    const res = await fetch(path, { ...init, headers, cache: 'no-store', credentials: 'omit', redirect: 'error' });
+    if (res.status === 401) {
+      state.keyPrompted = true;
+      showKeyForm(true);
+      throw new ApiError(401, k ? 'The function key was refused. Enter a valid key.' : 'This app needs a function key. Enter it above.');
+    }
+    if (!res.ok) {
+      let detail = `${res.status} ${res.statusText}`.trim();
+      try {
+        const body = await res.json();
+        if (body && typeof body.detail === 'string') detail = body.detail;
+      } catch {
+        // not a problem body: keep the status line
+      }
+      throw new ApiError(res.status, detail);
+    }
+    return res.status === 204 ? null : res.json();
+  }
+
+  const queuePath = (queue) => `queues/${encodeURIComponent(queue)}`;
+
+  // ---- small DOM helpers (text only) ---------------------------------------------------------------------------
+
+  function el(tag, props, ...children) {
+    const node = document.createElement(tag);
+    for (const [name, value] of Object.entries(props || {})) {
+      if (value === undefined || value === null || value === false) continue;
+      if (name === 'class') node.className = value;
+      else if (name === 'text') node.textContent = String(value);
+      else if (name === 'onclick') node.addEventListener('click', value);
+      else node.setAttribute(name, value === true ? '' : String(value));
+    }
+    for (const child of children) if (child !== null && child !== undefined) node.append(child);
+    return node;
+  }
+
+  function svg(tag, attrs) {
+    const node = document.createElementNS(SVG, tag);
+    for (const [name, value] of Object.entries(attrs)) node.setAttribute(name, String(value));
+    return node;
+  }
+
+  const formatCount = (n) => (typeof n === 'number' ? n.toLocaleString('en-US') : '—');
+
+  function formatAge(seconds) {
+    if (seconds === null || seconds === undefined || !Number.isFinite(seconds)) return '—';
+    const s = Math.max(0, Math.floor(seconds));
+    if (s < 60) return `${s} s`;
+    const m = Math.floor(s / 60);
+    if (m < 60) return `${m} min ${s % 60} s`;
+    const h = Math.floor(m / 60);
+    if (h < 48) return `${h} h ${m % 60} min`;
+    return `${Math.floor(h / 24)} d ${h % 24} h`;
+  }
+
+  let noticeTimer;
+  function notice(text, kind = 'info') {
+    const box = $('notice');
+    box.textContent = text;
+    box.dataset.kind = kind;
+    box.hidden = false;
+    clearTimeout(noticeTimer);
+    if (kind !== 'error') noticeTimer = setTimeout(() => (box.hidden = true), 6000);
+  }
+
+  // ---- confirmation -------------------------------------------------------------------------------------------
+
+  function confirmAction(title, text, okLabel, danger) {
+    const dialog = $('confirm');
+    $('confirm-title').textContent = title;
+    $('confirm-text').textContent = text;
+    const ok = $('confirm-ok');
+    ok.textContent = okLabel;
+    ok.className = danger ? 'danger' : 'primary';
+    return new Promise((resolve) => {
+      const done = (answer) => {
+        ok.removeEventListener('click', yes);
+        $('confirm-cancel').removeEventListener('click', no);
+        dialog.removeEventListener('cancel', no);
+        if (dialog.open) dialog.close();
+        resolve(answer);
+      };
+      const yes = () => done(true);
+      const no = () => done(false);
+      ok.addEventListener('click', yes);
+      $('confirm-cancel').addEventListener('click', no);
+      dialog.addEventListener('cancel', no);
+      dialog.showModal();
+      $('confirm-cancel').focus();
+    });
+  }
+
+  // ---- health ---------------------------------------------------------------------------------------------------
+
+  async function refreshHealth() {
+    const pill = $('health');
+    try {
+      const res = await fetch('health', { cache: 'no-store', credentials: 'omit', headers: { accept: 'application/json' } });
+      const body = await res.json();
+      if (body && typeof body.databaseTime === 'string') state.skewMs = Date.parse(body.databaseTime) - Date.now();
+      const ok = res.ok && body.status === 'ok';
+      pill.dataset.state = ok ? (body.callbacks ? 'warn' : 'ok') : 'bad';
+      pill.textContent = ok ? `Healthy · ${body.store}` : `${body.status || 'Unhealthy'} · ${body.store || 'store unknown'}`;
+      pill.title = [body.schema && `schema: ${body.schema}`, body.callbacks && `callbacks: ${body.callbacks}`, body.detail].filter(Boolean).join('\n');
+    } catch {
+      pill.dataset.state = 'bad';
+      pill.textContent = 'Unreachable';
+      pill.title = 'GET /api/health did not answer';
+    }
+  }
+
+  // ---- queues ---------------------------------------------------------------------------------------------------
+
+  const depthOf = (q) => q.ready + q.delayed + q.leased;
+
+  function record(queues, now) {
+    for (const q of queues) {
+      const samples = state.history.get(q.queue) || [];
+      samples.push({ t: now, depth: depthOf(q) });
+      while (samples.length > 0 && samples[0].t < now - HISTORY_MS) samples.shift();
+      state.history.set(q.queue, samples);
+    }
+  }
+
+  /**
+   * Depth over the time the page has been open (at most the last hour): from the first sample at the left edge to
+   * the latest at the right, scaled to its own peak.
+   */
+  function sparkline(queue, now) {
+    const W = 168;
+    const H = 34;
+    const P = 3;
+    const samples = state.history.get(queue) || [];
+    const start = samples.length > 0 ? samples[0].t : now;
+    const span = Math.max(now - start, 1);
+    const peak = Math.max(0, ...samples.map((s) => s.depth));
+    const max = Math.max(1, peak);
+    const x = (t) => P + ((t - start) / span) * (W - 2 * P);
+    const y = (d) => H - P - (d / max) * (H - 2 * P);
+    const minutes = Math.max(1, Math.ceil((now - start) / 60000));
+    const last = samples.length > 0 ? samples[samples.length - 1].depth : 0;
+    const chart = svg('svg', { viewBox: `0 0 ${W} ${H}`, width: W, height: H, class: 'spark', role: 'img' });
+    chart.setAttribute('aria-label', `depth of ${queue} over ${minutes} min: now ${last}, peak ${peak}`);
+    chart.append(svg('line', { x1: P, y1: H - P, x2: W - P, y2: H - P, class: 'spark-base' }));
+    if (samples.length > 0) {
+      const points = samples.map((s) => `${x(s.t).toFixed(1)},${y(s.depth).toFixed(1)}`);
+      if (samples.length === 1) points.push(`${W - P},${y(samples[0].depth).toFixed(1)}`);
+      const first = points[0].split(',')[0];
+      const lastX = points[points.length - 1].split(',')[0];
+      chart.append(svg('path', { d: `M${first},${H - P} L${points.join(' L')} L${lastX},${H - P} Z`, class: 'spark-area' }));
+      chart.append(svg('polyline', { points: points.join(' '), class: 'spark-line' }));
+    }
+    const wrap = el('div', { class: 'spark-wrap' }, chart, el('span', { class: 'spark-label', text: `peak ${formatCount(peak)}` }));
+    return wrap;
+  }
+
+  function cell(label, content, cls) {
+    const td = el('td', { class: cls, 'data-label': label });
+    td.append(content);
+    return td;
+  }
+
+  function renderQueues(now) {
+    const rows = state.queues.map((q) => {
+      const dead = q.deadLettered > 0;
+      const stale = q.oldestReadyAgeSeconds !== null && q.oldestReadyAgeSeconds >= 60;
+      const name = el('button', { type: 'button', class: 'link', title: `Show the dead letters of ${q.queue}`, text: q.queue, onclick: () => selectQueue(q.queue) });
+      const tr = el(
+        'tr',
+        { 'data-queue': q.queue, class: q.queue === state.selected ? 'selected' : undefined },
+        cell('Queue', name, 'name'),
+        cell('Ready', formatCount(q.ready), 'num'),
+        cell('Delayed', formatCount(q.delayed), 'num'),
+        cell('Leased', formatCount(q.leased), 'num'),
+        cell('Dead-lettered', el('span', { class: dead ? 'badge bad' : 'badge', text: formatCount(q.deadLettered) }), 'num'),
+        cell('Oldest ready', el('span', { class: stale ? 'warn-text' : undefined, text: formatAge(q.oldestReadyAgeSeconds) }), 'num'),
+        cell('Depth', sparkline(q.queue, now), 'chart'),
+      );
+      tr.querySelectorAll('td')[1].dataset.field = 'ready';
+      tr.querySelectorAll('td')[2].dataset.field = 'delayed';
+      tr.querySelectorAll('td')[3].dataset.field = 'leased';
+      tr.querySelectorAll('td')[4].dataset.field = 'deadLettered';
+      return tr;
+    });
+    $('queues').tBodies[0].replaceChildren(...rows);
+    renderQueueSelect();
+  }
+
+  function renderQueueSelect() {
+    const select = $('dl-queue');
+    const options = state.queues.map((q) => {
+      const option = el('option', { value: q.queue, text: q.deadLettered > 0 ? `${q.queue} (${formatCount(q.deadLettered)})` : q.queue });
+      option.selected = q.queue === state.selected;
+      return option;
+    });
+    select.replaceChildren(...options);
+  }
+
+  // ---- topics ---------------------------------------------------------------------------------------------------
+
+  /**
+   * The hook for topics. Subscription copies live on their own logical queues, which GET /api/queues already lists
+   * (it returns every queue the configuration knows). Once the API lists topics (e.g. GET /api/topics and
+   * GET /api/topics/{topic}/subscriptions), fetch them here and return
+   *   [{ topic, subscriptions: [{ subscription, queue }] }];
+   * renderTopics() then shows each subscription with its queue's counts. Until then: null, and the section stays hidden.
+   */
+  async function fetchTopics() {
+    return null;
+  }
+
+  function renderTopics(topics) {
+    const section = $('topics-section');
+    if (!Array.isArray(topics) || topics.length === 0) {
+      section.hidden = true;
+      return;
+    }
+    const byQueue = new Map(state.queues.map((q) => [q.queue, q]));
+    const rows = [];
+    for (const t of topics) {
+      for (const s of t.subscriptions || []) {
+        const q = byQueue.get(s.queue);
+        rows.push(
+          el(
+            'tr',
+            {},
+            cell('Topic', String(t.topic)),
+            cell('Subscription', String(s.subscription)),
+            cell('Queue', el('button', { type: 'button', class: 'link', text: String(s.queue), onclick: () => selectQueue(s.queue) })),
+            cell('Ready', formatCount(q && q.ready), 'num'),
+            cell('Dead-lettered', formatCount(q && q.deadLettered), 'num'),
+          ),
+        );
+      }
+    }
+    const head = el('thead', {}, el('tr', {}, ...['Topic', 'Subscription', 'Queue', 'Ready', 'Dead-lettered'].map((h, i) => el('th', { scope: 'col', class: i > 2 ? 'num' : undefined, text: h }))));
+    $('topics').replaceChildren(el('table', { class: 'grid' }, head, el('tbody', {}, ...rows)));
+    section.hidden = false;
+  }
+
+  // ---- response channel -----------------------------------------------------------------------------------------
+
+  function renderChannel(c) {
+    const tile = (field, label, value, hint, bad) =>
+      el('div', { class: bad ? 'tile bad' : 'tile', 'data-field': field }, el('span', { class: 'tile-value', text: formatCount(value) }), el('span', { class: 'tile-label', text: label }), el('span', { class: 'tile-hint', text: hint }));
+    $('channel').replaceChildren(
+      tile('storedResponses', 'Stored responses', c.storedResponses, 'kept until their retention ends'),
+      tile('liveWaiters', 'Live waiters', c.liveWaiters, 'GETs waiting now'),
+      tile('registrations', 'Registrations', c.registrations, 'callback URLs registered'),
+      tile('callbacksQueued', 'Callbacks queued', c.callbacksQueued, 'ready, delayed or sending'),
+      tile('callbacksDeadLettered', 'Callbacks dead-lettered', c.callbacksDeadLettered, 'see the callbacks queue', c.callbacksDeadLettered > 0),
+    );
+  }
+
+  // ---- dead letters ---------------------------------------------------------------------------------------------
+
+  function preview(payload) {
+    let text;
+    try {
+      text = typeof payload === 'string' ? payload : JSON.stringify(payload);
+    } catch {
+      text = String(payload);
+    }
+    if (text === undefined) text = String(payload);
+    return text.length > PREVIEW_CHARS ? `${text.slice(0, PREVIEW_CHARS)}…` : text;
+  }
+
+  function pretty(value) {
+    try {
+      return typeof value === 'string' ? value : JSON.stringify(value, null, 2);
+    } catch {
+      return String(value);
+    }
+  }
+
+  function renderDeadLetters() {
+    const items = state.deadLetters;
+    const now = Date.now() + state.skewMs;
+    const rows = items.map((d) => {
+      const ageSeconds = (now - Date.parse(d.createdAt)) / 1000;
+      const details = el(
+        'details',
+        { class: 'payload' },
+        el('summary', {}, el('code', { text: preview(d.payload) })),
+        el('pre', { text: pretty(d.payload) }),
+        el('p', { class: 'muted', text: 'Headers' }),
+        el('pre', { text: pretty(d.headers || {}) }),
+        el('p', { class: 'muted', text: `id ${d.id}` }),
+      );
+      const actions = el(
+        'div',
+        { class: 'row-actions' },
+        el('button', { type: 'button', class: 'small', 'data-action': 'requeue', text: 'Requeue', onclick: () => requeue([d]) }),
+        el('button', { type: 'button', class: 'small danger', 'data-action': 'delete', text: 'Delete', onclick: () => remove([d]) }),
+      );
+      return el(
+        'tr',
+        { 'data-id': d.id },
+        cell('Age', el('span', { title: d.createdAt, text: formatAge(ageSeconds) }), 'nowrap'),
+        cell('Reason', el('span', { class: 'reason', title: d.reason || '', text: d.reason || '—' }), 'reason-cell'),
+        cell('Source', d.sourceQueue, 'nowrap'),
+        cell('Attempts', typeof d.attempts === 'number' ? formatCount(d.attempts) : '—', 'num'),
+        cell('Payload', details, 'payload-cell'),
+        cell('Actions', actions, 'right'),
+      );
+    });
+    $('deadletters').tBodies[0].replaceChildren(...rows);
+    $('dl-empty').hidden = items.length > 0;
+    $('dl-empty').textContent = state.selected ? `No dead letters from ${state.selected}.` : 'No queue selected.';
+    $('dl-requeue-all').disabled = items.length === 0;
+    $('dl-delete-all').disabled = items.length === 0;
+    $('dl-requeue-all').textContent = items.length > 0 ? `Requeue all shown (${items.length})` : 'Requeue all shown';
+    $('dl-delete-all').textContent = items.length > 0 ? `Delete all shown (${items.length})` : 'Delete all shown';
+  }
+
+  async function loadDeadLetters() {
+    if (!state.selected) {
+      state.deadLetters = [];
+      renderDeadLetters();
+      return;
+    }
+    const queue = state.selected;
+    const body = await api(`${queuePath(queue)}/deadletters?top=${DEAD_LETTERS_SHOWN}`);
+    if (queue !== state.selected) return;
+    state.deadLetters = Array.isArray(body && body.items) ? body.items : [];
+    renderDeadLetters();
+  }
+
+  function selectQueue(queue) {
+    state.selected = queue;
+    const q = state.queues.find((x) => x.queue === queue);
+    state.selectedCount = q ? q.deadLettered : null;
+    for (const tr of $('queues').tBodies[0].rows) tr.classList.toggle('selected', tr.dataset.queue === queue);
+    renderQueueSelect();
+    loadDeadLetters().catch(showError);
+  }
+
+  /** One API call per dead letter, one after another; returns how many succeeded. */
+  async function each(items, call) {
+    let done = 0;
+    const failures = [];
+    for (const d of items) {
+      try {
+        await call(d);
+        done++;
+      } catch (err) {
+        failures.push(err instanceof Error ? err.message : String(err));
+        if (err instanceof ApiError && err.status === 401) break;
+      }
+    }
+    return { done, failures };
+  }
+
+  function report(verb, items, result) {
+    const what = (n) => `${n} dead letter${n === 1 ? '' : 's'}`;
+    if (result.failures.length === 0) notice(`${verb} ${what(result.done)}.`, 'ok');
+    else notice(`${verb} ${what(result.done)}; ${result.failures.length} failed: ${result.failures[0]}`, 'error');
+  }
+
+  async function requeue(items) {
+    const queue = state.selected;
+    if (!queue || items.length === 0) return;
+    const one = items.length === 1;
+    const ok = await confirmAction(
+      one ? 'Requeue this dead letter?' : `Requeue ${items.length} dead letters?`,
+      one
+        ? `Dead letter ${items[0].id} goes back on '${queue}' with its attempts reset, and runs again.`
+        : `The ${items.length} dead letters shown go back on '${queue}' with their attempts reset, and run again.`,
+      one ? 'Requeue' : `Requeue ${items.length}`,
+      false,
+    );
+    if (!ok) return;
+    const result = await each(items, (d) => api(`${queuePath(queue)}/deadletters/${encodeURIComponent(d.id)}/requeue`, { method: 'POST' }));
+    report('Requeued', items, result);
+    await refresh({ deadLetters: true });
+  }
+
+  async function remove(items) {
+    const queue = state.selected;
+    if (!queue || items.length === 0) return;
+    const one = items.length === 1;
+    const ok = await confirmAction(
+      one ? 'Delete this dead letter?' : `Delete ${items.length} dead letters?`,
+      one ? `Dead letter ${items[0].id} from '${queue}' is deleted for good.` : `The ${items.length} dead letters shown from '${queue}' are deleted for good.`,
+      one ? 'Delete' : `Delete ${items.length}`,
+      true,
+    );
+    if (!ok) return;
+    const result = await each(items, (d) => api(`${queuePath(queue)}/deadletters/${encodeURIComponent(d.id)}`, { method: 'DELETE' }));
+    report('Deleted', items, result);
+    await refresh({ deadLetters: true });
+  }
+
+  // ---- refresh loop ---------------------------------------------------------------------------------------------
+
+  function showError(err) {
+    notice(err instanceof Error ? err.message : String(err), 'error');
+  }
+
+  async function refresh(options = {}) {
+    if (state.refreshing) return;
+    state.refreshing = true;
+    try {
+      await refreshHealth();
+      const [queues, channel, topics] = await Promise.all([api('queues'), api('channel'), fetchTopics()]);
+      const now = Date.now();
+      state.queues = Array.isArray(queues && queues.items) ? queues.items : [];
+      record(state.queues, now);
+      if (!state.selected || !state.queues.some((q) => q.queue === state.selected)) {
+        const withDead = state.queues.find((q) => q.deadLettered > 0);
+        state.selected = (withDead || state.queues[0] || { queue: null }).queue;
+        state.selectedCount = null;
+      }
+      renderQueues(now);
+      renderTopics(topics);
+      renderChannel(channel);
+      const current = state.queues.find((q) => q.queue === state.selected);
+      const count = current ? current.deadLettered : null;
+      if (options.deadLetters || count !== state.selectedCount) {
+        state.selectedCount = count;
+        await loadDeadLetters();
+      } else {
+        renderDeadLetters(); // ages move on
+      }
+      $('updated').textContent = `Updated ${new Date(now).toLocaleTimeString('en-GB')}`;
+      if (!$('notice').hidden && $('notice').dataset.kind === 'error') $('notice').hidden = true;
+      if (state.keyPrompted) {
+        state.keyPrompted = false;
+        showKeyForm(false);
+      }
+    } catch (err) {
+      showError(err);
+    } finally {
+      state.refreshing = false;
+    }
+  }
+
+  function schedule() {
+    clearInterval(state.timer);
+    state.timer = undefined;
+    if ($('auto').checked) {
+      state.timer = setInterval(() => {
+        if (!document.hidden) refresh();
+      }, REFRESH_MS);
+    }
+  }
+
+  // ---- wiring ---------------------------------------------------------------------------------------------------
+
+  function start() {
+    $('refresh').addEventListener('click', () => refresh({ deadLetters: true }));
+    $('auto').addEventListener('change', schedule);
+    $('key-button').addEventListener('click', () => showKeyForm($('key-form').hidden));
+    $('key-form').addEventListener('submit', (event) => {
+      event.preventDefault();
+      const value = $('key-input').value.trim();
+      $('key-input').value = '';
+      if (value) key.set(value);
+      showKeyForm(false);
+      refresh({ deadLetters: true });
+    });
+    $('key-forget').addEventListener('click', () => {
+      key.clear();
+      notice('The key is forgotten in this tab.', 'info');
+    });
+    $('dl-queue').addEventListener('change', (event) => selectQueue(event.target.value));
+    $('dl-requeue-all').addEventListener('click', () => requeue(state.deadLetters.slice()));
+    $('dl-delete-all').addEventListener('click', () => remove(state.deadLetters.slice()));
+    document.addEventListener('visibilitychange', () => {
+      if (!document.hidden && $('auto').checked) refresh();
+    });
+    renderDeadLetters();
+    refresh({ deadLetters: true });
+    schedule();
+  }
+
+  start();
+})();

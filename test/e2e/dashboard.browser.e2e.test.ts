@@ -1,0 +1,212 @@
+// The operator dashboard in a real browser (Debian's chromium driven by playwright-core, no browser download):
+// the local host serves the real function table; the test publishes jobs and failing jobs, opens the page, types
+// the function key, checks the counts it shows, requeues a dead letter by clicking, and checks the queue through
+// the API. A payload and a reason holding markup must show as text. Skips (with the reason) when chromium is
+// absent, unless REQUIRE_BROWSER=1 (set by .ci/run), which makes that a failure.
+// DASHBOARD_SCREENSHOT_DIR=docs saves the README's screenshots (dashboard.png, dashboard-narrow.png).
+import { existsSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import type { Browser, Page, Request } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually } from '../support/messages';
+import { postJson, startApp, type RunningApp } from './app-harness';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const missing = existsSync(CHROMIUM) ? undefined : `${CHROMIUM} is absent (apt-get install -y chromium)`;
+if (missing && process.env.REQUIRE_BROWSER === '1') throw new Error(`REQUIRE_BROWSER=1 but ${missing}`);
+if (missing) console.warn(`[dashboard browser test] skipped: ${missing}`);
+
+// The network is closed: nothing that phones home.
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const KEY = 'dashboard-test-key-7f3a';
+const keyed = { 'x-functions-key': KEY };
+const XSS_NOTE = '<script>window.__xss = 1</script><img src=x onerror=window.__xss=2>';
+/** What page.evaluate sees (this project's TypeScript has no DOM library). */
+type BrowserGlobals = { __xss?: number; sessionStorage: { getItem(key: string): string | null }; document: { documentElement: { scrollWidth: number } } };
+
+let failing = true;
+const received: Array<{ id: string; attempt: number; status: number }> = [];
+let target: Server;
+let app: RunningApp;
+let browser: Browser | undefined;
+
+beforeAll(async () => {
+  if (missing) return;
+  // The worker forwards each job here: jobs with `fail: true` fail while `failing` is set, with markup in the answer.
+  target = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      if (req.url !== '/jobs') return void res.writeHead(204).end(); // callbacks: not used here
+      const job = JSON.parse(body) as { id: string; attempt: number; payload: { fail?: boolean } };
+      const status = failing && job.payload.fail ? 500 : 200;
+      received.push({ id: job.id, attempt: job.attempt, status });
+      res.writeHead(status, { 'content-type': 'text/html' }).end(status === 500 ? '<b>boom</b> upstream refused the order' : 'ok');
+    });
+  });
+  await new Promise<void>((r) => target.listen(0, '127.0.0.1', r));
+  const port = (target.address() as AddressInfo).port;
+  app = await startApp(
+    {
+      PGLITE_DATA_DIR: 'memory://',
+      QUEUES: 'worker',
+      WORKER_FORWARD_URL: `http://127.0.0.1:${port}/jobs`,
+      MAX_DELIVERY_ATTEMPTS: '1',
+      DRAIN_WORKER_SCHEDULE: '*/1 * * * * *',
+      DRAIN_BUDGET_SECONDS: '2',
+      DRAIN_IDLE_GRACE_SECONDS: '0.5',
+      // responses published to the ingress queue stay there (ready) for the whole test
+      DRAIN_RESPONSES_SCHEDULE: '0 0 0 1 1 *',
+      DELIVERY_CONFIRMATION_TIMEOUT_MS: '100',
+      CALLBACK_SIGNING_SECRET: 'dashboard-test-signing-secret',
+      CALLBACK_ALLOWED_HOSTS: `127.0.0.1:${port}`,
+      LOG_LEVEL: 'warn',
+    },
+    { functionKey: KEY },
+  );
+  const { chromium } = await import('playwright-core');
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await app?.close();
+  await new Promise((r) => (target ? target.close(r) : r(undefined)));
+});
+
+type DeadLetter = { id: string; payload: { note?: string } };
+const deadLetters = async () => ((await (await app.api('queues/worker/deadletters', { headers: keyed })).json()) as { items: DeadLetter[] }).items;
+const publish = (queue: string, body: unknown) => app.api(`queues/${queue}/messages`, postJson(body, keyed));
+
+/** The text of one count in the queue table. */
+const queueCell = (page: Page, queue: string, field: string) => page.locator(`#queues tr[data-queue="${queue}"] td[data-field="${field}"]`);
+
+describe.skipIf(!!missing)('operator dashboard in chromium', () => {
+  it('shows the counts, keeps markup as text, requeues a dead letter by clicking; the key stays out of URLs', async () => {
+    for (let i = 0; i < 3; i++) expect((await publish('worker', { payload: { report: i }, delaySeconds: 3600 })).status).toBe(201);
+    expect((await publish('response', [{ payload: { raw: 1 } }, { payload: { raw: 2 } }])).status).toBe(201);
+    const poisoned = (await (await publish('worker', { payload: { fail: true, note: XSS_NOTE } })).json()) as { id: string };
+    const other = (await (await publish('worker', { payload: { fail: true, orderId: 1042 } })).json()) as { id: string };
+    expect((await app.api('responses', postJson({ correlationId: 'dash-stored', payload: { ok: true } }, keyed))).status).toBe(202);
+    const port = (target.address() as AddressInfo).port;
+    expect((await app.api('waiters', postJson({ correlationId: 'dash-registered', callbackUrl: `http://127.0.0.1:${port}/cb` }, keyed))).status).toBe(201);
+    await eventually(async () => ((await deadLetters()).length === 2 ? true : undefined), 'both failing jobs to be dead-lettered', 20_000);
+
+    const page = await browser!.newPage({ viewport: { width: 1280, height: 900 } });
+    const requests: Request[] = [];
+    const problems: string[] = [];
+    page.on('request', (r) => requests.push(r));
+    page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+    page.on('console', (m) => {
+      if (/Content Security Policy|Refused to/i.test(m.text())) problems.push(m.text());
+    });
+
+    const opened = await page.goto(`${app.url}/api/dashboard`);
+    expect(opened!.status()).toBe(200);
+    // the page's own files need no key; the data calls do, so the page asks for it
+    await expect.poll(() => page.locator('#key-form').isVisible(), { timeout: 10_000 }).toBe(true);
+    await page.fill('#key-input', KEY);
+    await page.click('#key-form button[type="submit"]');
+
+    await expect.poll(() => queueCell(page, 'worker', 'deadLettered').textContent(), { timeout: 15_000 }).toBe('2');
+    expect(await queueCell(page, 'worker', 'delayed').textContent()).toBe('3');
+    expect(await queueCell(page, 'worker', 'ready').textContent()).toBe('0');
+    expect(await queueCell(page, 'worker', 'leased').textContent()).toBe('0');
+    expect(await queueCell(page, 'response', 'ready').textContent()).toBe('2');
+    expect(await queueCell(page, 'callbacks', 'deadLettered').textContent()).toBe('0');
+    expect(await page.locator('#queues tr[data-queue="worker"] svg.spark polyline').count()).toBe(1);
+    const tile = (field: string) => page.locator(`#channel [data-field="${field}"] .tile-value`).textContent();
+    expect([await tile('storedResponses'), await tile('liveWaiters'), await tile('registrations'), await tile('callbacksQueued'), await tile('callbacksDeadLettered')]).toEqual(['1', '0', '1', '0', '0']);
+    await expect.poll(() => page.locator('#health').textContent()).toBe('Healthy · pglite');
+    expect(await page.locator('#key-form').isVisible()).toBe(false);
+
+    // dead letters of worker (the queue with dead letters is selected by itself): markup shows as text
+    const row = page.locator(`#deadletters tr[data-id="${poisoned.id}"]`);
+    await expect.poll(() => row.count()).toBe(1);
+    expect(await row.locator('.payload summary code').textContent()).toContain(XSS_NOTE);
+    expect(await row.locator('.reason').textContent()).toMatch(/<b>boom<\/b>/);
+    expect(await row.locator('td[data-label="Attempts"]').textContent()).toBe('1'); // MAX_DELIVERY_ATTEMPTS=1
+    expect(await page.locator('#deadletters script, #deadletters img, #deadletters b').count()).toBe(0);
+    expect(await page.evaluate(() => (globalThis as unknown as BrowserGlobals).__xss)).toBeUndefined();
+
+    const shots = process.env.DASHBOARD_SCREENSHOT_DIR;
+    if (shots) {
+      // a few more samples with some movement, so the README's charts draw a line (response jobs stay ready)
+      for (const n of [3, 1, 4, 2]) {
+        await publish('response', Array.from({ length: n }, (_, i) => ({ payload: { raw: i } })));
+        await page.click('#refresh');
+        await page.waitForTimeout(1500);
+      }
+      await page.locator(`#deadletters tr[data-id="${other.id}"] summary`).click();
+      await page.screenshot({ path: join(shots, 'dashboard.png'), fullPage: true });
+      await page.locator(`#deadletters tr[data-id="${other.id}"] summary`).click();
+    }
+
+    // requeue the poisoned one by clicking, once the target accepts it
+    failing = false;
+    await row.locator('button[data-action="requeue"]').click();
+    await expect.poll(() => page.locator('#confirm').isVisible()).toBe(true);
+    expect(await page.locator('#confirm-text').textContent()).toContain(poisoned.id);
+    await page.click('#confirm-ok');
+    await expect.poll(() => page.locator('#notice').textContent(), { timeout: 10_000 }).toBe('Requeued 1 dead letter.');
+
+    // through the API: it left the dead letters and ran again on worker; the other one is untouched
+    await eventually(async () => (received.some((r) => r.id === poisoned.id && r.status === 200) ? true : undefined), 'the requeued job to run', 15_000);
+    expect((await deadLetters()).map((d) => d.id)).toEqual([other.id]);
+    const stats = (await (await app.api('queues/worker', { headers: keyed })).json()) as Record<string, number>;
+    expect(stats).toMatchObject({ ready: 0, leased: 0, delayed: 3, deadLettered: 1 });
+    await expect.poll(() => queueCell(page, 'worker', 'deadLettered').textContent(), { timeout: 15_000 }).toBe('1');
+
+    // the key: in session storage, sent as a header on every data call, never in a URL
+    expect(await page.evaluate(() => (globalThis as unknown as BrowserGlobals).sessionStorage.getItem('asyncresponse.functionKey'))).toBe(KEY);
+    expect(requests.filter((r) => r.url().includes(KEY))).toEqual([]);
+    const dataCalls = requests.filter((r) => /\/api\/(queues|channel)/.test(r.url()));
+    expect(dataCalls.length).toBeGreaterThan(3);
+    const keyedAfterTyping = dataCalls.filter((r) => r.headers()['x-functions-key'] === KEY).map((r) => `${r.method()} ${new URL(r.url()).pathname}`);
+    expect(keyedAfterTyping).toContain(`POST /api/queues/worker/deadletters/${poisoned.id}/requeue`);
+    expect(keyedAfterTyping).toContain('GET /api/channel');
+    expect(requests.every((r) => r.url().startsWith(app.url))).toBe(true); // nothing from another origin
+
+    // a narrow window: no sideways scrolling
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.waitForTimeout(200);
+    expect(await page.evaluate(() => (globalThis as unknown as BrowserGlobals).document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    if (shots) await page.screenshot({ path: join(shots, 'dashboard-narrow.png'), fullPage: true });
+
+    expect(problems).toEqual([]);
+    await page.close();
+  }, 90_000);
+});
+
+describe.skipIf(!!missing)('dashboard routes', () => {
+  it('serve the three files without a key, with a CSP that allows no inline script and no other origin; nothing else', async () => {
+    const page = await app.api('dashboard');
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    const csp = page.headers.get('content-security-policy') ?? '';
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).toContain("default-src 'none'");
+    expect(csp).not.toContain('unsafe-inline');
+    expect(page.headers.get('x-content-type-options')).toBe('nosniff');
+    const html = await page.text();
+    expect(html).not.toMatch(/<script>|<style|style=|https?:\/\//);
+    expect((await app.api('dashboard/app.js')).headers.get('content-type')).toBe('text/javascript; charset=utf-8');
+    expect((await app.api('dashboard/app.css')).headers.get('content-type')).toBe('text/css; charset=utf-8');
+    for (const path of ['dashboard/index.html', 'dashboard/..%2Fpackage.json', 'dashboard/%2E%2E%2F%2E%2E%2Fpackage.json', 'dashboard/app.js.map', 'dashboard/__proto__']) {
+      expect((await app.api(path)).status, path).toBe(404);
+    }
+    const slash = await app.api('dashboard/', { redirect: 'manual' });
+    expect([slash.status, slash.headers.get('location')]).toEqual([301, '../dashboard']);
+    // the data routes keep their key
+    expect((await app.api('queues')).status).toBe(401);
+    expect((await app.api('channel')).status).toBe(401);
+    const queues = (await (await app.api('queues', { headers: keyed })).json()) as { items: Array<{ queue: string }> };
+    expect(queues.items.map((q) => q.queue)).toEqual(['worker', 'response', 'callbacks']);
+    expect(Object.keys(queues.items[0]!).sort()).toEqual(['deadLettered', 'delayed', 'leased', 'oldestReadyAgeSeconds', 'queue', 'ready']);
+    const channel = await app.api('channel', { headers: keyed });
+    expect(channel.status).toBe(200);
+    expect(Object.keys((await channel.json()) as object).sort()).toEqual(['callbacksDeadLettered', 'callbacksQueued', 'liveWaiters', 'registrations', 'storedResponses']);
+  });
+});
