@@ -20,7 +20,7 @@ export type ParsedPublish =
  * Validates a publish body (one message object or an array of ≤ 100) into rows to insert. Every problem is
  * reported with its field path; nothing is written unless the whole request is valid.
  */
-export function parsePublishBody(body: unknown, queue: string, maxMessageBytes: number): ParsedPublish {
+export function parsePublishBody(body: unknown, queue: string, maxMessageBytes: number, newId: () => string = randomUUID): ParsedPublish {
   const batch = Array.isArray(body);
   const items: unknown[] = batch ? (body as unknown[]) : [body];
   if (batch && items.length === 0) return fail(400, 'the batch is empty', [{ field: '', message: 'must contain at least one message' }]);
@@ -48,7 +48,7 @@ export function parsePublishBody(body: unknown, queue: string, maxMessageBytes: 
     if (Buffer.byteLength(payloadJson, 'utf8') > maxMessageBytes) {
       tooLarge.push({ field: at('payload'), message: `is ${Buffer.byteLength(payloadJson, 'utf8')} bytes; the limit is ${maxMessageBytes}` });
     }
-    let id: string = randomUUID();
+    let id: string = newId();
     if (m.id !== undefined) {
       if (typeof m.id !== 'string' || !UUID_PATTERN.test(m.id)) errors.push({ field: at('id'), message: 'must be a UUID' });
       else id = m.id.toLowerCase();
