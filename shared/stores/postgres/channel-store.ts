@@ -68,7 +68,7 @@ export class PostgresChannelStore implements ChannelStore {
 
   constructor(
     private readonly client: PgClient,
-    private readonly options: { names: ChannelNames; autoCreateSchema: boolean; logger: Logger; ownsClient?: boolean },
+    private readonly options: { names: ChannelNames; autoCreateSchema: boolean; logger: Logger; ownsClient?: boolean; schemaGate?: () => Promise<void> },
   ) {
     this.sql = channelStatements(options.names);
   }
@@ -80,6 +80,7 @@ export class PostgresChannelStore implements ChannelStore {
   }
 
   private async createOrVerify(): Promise<void> {
+    await this.options.schemaGate?.();
     const n = this.options.names;
     if (this.options.autoCreateSchema && (await this.verify()).length > 0) {
       await this.client.transaction(async (tx) => {
