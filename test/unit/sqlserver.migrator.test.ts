@@ -72,11 +72,18 @@ describe('SQL Server migration runner', () => {
     expect(pool.calls.some((c) => v1!.statements.some((s) => s.text === c.text))).toBe(false);
   });
 
-  it('a newer database is refused and its transaction rolled back, nothing recorded', async () => {
+  it('a newer database is refused before any transaction, nothing recorded', async () => {
     const { pool, migrator, records } = server({ table: true, recorded: [1, 2, 3], tables: 4 });
     await expect(migrator.apply()).rejects.toThrow(/is at version 3 \(table jobs_migrations\), newer than this app, which knows versions up to 2/);
-    expect(pool.events).toEqual(['begin', 'rollback']);
+    expect(pool.events).toEqual([]);
     expect(records).toEqual([]);
+  });
+
+  it('an up-to-date database: apply reads the versions and takes no lock', async () => {
+    const { pool, migrator } = server({ table: true, recorded: [1, 2], tables: 4 });
+    expect(await migrator.apply()).toEqual({ from: 2, to: 2, baselineRecorded: false, applied: [] });
+    expect(pool.events).toEqual([]);
+    expect(pool.calls.map(label)).toEqual(['table exists?', 'read versions']);
   });
 
   it('status reads only: no transaction, no lock, no table created', async () => {
