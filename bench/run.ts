@@ -1,7 +1,8 @@
 // npm run bench — throughput and latency of the transport on the configured store.
 // Store: BENCH_STORE=postgres|pglite|sqlserver (default: postgres when PG_URL/DATABASE_URL is set, else pglite).
 // Sizes: BENCH_JOBS (default 20000), BENCH_LARGE_ROWS (default 100000). Each run uses its own schema and drops it.
-// Parts: BENCH_ONLY=publish,drain,wake,wake-across,responses,claim-flatness (comma-separated; default all).
+// Parts: BENCH_ONLY=publish,drain,wake,wake-across,responses,claim-flatness,ids (comma-separated; default all).
+// ids (PostgreSQL server only): BENCH_ID_ROWS (default 1000000) publishes per id mode, sequential vs random.
 
 import { randomBytes, randomUUID } from 'node:crypto';
 import { silentLogger } from '../shared/log';
@@ -18,6 +19,7 @@ import { channelNotifyPrefix } from '../shared/stores/postgres/channel-statement
 import { channelNames } from '../shared/sql/identifiers';
 import { DEFAULT_CHANNEL_TABLES } from '../shared/channel/types';
 import { openBenchStores, type BenchStores } from './stores';
+import { benchIds } from './ids';
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 20_000);
 const LARGE = Number(process.env.BENCH_LARGE_ROWS ?? 100_000);
@@ -261,6 +263,7 @@ const PARTS: Record<string, (s: BenchStores) => Promise<void>> = {
   'wake-across': benchWakeAcross,
   responses: benchResponses,
   'claim-flatness': benchClaimFlatness,
+  ids: (s) => benchIds(s, record),
 };
 const ONLY = (process.env.BENCH_ONLY ?? '').split(',').map((p) => p.trim()).filter(Boolean);
 const unknownParts = ONLY.filter((p) => !(p in PARTS));

@@ -17,7 +17,7 @@ export async function publishMessage(request: HttpRequest, context: InvocationCo
   if (notFound) return notFound;
   const body = await readJsonBody(request.headers.get('content-type'), request.headers.get('content-length'), () => request.text(), undefined, isPublishPayloadPath);
   if (!body.ok) return body.answer;
-  const parsed = parsePublishBody(body.value, queue!, rt.config.maxMessageBytes);
+  const parsed = parsePublishBody(body.value, queue!, rt.config.maxMessageBytes, rt.publisher.newId);
   if (!parsed.ok) return problem(parsed.status, parsed.detail, parsed.errors);
   try {
     // Retries stop in time for a prompt 503 instead of waiting out every throttling backoff.

@@ -13,6 +13,7 @@ import type { QueuePolicy } from './engine/policy';
 import type { HandlerSpec } from './handlers/registry';
 import { CALLBACK_QUEUE, RESPONSE_QUEUE } from './queue-names';
 import { findQueueSettings, PER_QUEUE_SETTINGS, QUEUE_SETTING_PATTERN, type PerQueueSetting } from './queue-settings';
+import { idGeneration, type IdGenerationMode } from './transport/ids';
 
 export type Env = Record<string, string | undefined>;
 
@@ -46,7 +47,7 @@ export interface AppConfig {
   batchSize: number;
   handlerConcurrency: number;
   emptyPollDelayMs: number;
-  publish: { maxAttempts: number; classes: RetryPolicy };
+  publish: { maxAttempts: number; classes: RetryPolicy; idGeneration: IdGenerationMode };
   /** Backoff per transient class for every retried store call (publish, claims, response insert, recovery claim). */
   retry: RetryPolicy;
   deadLetterRetentionMs: number | null;
@@ -158,6 +159,7 @@ export const SETTINGS: readonly Setting[] = [
   { name: 'HANDLER_CONCURRENCY', default: '16', description: 'Handlers running at once per queue and drain invocation.' },
   { name: 'EMPTY_POLL_DELAY_MS', default: '250', description: 'Wait between claims when the queue is empty (a same-process publish wakes at once).' },
   { name: 'PUBLISH_MAX_ATTEMPTS', default: '3', description: 'Attempts of a publish on transient faults (same id every attempt).' },
+  { name: 'ID_GENERATION', default: 'sequential', description: 'Ids generated when a publish gives none: sequential (time-ordered: UUIDv7 on PostgreSQL, bytes 10–15 on SQL Server) or random (UUIDv4).' },
   { name: 'SQL_RETRY_LOCK_BASE_MS', default: '20', description: 'Retry wait base after a deadlock (1205) or lock timeout (1222); doubles per attempt, half-jittered.' },
   { name: 'SQL_RETRY_LOCK_MAX_MS', default: '200', description: 'Cap of that wait.' },
   { name: 'SQL_RETRY_THROTTLING_BASE_MS', default: '10000', description: 'Retry wait base after Azure SQL throttling (40501, 10928, 10929, 49918–49920, 1204): first wait 5–10 s, as Microsoft recommends.' },
@@ -327,7 +329,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     batchSize: num('BATCH_SIZE', 16, { min: 1, max: 1000, integer: true }),
     handlerConcurrency: num('HANDLER_CONCURRENCY', 16, { min: 1, max: 1000, integer: true }),
     emptyPollDelayMs: num('EMPTY_POLL_DELAY_MS', 250, { min: 1, max: 60000 }),
-    publish: { maxAttempts: num('PUBLISH_MAX_ATTEMPTS', 3, { min: 1, max: 100, integer: true }), classes: retry },
+    publish: { maxAttempts: num('PUBLISH_MAX_ATTEMPTS', 3, { min: 1, max: 100, integer: true }), classes: retry, idGeneration: idGeneration(str('ID_GENERATION'), problems) },
     retry,
     deadLetterRetentionMs: retentionDays > 0 ? retentionDays * 86_400_000 : null,
     maxMessageBytes: num('MAX_MESSAGE_BYTES', 262144, { min: 16, max: 64 * 1024 * 1024, integer: true }),

@@ -1,24 +1,26 @@
 // npm run schema -- print --dialect sqlserver|postgres [--schema S] [--table T]
-//   prints the DDL for operators whose migrations own the schema.
+//   prints the DDL of every schema version (and the migrations table) for operators whose tooling owns the schema.
+// npm run schema -- status
+//   prints the database's schema version and the versions this app would apply.
 // npm run schema -- apply
-//   creates (or verifies) the schema with the configured store, as the deployer's identity, so the app's
-//   own identity can run with AUTO_CREATE_SCHEMA=false and data rights only.
+//   applies the pending versions in order under the schema DDL lock, as the deployer's identity, then verifies
+//   the tables, so the app's own identity can run with AUTO_CREATE_SCHEMA=false and data rights only.
 
-import { loadConfig } from '../config';
-import { consoleLogger } from '../log';
-import { transportNames, type Dialect } from '../sql/identifiers';
+import { loadConfig, type AppConfig } from '../config';
+import { consoleLogger, type Logger } from '../log';
+import { channelNames, transportNames, type Dialect } from '../sql/identifiers';
 import { DEFAULT_TRANSPORT_TABLE } from '../stores/options';
-import { openStores } from '../stores/open';
-import { printPostgresSchema } from '../stores/postgres/ddl';
-import { printSqlServerSchema } from '../stores/sqlserver/statements';
-import { printSqlServerChannelSchema } from '../stores/sqlserver/channel-statements';
-import { printPostgresChannelSchema } from '../stores/postgres/channel-statements';
+import { formatStatus } from '../stores/migration-plan';
+import { openStores, type OpenedStores } from '../stores/open';
+import { printPostgresMigrations } from '../stores/postgres/migrations';
+import { schemaNames } from '../stores/schema-names';
+import { printSqlServerMigrations } from '../stores/sqlserver/migrations';
 import { DEFAULT_CHANNEL_TABLES } from '../channel/types';
-import { channelNames } from '../sql/identifiers';
 
 const USAGE = `usage:
   npm run schema -- print --dialect sqlserver|postgres [--schema NAME] [--table NAME]
-  npm run schema -- apply        (uses the store settings: SQL_CONNECTION_STRING / SQL_SERVER / DATABASE_URL)`;
+  npm run schema -- status       (the database's schema version and what is pending)
+  npm run schema -- apply        (applies what is pending; uses the store settings: SQL_CONNECTION_STRING / SQL_SERVER / DATABASE_URL)`;
 
 export function parseArgs(argv: string[]): Record<string, string> {
   const out: Record<string, string> = {};
@@ -36,33 +38,49 @@ export function printSchema(dialect: string, schema?: string, table?: string): s
   if (dialect !== 'sqlserver' && dialect !== 'postgres') throw new Error(`--dialect must be sqlserver or postgres\n${USAGE}`);
   const d = dialect as Dialect;
   const schemaName = schema ?? (d === 'sqlserver' ? 'dbo' : 'public');
-  const names = transportNames(schemaName, table ?? DEFAULT_TRANSPORT_TABLE, d);
-  const channel = channelNames(schemaName, DEFAULT_CHANNEL_TABLES, d);
-  return d === 'sqlserver'
-    ? `${printSqlServerSchema(names)}
-${printSqlServerChannelSchema(channel)}`
-    : `${printPostgresSchema(names)}
-${printPostgresChannelSchema(channel)}`;
+  const names = schemaNames(
+    transportNames(schemaName, table ?? DEFAULT_TRANSPORT_TABLE, d),
+    channelNames(schemaName, DEFAULT_CHANNEL_TABLES, d),
+    d,
+  );
+  return d === 'sqlserver' ? printSqlServerMigrations(names) : printPostgresMigrations(names);
 }
 
-async function main(argv: string[]): Promise<number> {
+/** `status` and `apply` on opened stores; returns the exit code. */
+export async function schemaCommand(command: 'status' | 'apply', stores: OpenedStores, write: (line: string) => void): Promise<number> {
+  const at = stores.migrator.location;
+  if (command === 'status') {
+    const plan = await stores.migrator.status();
+    write(formatStatus(plan, at));
+    return plan.newerThanApp ? 1 : 0;
+  }
+  const report = await stores.migrator.apply();
+  // the stores' own step: verification, and any transport index a crashed build left missing
+  await stores.transport.ensureSchema();
+  await stores.channel.ensureSchema();
+  if (report.baselineRecorded) write(`recorded the existing tables of schema '${at.schema}' as version 1 (baseline)`);
+  write(
+    report.applied.length > 0
+      ? `applied version(s) ${report.applied.join(', ')} on ${stores.transport.kind}: schema '${at.schema}' is at version ${report.to}`
+      : `nothing to apply on ${stores.transport.kind}: schema '${at.schema}' is at version ${report.to}`,
+  );
+  return 0;
+}
+
+async function main(argv: string[], config: () => AppConfig = loadConfig, logger: Logger = consoleLogger('info')): Promise<number> {
   const args = parseArgs(argv);
   if (args._ === 'print') {
     process.stdout.write(printSchema(args.dialect ?? '', args.schema, args.table));
     return 0;
   }
-  if (args._ === 'apply') {
-    const config = { ...loadConfig(), autoCreateSchema: true };
-    const logger = consoleLogger('info');
-    const stores = await openStores(config, logger);
+  if (args._ === 'apply' || args._ === 'status') {
+    // status reads only; apply creates, whatever AUTO_CREATE_SCHEMA says (that is what the command is for)
+    const stores = await openStores({ ...config(), autoCreateSchema: args._ === 'apply' }, logger);
     try {
-      await stores.transport.ensureSchema();
-      await stores.channel.ensureSchema();
-      console.log(`schema ready on ${stores.transport.kind}: ${config.schema}.${config.transportTable} and the channel tables`);
+      return await schemaCommand(args._, stores, (line) => console.log(line));
     } finally {
       await stores.close();
     }
-    return 0;
   }
   console.error(USAGE);
   return 2;

@@ -1,10 +1,14 @@
-import type { ChannelStore } from '../channel/types';
+import type { ChannelNames, ChannelStore } from '../channel/types';
 import type { AppConfig } from '../config';
 import { CALLBACK_QUEUE } from '../queue-names';
 import type { Logger } from '../log';
-import { channelNames } from '../sql/identifiers';
+import { channelNames, transportNames } from '../sql/identifiers';
 import type { TransportStore } from '../transport/types';
+import type { SchemaMigrator } from './migration-plan';
 import type { TransportStoreOptions } from './options';
+import type { PgClient } from './postgres/client';
+import { SchemaVersionGate } from './schema-gate';
+import { schemaNames } from './schema-names';
 
 export interface Stores {
   transport: TransportStore;
@@ -18,8 +22,17 @@ export type StoreOpenOptions = Pick<AppConfig, 'store' | 'schema' | 'transportTa
   channel: Pick<AppConfig['channel'], 'recoveryTable' | 'messageTable' | 'subscriberTable'>;
 };
 
-/** Picks the store the settings name; drivers load lazily so an unused one costs no start-up time. */
-export async function openStores(config: StoreOpenOptions, logger: Logger): Promise<Stores> {
+/** The stores and the schema versions they share (status / apply for `npm run schema`). */
+export interface OpenedStores extends Stores {
+  migrator: SchemaMigrator;
+}
+
+/**
+ * Picks the store the settings name; drivers load lazily so an unused one costs no start-up time. Both stores
+ * run one SchemaVersionGate before their own schema step: pending migrations are applied (AUTO_CREATE_SCHEMA)
+ * or named with the command to run; a database newer than the app is refused.
+ */
+export async function openStores(config: StoreOpenOptions, logger: Logger): Promise<OpenedStores> {
   const transportOptions: TransportStoreOptions = {
     schema: config.schema,
     table: config.transportTable,
@@ -54,14 +67,30 @@ export async function openStores(config: StoreOpenOptions, logger: Logger): Prom
       channelOptions,
     );
   }
-  const { PostgresTransportStore } = await import('./postgres/store');
-  const { PostgresChannelStore } = await import('./postgres/channel-store');
+  schemaNames(transportNames(config.schema, config.transportTable, 'postgres'), channelOptions.names, 'postgres'); // throws before a pool exists
   const { openPgPool, openPglite } = await import('./postgres/connect');
   const client = sel.kind === 'postgres' ? openPgPool(sel.url, config.pool) : await openPglite(sel.dataDir);
+  return openPostgresStoresOn(client, transportOptions, channelOptions);
+}
+
+/** Both PostgreSQL stores and their schema versions on one client (a pg pool or PGlite); close() closes it. */
+export async function openPostgresStoresOn(
+  client: PgClient,
+  transportOptions: TransportStoreOptions,
+  channelOptions: { names: ChannelNames; autoCreateSchema: boolean; logger: Logger },
+): Promise<OpenedStores> {
+  const { PostgresTransportStore } = await import('./postgres/store');
+  const { PostgresChannelStore } = await import('./postgres/channel-store');
+  const { PostgresMigrator } = await import('./postgres/migrator');
+  const names = schemaNames(transportNames(transportOptions.schema, transportOptions.table, 'postgres'), channelOptions.names, 'postgres');
+  const migrator = new PostgresMigrator(client, names);
+  const gate = new SchemaVersionGate(migrator, transportOptions.autoCreateSchema, transportOptions.logger);
+  const schemaGate = () => gate.ensure();
   return {
-    transport: new PostgresTransportStore(client, transportOptions),
+    transport: new PostgresTransportStore(client, { ...transportOptions, schemaGate }),
     // callback jobs go to the transport's own table, in the same statement as the recovery claim
-    channel: new PostgresChannelStore(client, { ...channelOptions, callbacks: { schema: config.schema, table: config.transportTable, queue: CALLBACK_QUEUE } }),
+    channel: new PostgresChannelStore(client, { ...channelOptions, schemaGate, callbacks: { schema: transportOptions.schema, table: transportOptions.table, queue: CALLBACK_QUEUE } }),
+    migrator,
     close: () => client.close(),
   };
 }

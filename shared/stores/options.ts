@@ -7,6 +7,8 @@ export interface TransportStoreOptions {
   /** true: create schema, table and indexes under the DDL locks; false: verify only (migrations own the schema). */
   autoCreateSchema: boolean;
   logger: Logger;
+  /** The schema-version check (schema-gate.ts) run before the store's own create-or-verify; openStores wires it. */
+  schemaGate?: () => Promise<void>;
 }
 
 export const DEFAULT_TRANSPORT_TABLE = 'asyncresponse_transport_messages';

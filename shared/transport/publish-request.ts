@@ -28,7 +28,7 @@ export function isPublishPayloadPath(path: JsonPath): boolean {
  * reported with its field path; nothing is written unless the whole request is valid. A payload given as
  * RawJson is stored as that text; any other value is serialised.
  */
-export function parsePublishBody(body: unknown, queue: string, maxMessageBytes: number): ParsedPublish {
+export function parsePublishBody(body: unknown, queue: string, maxMessageBytes: number, newId: () => string = randomUUID): ParsedPublish {
   const batch = Array.isArray(body);
   const items: unknown[] = batch ? (body as unknown[]) : [body];
   if (batch && items.length === 0) return fail(400, 'the batch is empty', [{ field: '', message: 'must contain at least one message' }]);
@@ -56,7 +56,7 @@ export function parsePublishBody(body: unknown, queue: string, maxMessageBytes: 
     if (Buffer.byteLength(payloadJson, 'utf8') > maxMessageBytes) {
       tooLarge.push({ field: at('payload'), message: `is ${Buffer.byteLength(payloadJson, 'utf8')} bytes; the limit is ${maxMessageBytes}` });
     }
-    let id: string = randomUUID();
+    let id: string = newId();
     if (m.id !== undefined) {
       if (typeof m.id !== 'string' || !UUID_PATTERN.test(m.id)) errors.push({ field: at('id'), message: 'must be a UUID' });
       else id = m.id.toLowerCase();

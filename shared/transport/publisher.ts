@@ -1,6 +1,7 @@
 import type { Logger } from '../log';
 import { DEFAULT_RETRY_CLASSES, withRetry, type BackoffPolicy, type RetryPolicy } from '../sql/retry';
 import { classifyTransient } from '../sql/transient';
+import { idGenerator, idLayoutFor, type IdGenerationMode } from './ids';
 import type { OutgoingMessage, PublishOutcome, TransportStore } from './types';
 import type { WakeSignal } from './wake';
 
@@ -13,6 +14,8 @@ export interface PublishPolicy extends Partial<BackoffPolicy> {
   classes?: RetryPolicy;
   /** [0, 1); jitters the waits (tests make them deterministic). */
   random?: () => number;
+  /** Ids for messages the caller gave none (generatedId): time-ordered for the store (default) or random. */
+  idGeneration?: IdGenerationMode;
 }
 
 /**
@@ -22,12 +25,17 @@ export interface PublishPolicy extends Partial<BackoffPolicy> {
  * Rows claimable at once wake this process's drain loops.
  */
 export class Publisher {
+  /** A new id for a message the caller gave none (ID_GENERATION): time-ordered for this store, or random. */
+  readonly newId: () => string;
+
   constructor(
     private readonly store: TransportStore,
     private readonly wake: WakeSignal,
     private readonly policy: PublishPolicy,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.newId = idGenerator(policy.idGeneration ?? 'sequential', idLayoutFor(store.kind));
+  }
 
   /**
    * `deadline` (epoch ms) is the remaining invocation budget: the publish gives up rather than wait past it.

@@ -10,6 +10,8 @@ import { DEFAULT_TRANSPORT_TABLE } from '../../shared/stores/options';
 import { channelAckSequenceMigration, channelStatements } from '../../shared/stores/sqlserver/channel-statements';
 import { transportStatements } from '../../shared/stores/sqlserver/statements';
 import { CALLBACK_QUEUE } from '../../shared/queue-names';
+import { sqlServerMigrationStatements } from '../../shared/stores/sqlserver/migrations';
+import { schemaNames } from '../../shared/stores/schema-names';
 import { scriptBatches } from './tsql-grammar';
 
 /** One batch the app sends (or prints for an operator to run). */
@@ -75,6 +77,12 @@ export const SQLSERVER_STATEMENT_SOURCES: readonly StatementSource[] = [
   {
     name: 'migration',
     texts: (n) => [{ name: 'migration.channelAckSequence', variant: n.variant, text: channelAckSequenceMigration(n.channel) }],
+  },
+  // the numbered schema migrations and their runner's statements (`npm run schema -- apply`, auto-create)
+  {
+    name: 'migrations',
+    texts: (n) =>
+      sqlServerMigrationStatements(schemaNames(n.transport, n.channel, 'sqlserver')).map((m) => ({ name: `migrations.${m.name}`, variant: n.variant, text: m.text })),
   },
 ];
 

@@ -75,7 +75,7 @@ export class PostgresChannelStore implements ChannelStore {
   /** `callbacks`: where routing enqueues callback jobs (default: the default transport table in the same schema). */
   constructor(
     private readonly client: PgClient,
-    private readonly options: { names: ChannelNames; autoCreateSchema: boolean; logger: Logger; ownsClient?: boolean; callbacks?: CallbackJobTarget },
+    private readonly options: { names: ChannelNames; autoCreateSchema: boolean; logger: Logger; ownsClient?: boolean; callbacks?: CallbackJobTarget; schemaGate?: () => Promise<void> },
   ) {
     this.callbacks = options.callbacks ?? { schema: options.names.schema, table: DEFAULT_TRANSPORT_TABLE, queue: CALLBACK_QUEUE };
     this.sql = channelStatements(options.names, this.callbacks);
@@ -88,6 +88,7 @@ export class PostgresChannelStore implements ChannelStore {
   }
 
   private async createOrVerify(): Promise<void> {
+    await this.options.schemaGate?.();
     const n = this.options.names;
     if (this.options.autoCreateSchema && (await this.verify()).length > 0) {
       await this.client.transaction(async (tx) => {

@@ -75,6 +75,7 @@ export class PostgresTransportStore implements TransportStore {
   }
 
   private async createOrVerify(): Promise<void> {
+    await this.options.schemaGate?.();
     const n = this.names;
     let state = await inspectTransportTable(this.client, n);
     if (this.options.autoCreateSchema) {

@@ -41,6 +41,8 @@ export interface SqlServerChannelStoreOptions {
   ownsPool?: boolean;
   /** Where routing enqueues callback jobs (default: the default transport table in the same schema). */
   callbacks?: CallbackJobTarget;
+  /** The schema-version check (schema-gate.ts) run before the channel's own create-or-verify. */
+  schemaGate?: () => Promise<void>;
 }
 
 /** Spec MaxPersistenceTtl: 3650 days, also where the ms-split DATEADD stays exact. */
@@ -136,6 +138,7 @@ export class SqlServerChannelStore extends SqlServerStoreBase implements Channel
    */
   protected async runSchemaAttempt(): Promise<void> {
     await this.poolHolder.get();
+    await this.options.schemaGate?.();
     const autoCreate = this.options.autoCreateSchema;
     // the whole channel DDL in one transaction under the schema applock
     if (autoCreate) await this.runDdlTransaction(this.statements.ddl);

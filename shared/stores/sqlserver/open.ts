@@ -7,11 +7,15 @@ import type * as sql from 'mssql';
 import type { ChannelNames } from '../../channel/types';
 import type { Logger } from '../../log';
 import { assertDistinct, transportNames } from '../../sql/identifiers';
+import type { SchemaMigrator } from '../migration-plan';
 import type { TransportStoreOptions } from '../options';
+import { SchemaVersionGate } from '../schema-gate';
+import { schemaNames } from '../schema-names';
 import { channelStatements } from './channel-statements';
 import { SqlServerChannelStore } from './channel-store';
 import { createSqlServerPool, type SqlServerConnectionOptions } from './connection';
 import { CALLBACK_QUEUE } from '../../queue-names';
+import { SqlServerMigrator } from './migrator';
 import { createPoolHolder, type PoolHolder } from './pool-guard';
 import { SqlServerTransportStore, type SqlServerStoreDeps } from './store';
 
@@ -26,6 +30,8 @@ export interface SqlServerStores {
   channel: SqlServerChannelStore;
   /** The shared pool's holder (a rebuild replaces the pool: ask it for the current one). */
   poolHolder: PoolHolder;
+  /** The schema versions (status / apply); both stores run its gate before their own schema step. */
+  migrator: SchemaMigrator;
   /** The pool in use now (health probes, tools); do not keep it. */
   readonly pool: sql.ConnectionPool;
   /** Closes both stores, then the pool; idempotent. */
@@ -56,15 +62,20 @@ export function openSqlServerStores(
       ['ack sequence', channel.ackSequence],
     ]);
   }
+  const names = schemaNames(transportNamesValidated, channel, 'sqlserver');
   const logger = transportOptions.logger;
   const holder = createPoolHolder(() => createSqlServerPool(connection, logger), logger);
-  const transport = new SqlServerTransportStore(holder, transportOptions, { ...deps, ownsPool: false });
-  const channelStore = new SqlServerChannelStore(holder, { ...channelOptions, ownsPool: false, callbacks });
+  const migrator = new SqlServerMigrator(holder, names);
+  const gate = new SchemaVersionGate(migrator, transportOptions.autoCreateSchema, logger);
+  const schemaGate = () => gate.ensure();
+  const transport = new SqlServerTransportStore(holder, { ...transportOptions, schemaGate }, { ...deps, ownsPool: false });
+  const channelStore = new SqlServerChannelStore(holder, { ...channelOptions, ownsPool: false, callbacks, schemaGate });
   let closing: Promise<void> | null = null;
   return {
     transport,
     channel: channelStore,
     poolHolder: holder,
+    migrator,
     get pool() {
       return holder.current;
     },

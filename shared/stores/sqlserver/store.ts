@@ -127,6 +127,7 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
 
   protected async runSchemaAttempt(): Promise<void> {
     await this.connect();
+    await this.options.schemaGate?.();
     if (!this.options.autoCreateSchema) {
       const result = evaluateTransportCatalog(await readTransportCatalog(this.pool, this.names), this.names, {
         autoCreate: false,

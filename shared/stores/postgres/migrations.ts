@@ -1,0 +1,100 @@
+// PostgreSQL (and PGlite) schema versions: numbered lists of named statements, run by migrator.ts one version
+// per transaction under the schema advisory lock. Version 1 is the schema of the releases before versioning
+// (ddl.ts + channel-statements.ts, unchanged); every statement is idempotent, so a version 1 that finds some
+// of its objects completes the rest. Twins: stores/sqlserver/migrations.ts.
+
+import { checkMigrations, type Migration, type MigrationStatement } from '../migration-plan';
+import type { SchemaNames } from '../schema-names';
+import { quoteIdentifier } from '../../sql/identifiers';
+import { channelDdl, channelTables } from './channel-statements';
+import { advisoryKey, createIndexesSql, createTableSql, schemaLockResource } from './ddl';
+
+const q = (n: string) => quoteIdentifier(n, 'postgres');
+
+/** Splits one of ddl.ts's scripts into its statements (they hold no ';' inside). */
+function statementsOf(script: string): string[] {
+  return script
+    .split(/;\s*\n/)
+    .map((s) => s.trim().replace(/;$/, ''))
+    .filter((s) => s !== '');
+}
+
+export const migrationsTable = (n: SchemaNames) => `${q(n.schema)}.${q(n.migrationsTable)}`;
+export const subscriptionsTable = (n: SchemaNames) => `${q(n.schema)}.${q(n.subscriptionsTable)}`;
+
+/** What the runner itself runs around the migrations (not a version of their own). */
+export function postgresRunnerStatements(n: SchemaNames) {
+  const t = migrationsTable(n);
+  const c = channelTables(n.channel);
+  return {
+    createSchema: `CREATE SCHEMA IF NOT EXISTS ${q(n.schema)}`,
+    createMigrationsTable: `CREATE TABLE IF NOT EXISTS ${t} (
+    version integer NOT NULL PRIMARY KEY,
+    name text NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT clock_timestamp())`,
+    /** to_regclass: NULL for a missing table, no error (status reads without creating anything). */
+    recordedVersions: `SELECT version FROM ${t} ORDER BY version`,
+    migrationsTableExists: `SELECT to_regclass($1) IS NOT NULL AS present`,
+    recordVersion: `INSERT INTO ${t} (version, name, applied_at) VALUES ($1, $2, clock_timestamp())`,
+    /** Which of version 1's tables exist (regclass of each qualified name). */
+    baselineTables: `SELECT t.name FROM unnest($1::text[]) AS t(name) WHERE to_regclass(t.name) IS NOT NULL`,
+    baselineTableNames: [`${q(n.schema)}.${q(n.transport.table)}`, c.r, c.m, c.s],
+  };
+}
+
+/** Every version, in order. */
+export function postgresMigrations(n: SchemaNames): readonly Migration[] {
+  const channel = channelDdl(n.channel).map((text, i): MigrationStatement => ({ name: `channel ddl ${i + 1}`, text }));
+  const [createSchema, createTable] = statementsOf(createTableSql(n.transport));
+  const [readyIndex, createdIndex] = statementsOf(createIndexesSql(n.transport));
+  return checkMigrations([
+    {
+      version: 1,
+      name: 'transport and channel tables',
+      statements: [
+        { name: 'create schema', text: createSchema! },
+        { name: 'create transport table', text: createTable! },
+        { name: 'create transport ready index', text: readyIndex! },
+        { name: 'create transport created index', text: createdIndex! },
+        ...channel,
+      ],
+    },
+    {
+      version: 2,
+      name: 'topic subscriptions table',
+      statements: [
+        {
+          name: 'create subscriptions table',
+          // topic and subscription compare byte-wise (COLLATE "C"), like queue names; SQL Server: BIN2.
+          text: `CREATE TABLE IF NOT EXISTS ${subscriptionsTable(n)} (
+    topic text COLLATE "C" NOT NULL,
+    subscription text COLLATE "C" NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    PRIMARY KEY (topic, subscription))`,
+        },
+      ],
+    },
+  ]);
+}
+
+/** `npm run schema -- print --dialect postgres`: each version's statements, then how the runner records it. */
+export function printPostgresMigrations(n: SchemaNames): string {
+  const r = postgresRunnerStatements(n);
+  const out = [
+    `-- AsyncResponse schema for PostgreSQL, schema ${q(n.schema)}, by version. \`npm run schema -- apply\` runs each`,
+    '-- pending version in its own transaction under the schema advisory lock and records it in the migrations table.',
+    `${r.createSchema};`,
+    `${r.createMigrationsTable};`,
+    '',
+  ];
+  for (const m of postgresMigrations(n)) {
+    out.push(
+      `-- version ${m.version}: ${m.name}`,
+      'BEGIN;',
+      `SELECT pg_advisory_xact_lock(${advisoryKey(schemaLockResource(n.schema))}); -- ${schemaLockResource(n.schema)}`,
+    );
+    for (const s of m.statements) out.push(`-- ${s.name}`, `${s.text};`);
+    out.push(`INSERT INTO ${migrationsTable(n)} (version, name) VALUES (${m.version}, '${m.name}') ON CONFLICT (version) DO NOTHING;`, 'COMMIT;', '');
+  }
+  return out.join('\n');
+}

@@ -1,0 +1,43 @@
+// The names the schema versions cover: the transport table, the channel's objects, and the two tables named
+// after the transport table (spec 003: the subscriptions table takes the message table's base name with a
+// Subscriptions suffix; the migrations table is named the same way, so two components with their own tables
+// in one schema keep their own versions).
+
+import type { ChannelNames } from '../channel/types';
+import { assertDistinct, derivedName, IDENTIFIER_CAP, type Dialect, type TransportNames } from '../sql/identifiers';
+
+export interface SchemaNames {
+  schema: string;
+  transport: TransportNames;
+  channel: ChannelNames;
+  /** version int PK, name, applied_at (database clock). */
+  migrationsTable: string;
+  /** Durable topic subscriptions (topic, subscription, created_at); version 2. */
+  subscriptionsTable: string;
+}
+
+export function schemaNames(transport: TransportNames, channel: ChannelNames, dialect: Dialect): SchemaNames {
+  const cap = IDENTIFIER_CAP[dialect];
+  const names: SchemaNames = {
+    schema: transport.schema,
+    transport,
+    channel,
+    migrationsTable: derivedName(transport.table, '_migrations', cap),
+    subscriptionsTable: derivedName(transport.table, '_subscriptions', cap),
+  };
+  const inSchema: Array<[string, string]> = [
+    ['transport table', transport.table],
+    ['migrations table', names.migrationsTable],
+    ['subscriptions table', names.subscriptionsTable],
+  ];
+  if (channel.schema.toLowerCase() === transport.schema.toLowerCase()) {
+    inSchema.push(
+      ['RecoveryStateTable table', channel.recoveryTable],
+      ['MessageTable table', channel.messageTable],
+      ['SubscriberTable table', channel.subscriberTable],
+      ['ack sequence', channel.ackSequence],
+    );
+  }
+  assertDistinct(inSchema);
+  return names;
+}

@@ -1,0 +1,153 @@
+// SQL Server / Azure SQL schema versions: numbered lists of named T-SQL batches, run by migrator.ts one
+// version per transaction under the schema applock the stores' DDL takes (asyncresponse:ddl:{schema}).
+// Version 1 is the schema of the releases before versioning, built from the same blocks as statements.ts
+// and channel-statements.ts; every batch is guarded (IF OBJECT_ID … IS NULL …), so a version 1 that finds some
+// of its objects completes the rest. Twins: stores/postgres/migrations.ts.
+// sqlServerMigrationStatements() enumerates every batch (migrations and runner) for grammar/shape tests.
+
+import * as sql from 'mssql';
+import { quoteIdentifier } from '../../sql/identifiers';
+import { checkMigrations, type Migration, type MigrationStatement } from '../migration-plan';
+import type { SchemaNames } from '../schema-names';
+import {
+  channelAckSequenceMigration,
+  channelIndexes,
+  messageTableBody,
+  qualifiedChannelNames,
+  recoveryTableBody,
+  subscriberTableBody,
+} from './channel-statements';
+import {
+  BIN2,
+  CREATED_INDEX_KEYS,
+  createIndexIfMissing,
+  createSchemaIfMissing,
+  createTableIfMissing,
+  qualifiedTable,
+  READY_INDEX_KEYS,
+  schemaApplockLines,
+  transportTableBody,
+  type Statement,
+} from './statements';
+
+const q = (n: string) => quoteIdentifier(n, 'sqlserver');
+const batch = (name: string, lines: readonly string[]): MigrationStatement => ({ name, text: lines.join('\n') });
+
+export const migrationsTable = (n: SchemaNames) => `${q(n.schema)}.${q(n.migrationsTable)}`;
+export const subscriptionsTable = (n: SchemaNames) => `${q(n.schema)}.${q(n.subscriptionsTable)}`;
+
+export function migrationsTableBody(): string {
+  return [
+    '    version int NOT NULL PRIMARY KEY,',
+    '    name nvarchar(200) NOT NULL,',
+    '    applied_at datetime2 NOT NULL DEFAULT SYSUTCDATETIME()',
+  ].join('\n');
+}
+
+/** Every version, in order. */
+export function sqlServerMigrations(n: SchemaNames): readonly Migration[] {
+  const transport = qualifiedTable(n.transport);
+  const c = qualifiedChannelNames(n.channel);
+  return checkMigrations([
+    {
+      version: 1,
+      name: 'transport and channel tables',
+      statements: [
+        batch('create schema', createSchemaIfMissing(n.schema)),
+        batch('create transport table', createTableIfMissing(transport, transportTableBody())),
+        batch('create transport ready index', createIndexIfMissing(transport, n.transport.readyIndex, READY_INDEX_KEYS)),
+        batch('create transport created index', createIndexIfMissing(transport, n.transport.createdIndex, CREATED_INDEX_KEYS)),
+        batch('create channel recovery table', createTableIfMissing(c.recovery, recoveryTableBody())),
+        batch('create channel message table', createTableIfMissing(c.messages, messageTableBody())),
+        batch('add channel acked_seq and sequence', [channelAckSequenceMigration(n.channel)]),
+        batch('create channel subscriber table', createTableIfMissing(c.subscribers, subscriberTableBody())),
+        ...channelIndexes(n.channel).map((i) =>
+          batch(`create channel index ${i.index}`, createIndexIfMissing(`${q(n.schema)}.${q(i.table)}`, i.index, i.keys)),
+        ),
+      ],
+    },
+    {
+      version: 2,
+      name: 'topic subscriptions table',
+      statements: [
+        batch(
+          'create subscriptions table',
+          // topic and subscription compare exactly (BIN2), like queue names; PostgreSQL: COLLATE "C".
+          createTableIfMissing(
+            subscriptionsTable(n),
+            [
+              `    topic nvarchar(200) COLLATE ${BIN2} NOT NULL,`,
+              `    subscription nvarchar(200) COLLATE ${BIN2} NOT NULL,`,
+              '    created_at datetime2 NOT NULL DEFAULT SYSUTCDATETIME(),',
+              '    PRIMARY KEY (topic, subscription)',
+            ].join('\n'),
+          ),
+        ),
+      ],
+    },
+  ]);
+}
+
+/** What the runner runs around the migrations, with typed parameters like every store statement. */
+export function sqlServerRunnerStatements(n: SchemaNames) {
+  const t = migrationsTable(n);
+  const c = qualifiedChannelNames(n.channel);
+  return {
+    /** Inside the step's transaction: XACT_ABORT (any error rolls the whole version back), then the applock. */
+    lock: { text: ['SET XACT_ABORT ON;', ...schemaApplockLines(n.schema, 'schema migrations')].join('\n'), params: {} } as Statement<never>,
+    ensureMigrationsTable: {
+      text: [...createSchemaIfMissing(n.schema), ...createTableIfMissing(t, migrationsTableBody())].join('\n'),
+      params: {},
+    } as Statement<never>,
+    /** One result set: present (bit). Reads no rows when the table is not there, so status creates nothing. */
+    migrationsTableExists: {
+      text: `SELECT CAST(CASE WHEN OBJECT_ID(@table, N'U') IS NULL THEN 0 ELSE 1 END AS bit) AS present;`,
+      params: { table: sql.NVarChar(300) },
+    } as Statement<'table'>,
+    recordedVersions: { text: `SELECT version FROM ${t} ORDER BY version;`, params: {} } as Statement<never>,
+    recordVersion: {
+      text: `INSERT INTO ${t} (version, name, applied_at) VALUES (@version, @name, SYSUTCDATETIME());`,
+      params: { version: sql.Int(), name: sql.NVarChar(200) },
+    } as Statement<'version' | 'name'>,
+    /** Which of version 1's tables exist (user tables only; OBJECT_ID of each qualified name). */
+    baselineTables: {
+      text: [
+        'SELECT v.name FROM (VALUES (@t1), (@t2), (@t3), (@t4)) AS v(name)',
+        "WHERE OBJECT_ID(v.name, N'U') IS NOT NULL;",
+      ].join('\n'),
+      params: { t1: sql.NVarChar(300), t2: sql.NVarChar(300), t3: sql.NVarChar(300), t4: sql.NVarChar(300) },
+    } as Statement<'t1' | 't2' | 't3' | 't4'>,
+    baselineTableNames: [qualifiedTable(n.transport), c.recovery, c.messages, c.subscribers] as const,
+  };
+}
+
+/** Every batch this dialect's schema versioning sends, named `runner: …` or `v{version}: …`. */
+export function sqlServerMigrationStatements(n: SchemaNames): Array<{ name: string; text: string }> {
+  const runner = Object.entries(sqlServerRunnerStatements(n))
+    .filter((e): e is [string, Statement] => typeof (e[1] as Statement).text === 'string')
+    .map(([name, s]) => ({ name: `runner: ${name}`, text: s.text }));
+  const versions = sqlServerMigrations(n).flatMap((m) => m.statements.map((s) => ({ name: `v${m.version}: ${s.name}`, text: s.text })));
+  return [...runner, ...versions];
+}
+
+/** `npm run schema -- print --dialect sqlserver`: each version in its own transaction, as the runner applies it. */
+export function printSqlServerMigrations(n: SchemaNames): string {
+  const r = sqlServerRunnerStatements(n);
+  const out = [
+    `-- AsyncResponse schema for SQL Server / Azure SQL, schema ${q(n.schema)}, by version. \`npm run schema -- apply\``,
+    '-- runs each pending version in its own transaction under the schema applock and records it in the migrations table.',
+    r.ensureMigrationsTable.text,
+    'GO',
+  ];
+  for (const m of sqlServerMigrations(n)) {
+    out.push(`-- version ${m.version}: ${m.name}`, 'BEGIN TRANSACTION;', r.lock.text);
+    for (const s of m.statements) out.push(`-- ${s.name}`, s.text);
+    out.push(
+      `IF NOT EXISTS (SELECT 1 FROM ${migrationsTable(n)} WHERE version = ${m.version})`,
+      `    INSERT INTO ${migrationsTable(n)} (version, name) VALUES (${m.version}, N'${m.name}');`,
+      'COMMIT;',
+      'GO',
+    );
+  }
+  return out.join('\n') + '\n';
+}

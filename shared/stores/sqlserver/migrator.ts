@@ -1,0 +1,137 @@
+// Runs the SQL Server schema versions (migrations.ts). Each step is one transaction: XACT_ABORT and the schema
+// applock the stores' DDL takes (asyncresponse:ddl:{schema}), the migrations table if missing, the recorded
+// versions re-read under the lock, then either the version-1 baseline record or the next pending version and
+// its record; commit. A second session waits on the applock and then finds nothing left to do.
+// Catalog reads (which tables of version 1 exist, the transport table's shape) run before the transaction:
+// catalog reads inside DDL transactions deadlocked (spec §3.2), and version 1 is idempotent, so a table
+// created meanwhile by another session costs nothing.
+
+import type * as sql from 'mssql';
+import {
+  newerThanAppMessage,
+  planMigrations,
+  type ApplyReport,
+  type Migration,
+  type MigrationPlan,
+  type SchemaLocation,
+  type SchemaMigrator,
+  type SchemaState,
+} from '../migration-plan';
+import { DDL_SCHEMA_LOCK_TIMEOUT_MS, INDEX_BUILD_COMMAND_TIMEOUT_S } from '../options';
+import type { SchemaNames } from '../schema-names';
+import { newRequest } from './connection';
+import { withPoolGuard, type PoolHolder } from './pool-guard';
+import { migrationsTable, sqlServerMigrations, sqlServerRunnerStatements } from './migrations';
+import { rollbackQuietly, rows } from './store-common';
+import type { Statement } from './statements';
+import { evaluateTransportCatalog, readTransportCatalog, VERIFICATION_FIX_HINT } from './verify';
+
+type Step = 'baseline' | { applied: number } | { done: number };
+
+export class SqlServerMigrator implements SchemaMigrator {
+  readonly location: SchemaLocation;
+  readonly migrations: readonly Migration[];
+  private readonly sql: ReturnType<typeof sqlServerRunnerStatements>;
+
+  constructor(
+    private readonly holder: PoolHolder,
+    private readonly names: SchemaNames,
+  ) {
+    this.location = { schema: names.schema, transportTable: names.transport.table, migrationsTable: names.migrationsTable };
+    this.migrations = sqlServerMigrations(names);
+    this.sql = sqlServerRunnerStatements(names);
+  }
+
+  status(): Promise<MigrationPlan> {
+    return withPoolGuard(this.holder, async (pool) => {
+      const recorded = await this.recorded(pool);
+      return planMigrations(this.migrations, { recorded, baseline: recorded.length > 0 ? 'present' : await this.baseline(pool) });
+    });
+  }
+
+  async apply(): Promise<ApplyReport> {
+    // the common case (every instance start with AUTO_CREATE_SCHEMA): up to date, so no lock and no DDL
+    const first = await this.status();
+    if (first.newerThanApp) throw new Error(newerThanAppMessage(first, this.location));
+    if (!first.recordBaseline && first.pending.length === 0) return { from: first.current, to: first.current, baselineRecorded: false, applied: [] };
+    let from: number | undefined;
+    let baselineRecorded = false;
+    const applied: number[] = [];
+    for (;;) {
+      const step = await withPoolGuard(this.holder, (pool) => this.step(pool, (current) => (from ??= current)));
+      if (step === 'baseline') baselineRecorded = true;
+      else if ('applied' in step) applied.push(step.applied);
+      else return { from: from ?? step.done, to: step.done, baselineRecorded, applied };
+    }
+  }
+
+  private async step(pool: sql.ConnectionPool, onCurrent: (current: number) => void): Promise<Step> {
+    // before the transaction: the catalog probe (only consulted when nothing is recorded yet)
+    const baseline = (await this.recorded(pool)).length > 0 ? 'present' : await this.baseline(pool);
+    const tx = pool.transaction();
+    try {
+      await tx.begin();
+      // the lock batch may wait DDL_SCHEMA_LOCK_TIMEOUT_MS: a longer request timeout lets its own THROW 51000 answer
+      await this.run(tx, this.sql.lock, {}, DDL_SCHEMA_LOCK_TIMEOUT_MS + 30_000);
+      await this.run(tx, this.sql.ensureMigrationsTable, {});
+      const recorded = rows(await this.run(tx, this.sql.recordedVersions, {})).map((r) => Number(r.version));
+      const plan = planMigrations(this.migrations, { recorded, baseline } satisfies SchemaState);
+      onCurrent(plan.current);
+      if (plan.newerThanApp) throw new Error(newerThanAppMessage(plan, this.location));
+      let step: Step;
+      if (plan.recordBaseline) {
+        await this.run(tx, this.sql.recordVersion, { version: 1, name: `${this.migrations[0]!.name} (baseline: found in place)` });
+        step = 'baseline';
+      } else if (plan.pending[0]) {
+        const next = plan.pending[0];
+        for (const s of next.statements) {
+          // index builds grow with the table: the hour-long timeout of the stores' index phase
+          await this.run(tx, { text: s.text, params: {} }, {}, INDEX_BUILD_COMMAND_TIMEOUT_S * 1000);
+        }
+        await this.run(tx, this.sql.recordVersion, { version: next.version, name: next.name });
+        step = { applied: next.version };
+      } else step = { done: plan.current };
+      await tx.commit();
+      return step;
+    } catch (err) {
+      await rollbackQuietly(tx);
+      throw err;
+    }
+  }
+
+  private async recorded(pool: sql.ConnectionPool): Promise<number[]> {
+    const exists = rows(await this.run(pool, this.sql.migrationsTableExists, { table: migrationsTable(this.names) }));
+    if (!exists[0]?.present) return [];
+    return rows(await this.run(pool, this.sql.recordedVersions, {})).map((r) => Number(r.version));
+  }
+
+  /** Version 1's tables when nothing is recorded: all there (and the transport table verified), none, or some. */
+  private async baseline(pool: sql.ConnectionPool): Promise<SchemaState['baseline']> {
+    const [t1, t2, t3, t4] = this.sql.baselineTableNames;
+    const found = rows(await this.run(pool, this.sql.baselineTables, { t1, t2, t3, t4 })).length;
+    if (found === 0) return 'absent';
+    if (found < this.sql.baselineTableNames.length) return 'partial';
+    const transport = evaluateTransportCatalog(await readTransportCatalog(pool, this.names.transport), this.names.transport, {
+      autoCreate: false,
+      skipIndexes: true,
+    });
+    if (transport.problems.length > 0) {
+      throw new Error(
+        `the tables of version 1 are in schema '${this.names.schema}' but not recorded, and the transport table does not ` +
+          `have the expected shape, so it is not recorded as version 1: ${transport.problems.join(' ')} ${VERIFICATION_FIX_HINT}`,
+      );
+    }
+    return 'present';
+  }
+
+  private run<P extends string>(
+    parent: sql.ConnectionPool | sql.Transaction,
+    statement: Statement<P>,
+    values: Record<P, unknown>,
+    timeoutMs?: number,
+  ): Promise<sql.IResult<unknown>> {
+    const request = newRequest(parent, timeoutMs);
+    for (const name of Object.keys(statement.params) as P[]) request.input(name, statement.params[name], values[name]);
+    return request.query(statement.text);
+  }
+}

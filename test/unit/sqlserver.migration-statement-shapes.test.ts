@@ -1,0 +1,122 @@
+// Pins every T-SQL batch of the SQL Server schema versions (migrations.ts): the runner's lock, table and
+// version statements, version 1 = exactly the batches today's stores run, version 2 = the subscriptions table.
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_CHANNEL_TABLES } from '../../shared/channel/types';
+import { channelNames, transportNames } from '../../shared/sql/identifiers';
+import { schemaNames } from '../../shared/stores/schema-names';
+import { channelDdl } from '../../shared/stores/sqlserver/channel-statements';
+import {
+  printSqlServerMigrations,
+  sqlServerMigrations,
+  sqlServerMigrationStatements,
+  sqlServerRunnerStatements,
+} from '../../shared/stores/sqlserver/migrations';
+import { ddlBuildIndexes, ddlPhase1, type Statement } from '../../shared/stores/sqlserver/statements';
+import { length, typeName } from '../support/sqlserver-statements';
+
+const names = schemaNames(transportNames('dbo', 'jobs', 'sqlserver'), channelNames('dbo', DEFAULT_CHANNEL_TABLES, 'sqlserver'), 'sqlserver');
+const r = sqlServerRunnerStatements(names);
+const [v1, v2] = sqlServerMigrations(names);
+
+describe('SQL Server schema-version statement shapes', () => {
+  it('names: the migrations and subscriptions tables take the transport table as their base', () => {
+    expect(names.migrationsTable).toBe('jobs_migrations');
+    expect(names.subscriptionsTable).toBe('jobs_subscriptions');
+  });
+
+  it('lock: XACT_ABORT, then the schema applock every component takes, owned by the transaction, 60 s at most', () => {
+    expect(r.lock.text).toBe(
+      [
+        'SET XACT_ABORT ON;',
+        'DECLARE @lock_result int;',
+        "EXEC @lock_result = sp_getapplock @Resource = N'asyncresponse:ddl:dbo', @LockMode = 'Exclusive',",
+        "    @LockOwner = 'Transaction', @LockTimeout = 60000;",
+        'IF @lock_result < 0',
+        "    THROW 51000, N'AsyncResponse schema migrations could not take the schema DDL lock asyncresponse:ddl:dbo within 60000 ms.', 1;",
+      ].join('\n'),
+    );
+    expect(r.lock.params).toEqual({});
+  });
+
+  it('migrations table: version int PK, name, applied_at on the database clock, behind guards', () => {
+    expect(r.ensureMigrationsTable.text).toBe(
+      [
+        "IF SCHEMA_ID(N'dbo') IS NULL",
+        "    EXEC (N'CREATE SCHEMA [dbo]');",
+        "IF OBJECT_ID(N'[dbo].[jobs_migrations]', N'U') IS NULL",
+        'BEGIN',
+        'CREATE TABLE [dbo].[jobs_migrations] (',
+        '    version int NOT NULL PRIMARY KEY,',
+        '    name nvarchar(200) NOT NULL,',
+        '    applied_at datetime2 NOT NULL DEFAULT SYSUTCDATETIME()',
+        ');',
+        'END',
+      ].join('\n'),
+    );
+  });
+
+  it('version reads and the record insert, with typed parameters', () => {
+    expect(r.migrationsTableExists.text).toBe("SELECT CAST(CASE WHEN OBJECT_ID(@table, N'U') IS NULL THEN 0 ELSE 1 END AS bit) AS present;");
+    expect([typeName(r.migrationsTableExists as Statement, 'table'), length(r.migrationsTableExists as Statement, 'table')]).toEqual(['NVarChar', 300]);
+    expect(r.recordedVersions.text).toBe('SELECT version FROM [dbo].[jobs_migrations] ORDER BY version;');
+    expect(r.recordVersion.text).toBe('INSERT INTO [dbo].[jobs_migrations] (version, name, applied_at) VALUES (@version, @name, SYSUTCDATETIME());');
+    expect(typeName(r.recordVersion as Statement, 'version')).toBe('Int');
+    expect([typeName(r.recordVersion as Statement, 'name'), length(r.recordVersion as Statement, 'name')]).toEqual(['NVarChar', 200]);
+    expect(r.baselineTables.text).toBe("SELECT v.name FROM (VALUES (@t1), (@t2), (@t3), (@t4)) AS v(name)\nWHERE OBJECT_ID(v.name, N'U') IS NOT NULL;");
+    for (const p of ['t1', 't2', 't3', 't4']) expect(typeName(r.baselineTables as Statement, p)).toBe('NVarChar');
+    expect(r.baselineTableNames).toEqual(['[dbo].[jobs]', '[dbo].[asyncresponse_recovery_state]', '[dbo].[asyncresponse_channel_messages]', '[dbo].[asyncresponse_channel_subscribers]']);
+  });
+
+  it("version 1 is today's schema: every batch is a block of the stores' own DDL, and together they cover it", () => {
+    expect(v1!.name).toBe('transport and channel tables');
+    const today = [ddlPhase1(names.transport).text, ddlBuildIndexes(names.transport).text, channelDdl(names.channel).text].join('\n');
+    for (const s of v1!.statements) expect(today, s.name).toContain(s.text);
+    const covered = v1!.statements.map((s) => s.text).join('\n');
+    for (const object of ['[dbo].[jobs]', 'jobs_ready_idx', 'jobs_created_idx', '[dbo].[asyncresponse_recovery_state]', '[dbo].[asyncresponse_channel_messages]',
+      '[dbo].[asyncresponse_channel_subscribers]', 'asyncresponse_channel_messages_ack_seq', 'asyncresponse_recovery_state_expires_idx',
+      'asyncresponse_channel_messages_correlation_created_idx', 'asyncresponse_channel_messages_expires_idx', 'asyncresponse_channel_subscribers_expires_idx']) {
+      expect(covered).toContain(object);
+    }
+    expect(covered).not.toContain('sp_getapplock'); // the runner holds the lock around the whole version
+  });
+
+  it('version 2: the subscriptions table, exact-compare names, created on the database clock', () => {
+    expect(v2!.statements).toEqual([
+      {
+        name: 'create subscriptions table',
+        text: [
+          "IF OBJECT_ID(N'[dbo].[jobs_subscriptions]', N'U') IS NULL",
+          'BEGIN',
+          'CREATE TABLE [dbo].[jobs_subscriptions] (',
+          '    topic nvarchar(200) COLLATE Latin1_General_100_BIN2 NOT NULL,',
+          '    subscription nvarchar(200) COLLATE Latin1_General_100_BIN2 NOT NULL,',
+          '    created_at datetime2 NOT NULL DEFAULT SYSUTCDATETIME(),',
+          '    PRIMARY KEY (topic, subscription)',
+          ');',
+          'END',
+        ].join('\n'),
+      },
+    ]);
+  });
+
+  it('the enumeration lists every batch once, runner first, by unique name (for grammar tests)', () => {
+    const all = sqlServerMigrationStatements(names);
+    expect(new Set(all.map((s) => s.name)).size).toBe(all.length);
+    expect(all.map((s) => s.name).slice(0, 5)).toEqual([
+      'runner: lock',
+      'runner: ensureMigrationsTable',
+      'runner: migrationsTableExists',
+      'runner: recordedVersions',
+      'runner: recordVersion',
+    ]);
+    expect(all).toHaveLength(6 + v1!.statements.length + v2!.statements.length);
+    expect(all.at(-1)).toEqual({ name: 'v2: create subscriptions table', text: v2!.statements[0]!.text });
+  });
+
+  it('the printed script: one transaction per version under the applock, each recorded if not yet', () => {
+    const script = printSqlServerMigrations(names);
+    expect(script.match(/BEGIN TRANSACTION;\nSET XACT_ABORT ON;/g)).toHaveLength(2);
+    expect(script).toContain("IF NOT EXISTS (SELECT 1 FROM [dbo].[jobs_migrations] WHERE version = 2)\n    INSERT INTO [dbo].[jobs_migrations] (version, name) VALUES (2, N'topic subscriptions table');\nCOMMIT;\nGO");
+    expect(script.indexOf('-- version 1:')).toBeLessThan(script.indexOf('-- version 2:'));
+  });
+});

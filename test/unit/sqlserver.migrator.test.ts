@@ -1,0 +1,97 @@
+// The SQL Server migration runner's conversation with the server (a fake pool; no SQL Server here): one
+// transaction per version with the applock first, the version recorded in it; today's databases recorded as
+// version 1 without running it; a newer database refused and rolled back; status reads only.
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_CHANNEL_TABLES } from '../../shared/channel/types';
+import { silentLogger } from '../../shared/log';
+import { channelNames, transportNames } from '../../shared/sql/identifiers';
+import { schemaNames } from '../../shared/stores/schema-names';
+import { sqlServerMigrations, sqlServerRunnerStatements } from '../../shared/stores/sqlserver/migrations';
+import { SqlServerMigrator } from '../../shared/stores/sqlserver/migrator';
+import { poolHolderFor } from '../../shared/stores/sqlserver/pool-guard';
+import { catalogRecordsets, FakePool, isCatalogQuery, specCatalog, type FakeCall } from './sqlserver.fakes';
+
+const names = schemaNames(transportNames('dbo', 'jobs', 'sqlserver'), channelNames('dbo', DEFAULT_CHANNEL_TABLES, 'sqlserver'), 'sqlserver');
+const r = sqlServerRunnerStatements(names);
+const [v1, v2] = sqlServerMigrations(names);
+
+/** A server with a migrations table (or not), recorded versions, and the version-1 tables it has. */
+function server(state: { table: boolean; recorded: number[]; tables: number }) {
+  const records: Array<{ version: unknown; name: unknown }> = [];
+  const pool = new FakePool((call: FakeCall) => {
+    if (call.text === r.migrationsTableExists.text) return [[{ present: state.table }]];
+    if (call.text === r.recordedVersions.text) return [state.recorded.map((version) => ({ version }))];
+    if (call.text === r.baselineTables.text) return [r.baselineTableNames.slice(0, state.tables).map((name) => ({ name }))];
+    if (isCatalogQuery(call)) return catalogRecordsets(specCatalog(names.transport));
+    if (call.text === r.ensureMigrationsTable.text) state.table = true;
+    if (call.text === r.recordVersion.text) {
+      records.push({ version: call.inputs.version!.value, name: call.inputs.name!.value });
+      state.recorded.push(Number(call.inputs.version!.value));
+    }
+    return [[]];
+  });
+  const migrator = new SqlServerMigrator(poolHolderFor(pool.asPool(), silentLogger), names);
+  return { pool, migrator, records };
+}
+
+const label = (c: FakeCall) =>
+  c.text === r.lock.text ? 'lock' : c.text === r.ensureMigrationsTable.text ? 'ensure table' : c.text === r.recordedVersions.text ? 'read versions'
+    : c.text === r.recordVersion.text ? 'record' : c.text === r.migrationsTableExists.text ? 'table exists?' : c.text === r.baselineTables.text ? 'v1 tables?'
+    : isCatalogQuery(c) ? 'catalog' : [v1!, v2!].flatMap((m) => m.statements.map((s) => [s.text, `v${m.version}: ${s.name}`])).find(([t]) => t === c.text)?.[1] ?? c.text;
+
+describe('SQL Server migration runner', () => {
+  it('a fresh database: each version in its own transaction, the applock first, the record last', async () => {
+    const { pool, migrator, records } = server({ table: false, recorded: [], tables: 0 });
+    expect(await migrator.apply()).toEqual({ from: 0, to: 2, baselineRecorded: false, applied: [1, 2] });
+    expect(pool.events).toEqual(['begin', 'commit', 'begin', 'commit', 'begin', 'commit']);
+    const inTx = pool.calls.filter((c) => c.inTransaction).map(label);
+    expect(inTx).toEqual([
+      'lock', 'ensure table', 'read versions', ...v1!.statements.map((s) => `v1: ${s.name}`), 'record',
+      'lock', 'ensure table', 'read versions', 'v2: create subscriptions table', 'record',
+      'lock', 'ensure table', 'read versions',
+    ]);
+    expect(records).toEqual([
+      { version: 1, name: 'transport and channel tables' },
+      { version: 2, name: 'topic subscriptions table' },
+    ]);
+    // the lock batch outlives its own 60 s applock wait; migration batches get the index-build hour
+    const lock = pool.calls.find((c) => c.text === r.lock.text)!;
+    expect(lock.requestTimeout).toBe(90_000);
+    expect(pool.calls.find((c) => c.text === v2!.statements[0]!.text)!.requestTimeout).toBe(3_600_000);
+    // catalog probes stay outside the DDL transactions
+    expect(pool.calls.filter((c) => c.inTransaction).some((c) => isCatalogQuery(c) || c.text === r.baselineTables.text)).toBe(false);
+  });
+
+  it("today's database (version-1 tables, verified, no record): recorded as version 1 without running it, then version 2", async () => {
+    const { pool, migrator, records } = server({ table: false, recorded: [], tables: 4 });
+    expect(await migrator.apply()).toEqual({ from: 1, to: 2, baselineRecorded: true, applied: [2] });
+    expect(records).toEqual([
+      { version: 1, name: 'transport and channel tables (baseline: found in place)' },
+      { version: 2, name: 'topic subscriptions table' },
+    ]);
+    expect(pool.calls.some((c) => v1!.statements.some((s) => s.text === c.text))).toBe(false);
+  });
+
+  it('a newer database is refused before any transaction, nothing recorded', async () => {
+    const { pool, migrator, records } = server({ table: true, recorded: [1, 2, 3], tables: 4 });
+    await expect(migrator.apply()).rejects.toThrow(/is at version 3 \(table jobs_migrations\), newer than this app, which knows versions up to 2/);
+    expect(pool.events).toEqual([]);
+    expect(records).toEqual([]);
+  });
+
+  it('an up-to-date database: apply reads the versions and takes no lock', async () => {
+    const { pool, migrator } = server({ table: true, recorded: [1, 2], tables: 4 });
+    expect(await migrator.apply()).toEqual({ from: 2, to: 2, baselineRecorded: false, applied: [] });
+    expect(pool.events).toEqual([]);
+    expect(pool.calls.map(label)).toEqual(['table exists?', 'read versions']);
+  });
+
+  it('status reads only: no transaction, no lock, no table created', async () => {
+    const { pool, migrator } = server({ table: false, recorded: [], tables: 4 });
+    const plan = await migrator.status();
+    expect(plan).toMatchObject({ current: 1, recordBaseline: true, latest: 2 });
+    expect(plan.pending.map((m) => m.version)).toEqual([2]);
+    expect(pool.events).toEqual([]);
+    expect(pool.calls.map(label)).toEqual(['table exists?', 'v1 tables?', 'catalog']);
+  });
+});
