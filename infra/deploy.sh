@@ -5,18 +5,20 @@
 #   3. schema            npm run schema -- apply, as you (Entra, DefaultAzureCredential = your az login)
 #   4. code              build, package with production node_modules, az functionapp deployment source config-zip
 #   5. check             GET /api/health, then prints a publish example (and the command that reads the key)
-# Around them: refuses a resource group that exists in another region, registers Microsoft.Web and Microsoft.App,
-# keeps an existing SQL server's Entra admin, and after step 4 waits for the CALLBACK_SIGNING_SECRET Key Vault
+# Around them: creates the resource group only when `az group exists` says it does not (creating an existing group
+# again clears its tags), refuses one in another region, registers Microsoft.Web and Microsoft.App, learns the
+# names of the SQL server and Key Vault the deployment will use (infra/modules/names.bicep) to keep an existing
+# server's Entra admin and signing secret, and after step 4 waits for the CALLBACK_SIGNING_SECRET Key Vault
 # reference to resolve (restarting the app; up to ~13 min, then only a warning).
 #
 # Usage:  AZURE_RESOURCE_GROUP=rg-asyncresp AZURE_LOCATION=swedencentral infra/deploy.sh [--skip-infra]
 #           [--skip-grant] [--skip-schema] [--skip-code]
 #
 # Environment (AZURE_RESOURCE_GROUP is required; AZURE_LOCATION too unless --skip-infra):
-#   AZURE_RESOURCE_GROUP       resource group (created when missing)
+#   AZURE_RESOURCE_GROUP       resource group (created when missing; an existing one is left as it is, tags too)
 #   AZURE_LOCATION             region with Flex Consumption (az functionapp list-flexconsumption-locations)
-#   SQL_ADMIN_LOGIN            Entra admin of a new SQL server  (default: your signed-in user's UPN; an existing
-#                              server keeps its admin: Azure sets it only at creation)
+#   SQL_ADMIN_LOGIN            Entra admin of the SQL server    (default: an existing server's admin, else your
+#                              signed-in user's UPN; set it with SQL_ADMIN_OBJECT_ID to change the admin)
 #   SQL_ADMIN_OBJECT_ID        its object id                    (default: your signed-in user's object id)
 #   SQL_ADMIN_PRINCIPAL_TYPE   User | Group | Application       (default: User)
 #   DEPLOYER_IP                public IPv4 admitted by the SQL firewall for steps 2-3 (default: looked up)
@@ -26,8 +28,8 @@
 #                              on the first deployment
 #   PARAMETERS_FILE            default infra/main.parameters.json
 #
-# Prerequisites: az (logged in: az login; az installs Bicep itself), sqlcmd (the Go version, github.com/microsoft/go-sqlcmd,
-# for --authentication-method ActiveDirectoryDefault), node 20+/npm, zip, curl.
+# Prerequisites: az (logged in: az login; az installs Bicep itself), go-sqlcmd (github.com/microsoft/go-sqlcmd: the
+# ODBC sqlcmd has no --authentication-method, and the script refuses it), node 20+/npm, zip, curl.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -39,19 +41,20 @@ for arg in "$@"; do
     --skip-grant) skip_grant=1 ;;
     --skip-schema) skip_schema=1 ;;
     --skip-code) skip_code=1 ;;
-    -h | --help) sed -n '2,30p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,/^set -euo/{/^set -euo/d;p;}' "$0"; exit 0 ;;
     *) echo "unknown argument: $arg" >&2; exit 2 ;;
   esac
 done
 
-say() { printf '\n== %s\n' "$*"; }
-die() { printf 'error: %s\n' "$*" >&2; exit 1; }
-need() { command -v "$1" >/dev/null 2>&1 || die "$1 is not installed ($2)"; }
+# shellcheck source=infra/scripts/common.sh
+. infra/scripts/common.sh
+# shellcheck source=infra/scripts/existing.sh
+. infra/scripts/existing.sh
 
 need az "https://learn.microsoft.com/cli/azure/install-azure-cli"
 need node "Node.js 20 or later"
 need npm "comes with Node.js"
-[[ $skip_grant -eq 1 ]] || need sqlcmd "go-sqlcmd: https://github.com/microsoft/go-sqlcmd"
+[[ $skip_grant -eq 1 ]] || need_go_sqlcmd
 [[ $skip_code -eq 1 ]] || need zip "apt-get install zip / brew install zip"
 need curl "used for the health check"
 
@@ -81,14 +84,19 @@ out() {
 if [[ $skip_infra -eq 0 ]]; then
   : "${AZURE_LOCATION:?set AZURE_LOCATION (a region that offers Flex Consumption)}"
   # Resources go to the group's region: an existing group elsewhere would put them in a region without Flex.
-  # (lower-cased with tr: macOS ships bash 3.2, which has no ${var,,})
-  existing_location="$(az group show --name "$RG" --query location -o tsv 2>/dev/null | tr '[:upper:]' '[:lower:]' || true)"
+  # `az group create` on an existing group replaces its tags (a PUT), which breaks tag policies: create only a
+  # missing group. (lower-cased with tr: macOS ships bash 3.2, which has no ${var,,})
   wanted_location="$(printf '%s' "$AZURE_LOCATION" | tr -d ' ' | tr '[:upper:]' '[:lower:]')"
-  if [[ -n "$existing_location" && "$existing_location" != "$wanted_location" ]]; then
-    die "resource group $RG already exists in $existing_location, not $AZURE_LOCATION; use that region or another group"
+  if [[ "$(az group exists --name "$RG")" == "true" ]]; then
+    existing_location="$(az group show --name "$RG" --query location -o tsv | tr '[:upper:]' '[:lower:]')"
+    if [[ "$existing_location" != "$wanted_location" ]]; then
+      die "resource group $RG already exists in $existing_location, not $AZURE_LOCATION; use that region or another group"
+    fi
+    say "resource group $RG (exists, left as it is)"
+  else
+    say "creating resource group $RG in $AZURE_LOCATION"
+    az group create --name "$RG" --location "$AZURE_LOCATION" --output none
   fi
-  say "resource group $RG in $AZURE_LOCATION"
-  az group create --name "$RG" --location "$AZURE_LOCATION" --output none
 
   # Flex Consumption needs Microsoft.App as well as Microsoft.Web; ARM only registers what the template names.
   for namespace in Microsoft.Web Microsoft.App; do
@@ -98,17 +106,21 @@ if [[ $skip_infra -eq 0 ]]; then
     fi
   done
 
-  # Azure applies the server's Entra admin only when the server is created: on later runs pass the existing one
-  # (sending someone else would be ignored or refused), unless SQL_ADMIN_* says otherwise.
-  existing_server="$(az sql server list -g "$RG" --query '[0].name' -o tsv 2>/dev/null || true)"
-  if [[ -z "${SQL_ADMIN_OBJECT_ID:-}" && -n "$existing_server" ]]; then
-    admin_sid="$(az sql server show -g "$RG" -n "$existing_server" --query administrators.sid -o tsv)"
-    if [[ -n "$admin_sid" ]]; then
-      SQL_ADMIN_OBJECT_ID="$admin_sid"
-      SQL_ADMIN_LOGIN="$(az sql server show -g "$RG" -n "$existing_server" --query administrators.login -o tsv)"
-      SQL_ADMIN_PRINCIPAL_TYPE="$(az sql server show -g "$RG" -n "$existing_server" --query administrators.principalType -o tsv)"
-      say "SQL Entra admin: keeping $SQL_ADMIN_LOGIN ($SQL_ADMIN_PRINCIPAL_TYPE) of $existing_server; the grant and schema steps need you to be it or in it"
-    fi
+  # The exact SQL server and Key Vault this deployment uses (never "the first one in the group").
+  prefix="${NAME_PREFIX:-$(node -e 'const p = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).parameters;
+    process.stdout.write(String(p.namePrefix?.value ?? "asyncresp"))' "$PARAMETERS_FILE")}"
+  say "looking up the SQL server and Key Vault of prefix '$prefix'"
+  inspect_existing "$RG" "$prefix" "$work"
+
+  # Azure applies the server's admin block only when the server is created; an existing server gets its admin
+  # through a child resource (infra/modules/sql.bicep). Without SQL_ADMIN_* that is the admin it already has.
+  if [[ -z "${SQL_ADMIN_OBJECT_ID:-}" && -n "$admin_sid" ]]; then
+    SQL_ADMIN_OBJECT_ID="$admin_sid"
+    SQL_ADMIN_LOGIN="$admin_login"
+    SQL_ADMIN_PRINCIPAL_TYPE="${admin_type:-${SQL_ADMIN_PRINCIPAL_TYPE:-User}}"
+    say "SQL Entra admin: keeping $SQL_ADMIN_LOGIN ($SQL_ADMIN_PRINCIPAL_TYPE) of $sql_server_name; the grant and schema steps need you to be it or in it"
+  elif [[ -n "${SQL_ADMIN_OBJECT_ID:-}" && -n "$admin_sid" && "$SQL_ADMIN_OBJECT_ID" != "$admin_sid" ]]; then
+    say "SQL Entra admin of $sql_server_name: changing $admin_login to ${SQL_ADMIN_LOGIN:-?} (SQL_ADMIN_OBJECT_ID)"
   fi
   if [[ -z "${SQL_ADMIN_OBJECT_ID:-}" ]]; then
     say "SQL Entra admin: the signed-in user"
@@ -125,8 +137,9 @@ if [[ $skip_infra -eq 0 ]]; then
 
   params=(--parameters "@$PARAMETERS_FILE"
     --parameters "sqlAdminLogin=$SQL_ADMIN_LOGIN" "sqlAdminObjectId=$SQL_ADMIN_OBJECT_ID"
-    "sqlAdminPrincipalType=${SQL_ADMIN_PRINCIPAL_TYPE:-User}" "deployerIpAddress=${DEPLOYER_IP:-}")
-  [[ -n "${NAME_PREFIX:-}" ]] && params+=(--parameters "namePrefix=$NAME_PREFIX")
+    "sqlAdminPrincipalType=${SQL_ADMIN_PRINCIPAL_TYPE:-User}" "sqlServerExists=$sql_server_exists"
+    "deployerIpAddress=${DEPLOYER_IP:-}")
+  params+=(--parameters "namePrefix=$prefix")
   [[ -n "${QUEUES:-}" ]] && params+=(--parameters "queues=$QUEUES")
   [[ -n "${CALLBACK_ALLOWED_HOSTS:-}" ]] && params+=(--parameters "callbackAllowedHosts=$CALLBACK_ALLOWED_HOSTS")
   [[ -n "${WORKER_FORWARD_URL:-}" ]] && params+=(--parameters "workerForwardUrl=$WORKER_FORWARD_URL")
@@ -134,20 +147,11 @@ if [[ $skip_infra -eq 0 ]]; then
 
   # The signing secret goes through a private parameters file, never the command line.
   secret="${CALLBACK_SIGNING_SECRET:-}"
-  if [[ -z "$secret" ]]; then
-    vault_id="$(az resource list -g "$RG" --resource-type Microsoft.KeyVault/vaults --query '[0].id' -o tsv 2>/dev/null || true)"
-    missing=0
-    if [[ -z "$vault_id" ]]; then
-      missing=1
-    elif ! err="$(az resource show --ids "$vault_id/secrets/callback-signing-secret" --output none 2>&1)"; then
-      # Only a definite "not found" may create a secret: generating one by mistake would rotate the key that
-      # callback receivers verify signatures with.
-      if grep -qiE 'not ?found' <<<"$err"; then missing=1; else die "could not check the signing secret: $err"; fi
-    fi
-    if [[ $missing -eq 1 ]]; then
-      say "generating CALLBACK_SIGNING_SECRET (first deployment); it is stored in Key Vault only"
-      secret="$(node -e 'process.stdout.write(require("crypto").randomBytes(48).toString("base64"))')"
-    fi
+  # Only a definite "not found" (existing.sh) creates a secret: generating one by mistake would rotate the key
+  # that callback receivers verify signatures with.
+  if [[ -z "$secret" && "$signing_secret_exists" != "true" ]]; then
+    say "generating CALLBACK_SIGNING_SECRET (first deployment); it is stored in Key Vault $key_vault_name only"
+    secret="$(node -e 'process.stdout.write(require("crypto").randomBytes(48).toString("base64"))')"
   fi
   if [[ -n "$secret" ]]; then
     # shellcheck disable=SC2016 # "$schema" is a JSON key, not a shell variable
@@ -176,43 +180,43 @@ APP_IDENTITY_NAME="$(out APP_IDENTITY_NAME)"
 APP_IDENTITY_CLIENT_ID="$(out APP_IDENTITY_CLIENT_ID)"
 echo "function app $APP ($APP_HOST), database $SQL_DATABASE_NAME on $SQL_SERVER_FQDN, identity $APP_IDENTITY_NAME"
 
-[[ "$APP_IDENTITY_NAME" =~ ^[A-Za-z0-9_.-]+$ ]] || die "unexpected identity name '$APP_IDENTITY_NAME'"
-[[ "$APP_IDENTITY_CLIENT_ID" =~ ^[0-9a-fA-F-]{36}$ ]] || die "unexpected client id '$APP_IDENTITY_CLIENT_ID'"
-
-# Every local step authenticates as YOU (az login), never as the app: a stray AZURE_CLIENT_ID would make the
-# app's credential code (and azidentity) try a managed identity that does not exist on this machine, and a
-# stray DATABASE_URL / SQL_CONNECTION_STRING would point the schema step at another database.
-as_deployer=(env -u AZURE_CLIENT_ID -u AZURE_CLIENT_SECRET -u DATABASE_URL -u SQL_CONNECTION_STRING -u SQL_USER -u SQL_PASSWORD)
 
 # ---------------------------------------------------------------------------------------------------------
-# 2. The app identity's database user (data roles only)
+# 2. The app identity's database user (data roles only)   infra/scripts/grant-app-identity.sh
+# 3. Schema (DDL as the deployer; the app only verifies it)  infra/scripts/apply-schema.sh
+# (the same scripts run as the azd postprovision hook, azure.yaml)
 # ---------------------------------------------------------------------------------------------------------
-if [[ $skip_grant -eq 0 ]]; then
-  say "granting $APP_IDENTITY_NAME db_datareader + db_datawriter in $SQL_DATABASE_NAME"
-  for attempt in 1 2 3 4 5; do
-    # A new firewall rule or a resuming serverless database can refuse the first connections.
-    if "${as_deployer[@]}" sqlcmd -S "tcp:$SQL_SERVER_FQDN,1433" -d "$SQL_DATABASE_NAME" \
-      --authentication-method ActiveDirectoryDefault -b \
-      -v "APP_IDENTITY_NAME=$APP_IDENTITY_NAME" -v "APP_IDENTITY_CLIENT_ID=$APP_IDENTITY_CLIENT_ID" \
-      -i infra/sql/grant-app-identity.sql; then
-      break
-    fi
-    [[ $attempt -lt 5 ]] || die "the grant failed 5 times (firewall? are you the server's Entra admin?)"
-    echo "retrying in 20 s ..."; sleep 20
-  done
-fi
-
-# ---------------------------------------------------------------------------------------------------------
-# 3. Schema (DDL as the deployer; the app only verifies it)
-# ---------------------------------------------------------------------------------------------------------
+export SQL_SERVER="$SQL_SERVER_FQDN" SQL_DATABASE="$SQL_DATABASE_NAME" APP_IDENTITY_NAME APP_IDENTITY_CLIENT_ID
+[[ $skip_grant -eq 1 ]] || infra/scripts/grant-app-identity.sh
 if [[ $skip_schema -eq 0 || $skip_code -eq 0 ]]; then
   say "npm ci"
   npm ci --no-audit --no-fund
 fi
-if [[ $skip_schema -eq 0 ]]; then
-  say "npm run schema -- apply on $SQL_SERVER_FQDN/$SQL_DATABASE_NAME"
-  "${as_deployer[@]}" SQL_SERVER="$SQL_SERVER_FQDN" SQL_DATABASE="$SQL_DATABASE_NAME" npm run schema -- apply
-fi
+[[ $skip_schema -eq 1 ]] || infra/scripts/apply-schema.sh
+
+# The latest deployment of a Flex Consumption app, from its SCM site (/api/deployments/latest, Entra token):
+# prints succeeded | failed | running | unknown, waiting up to $2 seconds while it runs.
+wait_for_latest_deployment() {
+  local app="$1" max="$2" scm token body status complete waited=0
+  scm="$(az functionapp show -g "$RG" -n "$app" --query "hostNameSslStates[?hostType=='Repository'].name | [0]" -o tsv 2>/dev/null || true)"
+  [[ -n "$scm" ]] || { echo unknown; return; }
+  while :; do
+    token="$(az account get-access-token --query accessToken -o tsv 2>/dev/null || true)"
+    body="$(curl -fsS --max-time 30 -H "Authorization: Bearer $token" "https://$scm/api/deployments/latest" 2>/dev/null || true)"
+    # shellcheck disable=SC2016 # a JavaScript template literal, not shell
+    status="$(printf '%s' "$body" | node -e 'let t = ""; process.stdin.on("data", (c) => (t += c)).on("end", () => {
+      try { const d = JSON.parse(t); process.stdout.write(`${d.status ?? ""} ${d.complete ?? ""}`); } catch { process.stdout.write(" "); } })')"
+    complete="${status#* }"; status="${status%% *}"
+    case "$status" in
+      4) echo succeeded; return ;;
+      3) echo failed; return ;;
+      0 | 1 | 2) [[ "$complete" != "true" ]] || { echo failed; return; } ;;
+      *) echo unknown; return ;;
+    esac
+    [[ $waited -lt $max ]] || { echo running; return; }
+    sleep 10; waited=$((waited + 10))
+  done
+}
 
 # ---------------------------------------------------------------------------------------------------------
 # 4. Code: build, package (dist + production node_modules), zip deploy to the Flex Consumption app
@@ -228,12 +232,22 @@ if [[ $skip_code -eq 0 ]]; then
   (cd "$stage" && zip -qr "$work/app.zip" host.json package.json dist node_modules)
   say "deploying the package ($(du -h "$work/app.zip" | cut -f1)) to $APP"
   for attempt in 1 2 3; do
-    # right after the first deployment the identity's storage role may not apply yet (403 on the package upload)
-    if az functionapp deployment source config-zip --resource-group "$RG" --name "$APP" --src "$work/app.zip" --output none; then
+    # config-zip waits for the deployment (--timeout bounds that wait), then polls the host's status in a loop
+    # that can run forever (azure-cli's post-deploy check): the whole command gets at most 15 minutes.
+    if run_bounded 900 az functionapp deployment source config-zip --resource-group "$RG" --name "$APP" \
+      --src "$work/app.zip" --timeout 600 --output none; then
       break
     fi
-    [[ $attempt -lt 3 ]] || die "the zip deployment failed 3 times"
-    echo "retrying in 60 s ..."; sleep 60
+    # It failed or ran out of time, but the upload may have landed: look before uploading again (a second
+    # upload while one is running is refused with 409, and a finished one needs no repeat).
+    state="$(wait_for_latest_deployment "$APP" 600)"
+    if [[ "$state" == "succeeded" ]]; then
+      echo "the latest deployment of $APP succeeded (the CLI reported a failure or ran out of time after the upload)"
+      break
+    fi
+    [[ $attempt -lt 3 ]] || die "the zip deployment failed 3 times (latest deployment: $state)"
+    # right after the first deployment the identity's storage role may not apply yet (403 on the package upload)
+    echo "the latest deployment is '$state'; uploading again in 60 s ..."; sleep 60
   done
 fi
 

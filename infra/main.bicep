@@ -47,6 +47,9 @@ param sqlAdminObjectId string
 ])
 param sqlAdminPrincipalType string = 'User'
 
+@description('Whether the SQL server already exists (infra/deploy.sh checks). Azure honours the server\'s Entra admin property only at creation, so on an existing server the admin and Entra-only authentication are set through child resources instead (modules/sql.bicep).')
+param sqlServerExists bool
+
 @description('Database name.')
 param databaseName string = 'asyncresponse'
 
@@ -95,8 +98,8 @@ param deployerIpAddress string = ''
 ])
 param instanceMemoryMB int = 2048
 
-@description('Flex Consumption scale-out limit (HTTP scales out; timers stay singletons).')
-@minValue(1)
+@description('Flex Consumption scale-out limit per function group (the HTTP functions scale out to it together; each timer runs as a singleton). Flex refuses values below 40 in most regions; at most 1000.')
+@minValue(40)
 @maxValue(1000)
 param maximumInstanceCount int = 40
 
@@ -143,28 +146,21 @@ param appInsightsDisableLocalAuth bool = false
 param keyVaultPurgeProtection bool = false
 
 // ----------------------------------------------------------------------------------------------------------
-// Names: <kind>-<prefix>-<token>, the token unique per subscription + resource group + prefix.
+// Names: <kind>-<prefix>-<token>, the token unique per subscription + resource group + prefix (modules/names.bicep,
+// which infra/deploy.sh also deploys alone to learn the names before the real deployment).
 // ----------------------------------------------------------------------------------------------------------
 
-var prefix = toLower(namePrefix)
-var compactPrefix = replace(prefix, '-', '')
-var token = toLower(uniqueString(subscription().id, resourceGroup().id, prefix))
-var names = {
-  identity: 'id-${prefix}-${token}'
-  storage: take('st${compactPrefix}${token}', 24)
-  keyVault: take('kv${compactPrefix}${token}', 24)
-  sqlServer: 'sql-${prefix}-${token}'
-  plan: 'plan-${prefix}-${token}'
-  functionApp: 'func-${prefix}-${token}'
-  logAnalytics: 'log-${prefix}-${token}'
-  appInsights: 'appi-${prefix}-${token}'
-  deploymentContainer: 'app-package'
+module naming 'modules/names.bicep' = {
+  name: 'names'
+  params: {
+    namePrefix: namePrefix
+  }
 }
 
 module identity 'modules/identity.bicep' = {
   name: 'identity'
   params: {
-    name: names.identity
+    name: naming.outputs.identity
     location: location
     tags: tags
   }
@@ -173,10 +169,10 @@ module identity 'modules/identity.bicep' = {
 module storage 'modules/storage.bicep' = {
   name: 'storage'
   params: {
-    name: names.storage
+    name: naming.outputs.storage
     location: location
     tags: tags
-    deploymentContainerName: names.deploymentContainer
+    deploymentContainerName: naming.outputs.deploymentContainer
     principalId: identity.outputs.principalId
   }
 }
@@ -184,8 +180,8 @@ module storage 'modules/storage.bicep' = {
 module monitoring 'modules/monitoring.bicep' = {
   name: 'monitoring'
   params: {
-    logAnalyticsName: names.logAnalytics
-    appInsightsName: names.appInsights
+    logAnalyticsName: naming.outputs.logAnalytics
+    appInsightsName: naming.outputs.appInsights
     location: location
     tags: tags
     disableLocalAuth: appInsightsDisableLocalAuth
@@ -196,13 +192,14 @@ module monitoring 'modules/monitoring.bicep' = {
 module sql 'modules/sql.bicep' = {
   name: 'sql'
   params: {
-    serverName: names.sqlServer
+    serverName: naming.outputs.sqlServer
     databaseName: databaseName
     location: location
     tags: tags
     adminLogin: sqlAdminLogin
     adminObjectId: sqlAdminObjectId
     adminPrincipalType: sqlAdminPrincipalType
+    serverExists: sqlServerExists
     skuName: databaseSkuName
     skuTier: databaseSkuTier
     skuFamily: databaseSkuFamily
@@ -218,7 +215,7 @@ module sql 'modules/sql.bicep' = {
 module keyVault 'modules/keyvault.bicep' = {
   name: 'keyvault'
   params: {
-    name: names.keyVault
+    name: naming.outputs.keyVault
     location: location
     tags: tags
     principalId: identity.outputs.principalId
@@ -230,8 +227,8 @@ module keyVault 'modules/keyvault.bicep' = {
 module functionApp 'modules/function-app.bicep' = {
   name: 'function-app'
   params: {
-    planName: names.plan
-    appName: names.functionApp
+    planName: naming.outputs.plan
+    appName: naming.outputs.functionApp
     location: location
     tags: tags
     identityId: identity.outputs.id
@@ -258,7 +255,7 @@ module observability 'modules/observability.bicep' = {
     appInsightsId: monitoring.outputs.appInsightsId
     location: location
     tags: tags
-    namePrefix: prefix
+    namePrefix: naming.outputs.prefix
     alertEmail: alertEmail
     oldestReadyAgeThresholdSeconds: oldestReadyAgeThresholdSeconds
     deadLetterThreshold: deadLetterThreshold
@@ -269,6 +266,7 @@ module observability 'modules/observability.bicep' = {
 output FUNCTION_APP_NAME string = functionApp.outputs.name
 output FUNCTION_APP_HOST string = functionApp.outputs.defaultHostName
 output SQL_SERVER string = sql.outputs.fullyQualifiedDomainName
+output SQL_SERVER_NAME string = sql.outputs.serverName
 output SQL_DATABASE string = sql.outputs.databaseName
 output APP_IDENTITY_NAME string = identity.outputs.name
 output APP_IDENTITY_CLIENT_ID string = identity.outputs.clientId

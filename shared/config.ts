@@ -3,9 +3,16 @@
 
 import { parseSchedule } from './ncrontab';
 import { validateQueueName, validateIdentifier, type Dialect } from './sql/identifiers';
-import type { LogLevel } from './log';
+import type { Logger, LogLevel } from './log';
+import type { EngineOptions } from './engine/options';
+import type { HandlerRegistry } from './handlers/registry';
+import type { Metrics } from './telemetry/metrics';
 import { DEFAULT_RETRY_CLASSES, retryPolicy, type RetryPolicy } from './sql/retry';
 import { DEFAULT_TRANSPORT_TABLE } from './stores/options';
+import type { QueuePolicy } from './engine/policy';
+import type { HandlerSpec } from './handlers/registry';
+import { CALLBACK_QUEUE, RESPONSE_QUEUE } from './queue-names';
+import { findQueueSettings, PER_QUEUE_SETTINGS, QUEUE_SETTING_PATTERN, type PerQueueSetting } from './queue-settings';
 
 export type Env = Record<string, string | undefined>;
 
@@ -53,6 +60,26 @@ export interface AppConfig {
   workerForwardTimeoutMs: number;
   logLevel: LogLevel;
   channel: ChannelConfig;
+  /** DEAD_LETTER_ENABLED: the default of every queue's policy.deadLetter. */
+  deadLetterEnabled: boolean;
+  /**
+   * Route and policy of every queue a drain serves: the QUEUES (with their QUEUE__<key>__* overrides over the
+   * global settings), then the built-in `response` and `callbacks` (policy overrides only).
+   */
+  routes: Record<string, RouteConfig>;
+}
+
+/** A queue's handler as the settings describe it: `code` runs the handler registered in handlers/index.ts. */
+export type HandlerSetting = HandlerSpec | { kind: 'code' } | { kind: 'built-in' };
+
+export interface RouteConfig {
+  handler: HandlerSetting;
+  policy: QueuePolicy;
+}
+
+export interface LoadConfigOptions {
+  /** Queues with a registered in-code handler; when given, a queue set to HANDLER=code without one is a problem. */
+  codeHandlers?: readonly string[];
 }
 
 /** host.json functionTimeout (10 min) less a minute for settling, releasing and closing. */
@@ -82,8 +109,7 @@ export interface ChannelConfig {
   sweepSchedule: string;
 }
 
-export const RESPONSE_QUEUE = 'response';
-export const CALLBACK_QUEUE = 'callbacks';
+export { CALLBACK_QUEUE, RESPONSE_QUEUE };
 export const DEFAULT_CORRELATION_ID_JSON_PATHS = [
   'CorrelationId',
   'CustomParameters',
@@ -97,6 +123,8 @@ interface Setting {
   name: string;
   default: string;
   description: string;
+  /** A family of settings (the name is its template): the names it matches. */
+  pattern?: RegExp;
 }
 
 /** Every setting, its default and meaning. The README's configuration table mirrors this list. */
@@ -139,13 +167,23 @@ export const SETTINGS: readonly Setting[] = [
   { name: 'DEAD_LETTER_RETENTION_DAYS', default: '14', description: 'Dead letters older than this are pruned (0 = keep forever).' },
   { name: 'MAX_MESSAGE_BYTES', default: '262144', description: 'Largest accepted payload (UTF-8 bytes of its JSON); larger is a 413 on publish, a 400 (field error) on POST /api/responses.' },
   { name: 'DRAIN_WORKER_SCHEDULE', default: '*/10 * * * * *', description: 'NCRONTAB schedule (six fields, UTC) of the drain-worker timer. Every schedule setting is checked at start-up; TimeSpan schedules (hh:mm:ss) are refused (Flex Consumption runs NCRONTAB only).' },
-  { name: 'DRAIN_BUDGET_SECONDS', default: '8', description: 'How long one drain invocation may claim work. The budget plus the longest handler timeout (WORKER_FORWARD_TIMEOUT_SECONDS, CALLBACK_TIMEOUT_SECONDS) must stay within 540 s, inside host.json\'s 10-minute functionTimeout.' },
+  { name: 'DRAIN_BUDGET_SECONDS', default: '8', description: 'How long one drain invocation may claim work. The budget plus the longest handler timeout (WORKER_FORWARD_TIMEOUT_SECONDS and per-queue FORWARD_TIMEOUT_SECONDS, CALLBACK_TIMEOUT_SECONDS) must stay within 540 s, inside host.json\'s 10-minute functionTimeout.' },
   { name: 'DRAIN_IDLE_GRACE_SECONDS', default: '8', description: 'A drain ends after the queue stayed empty this long (it keeps polling until then). Default: DRAIN_BUDGET_SECONDS.' },
   { name: 'PRUNE_DEADLETTERS_SCHEDULE', default: '0 * * * * *', description: 'NCRONTAB schedule of the prune-deadletters timer.' },
   { name: 'QUEUE_METRICS_SCHEDULE', default: '0 * * * * *', description: 'NCRONTAB schedule of the queue-metrics timer (queue depth and oldest ready age of every queue to Application Insights; idle without APPLICATIONINSIGHTS_CONNECTION_STRING).' },
   { name: 'WORKER_HANDLER', default: 'echo', description: 'echo (sample: logs and returns the payload) or forward (POST to WORKER_FORWARD_URL). Default: forward when WORKER_FORWARD_URL is set, else echo.' },
   { name: 'WORKER_FORWARD_URL', default: '', description: 'When set, the worker handler POSTs each job here; 2xx = success.' },
   { name: 'WORKER_FORWARD_TIMEOUT_SECONDS', default: '30', description: 'Timeout of one forwarded job.' },
+  { name: 'DEAD_LETTER_ENABLED', default: 'true', description: 'A job out of attempts (or failed for good) moves to the dead-letter queue; false = it is deleted instead (logged, counted as dropped).' },
+  {
+    name: 'QUEUE__<key>__<SETTING>',
+    default: '',
+    pattern: QUEUE_SETTING_PATTERN,
+    description:
+      'Per-queue override of a global setting; <key> is the queue name with every character outside A-Z, a-z, 0-9 replaced by _ (case-insensitive). ' +
+      `SETTING is one of ${Object.entries(PER_QUEUE_SETTINGS).map(([k, g]) => (k === g ? k : `${k} (${g})`)).join(', ')}; HANDLER also takes code (the handler registered in handlers/index.ts). ` +
+      'response and callbacks take the policy settings only. A key that is no queue\'s is a start-up error.',
+  },
   { name: 'LOG_LEVEL', default: 'info', description: 'debug | info | warn | error | silent: the level of the app\'s own process log. Lines a function writes through its invocation context (handler and drain lines) are filtered by the host (host.json `logging.logLevel` on Azure; the local host prints them all).' },
   { name: 'RECOVERY_STATE_TABLE', default: 'asyncresponse_recovery_state', description: 'Channel table of recovery (callback) registrations.' },
   { name: 'CHANNEL_MESSAGE_TABLE', default: 'asyncresponse_channel_messages', description: 'Channel table of responses; its sequence is {table}_ack_seq.' },
@@ -177,7 +215,7 @@ export class ConfigError extends Error {
 
 const RESERVED_QUEUES = [RESPONSE_QUEUE, CALLBACK_QUEUE];
 
-export function loadConfig(env: Env = process.env): AppConfig {
+export function loadConfig(env: Env = process.env, options: LoadConfigOptions = {}): AppConfig {
   const problems: string[] = [];
   const str = (name: string) => {
     const v = env[name];
@@ -298,15 +336,19 @@ export function loadConfig(env: Env = process.env): AppConfig {
     workerForwardTimeoutMs: num('WORKER_FORWARD_TIMEOUT_SECONDS', 30, { min: 1, max: 600 }) * 1000,
     logLevel: logLevel as LogLevel,
     channel: undefined as unknown as ChannelConfig,
+    deadLetterEnabled: bool('DEAD_LETTER_ENABLED', true),
+    routes: {},
   };
   if (config.pool.min > config.pool.max) problems.push('SQL_POOL_MIN must not exceed SQL_POOL_MAX');
   config.channel = loadChannelConfig(str, num, problems, dialect);
+  config.routes = loadRoutes(config, env, { str, num, bool }, problems, options);
   // One drain invocation = claiming for the budget + the longest handler started at its end: it has to end inside
   // host.json's functionTimeout (10 min), or the host kills the worker mid-settlement.
-  const longestHandlerMs = Math.max(config.workerForwardTimeoutMs, config.channel.callbackTimeoutMs);
+  const forwardTimeouts = Object.values(config.routes).map((r) => (r.handler.kind === 'forward' ? (r.handler.timeoutMs ?? 0) : 0));
+  const longestHandlerMs = Math.max(config.workerForwardTimeoutMs, config.channel.callbackTimeoutMs, ...forwardTimeouts);
   if (config.drain.budgetMs + longestHandlerMs > MAX_INVOCATION_MS) {
     problems.push(
-      `DRAIN_BUDGET_SECONDS (${config.drain.budgetMs / 1000}) plus the longest handler timeout (${longestHandlerMs / 1000} s: WORKER_FORWARD_TIMEOUT_SECONDS / CALLBACK_TIMEOUT_SECONDS) must stay within ${MAX_INVOCATION_MS / 1000} s, inside host.json's functionTimeout of 10 minutes`,
+      `DRAIN_BUDGET_SECONDS (${config.drain.budgetMs / 1000}) plus the longest handler timeout (${longestHandlerMs / 1000} s: WORKER_FORWARD_TIMEOUT_SECONDS / QUEUE__<key>__FORWARD_TIMEOUT_SECONDS / CALLBACK_TIMEOUT_SECONDS) must stay within ${MAX_INVOCATION_MS / 1000} s, inside host.json's functionTimeout of 10 minutes`,
     );
   }
   const schedules: Array<[string, string]> = [
@@ -330,6 +372,90 @@ export function loadConfig(env: Env = process.env): AppConfig {
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
+}
+
+type Readers = {
+  str: (n: string) => string | undefined;
+  num: (n: string, d: number, o?: { min?: number; max?: number; integer?: boolean }) => number;
+  bool: (n: string, d: boolean) => boolean;
+};
+
+/**
+ * Every queue's route: a QUEUE__<key>__<SETTING> (read with the same rules as the global setting it overrides)
+ * wins over that global setting. The handler follows the global rule too: HANDLER when set, else forward when the
+ * queue has its own FORWARD_URL, else the global choice; a forward URL and timeout fall back to the global ones.
+ */
+function loadRoutes(c: AppConfig, env: Env, read: Readers, problems: string[], options: LoadConfigOptions): Record<string, RouteConfig> {
+  const builtIn = [RESPONSE_QUEUE, CALLBACK_QUEUE];
+  const found = findQueueSettings(env, [...c.queues, ...builtIn], problems);
+  const routes: Record<string, RouteConfig> = {};
+  for (const queue of [...c.queues, ...builtIn]) {
+    const names = found.get(queue) ?? new Map<PerQueueSetting, string>();
+    const name = (s: PerQueueSetting) => names.get(s);
+    const num = (s: PerQueueSetting, def: number, o: { min?: number; max?: number; integer?: boolean }) => {
+      const n = name(s);
+      return n === undefined ? def : read.num(n, def, o);
+    };
+    const policy: QueuePolicy = {
+      maxDeliveryAttempts: num('MAX_DELIVERY_ATTEMPTS', c.maxDeliveryAttempts, { max: 1000, integer: true }),
+      redeliveryDelayMs: num('REDELIVERY_DELAY_SECONDS', c.redeliveryDelayMs / 1000, { max: 86400 }) * 1000,
+      redeliveryMaxDelayMs: num('REDELIVERY_MAX_DELAY_SECONDS', c.redeliveryMaxDelayMs / 1000, { max: 86400 * 30 }) * 1000,
+      lockTimeoutMs: num('LOCK_TIMEOUT_SECONDS', c.lockTimeoutMs / 1000, { min: 1, max: 3600 }) * 1000,
+      batchSize: num('BATCH_SIZE', c.batchSize, { min: 1, max: 1000, integer: true }),
+      concurrency: num('HANDLER_CONCURRENCY', c.handlerConcurrency, { min: 1, max: 1000, integer: true }),
+      deadLetter: name('DEAD_LETTER_ENABLED') === undefined ? c.deadLetterEnabled : read.bool(name('DEAD_LETTER_ENABLED')!, c.deadLetterEnabled),
+    };
+    if ((name('REDELIVERY_DELAY_SECONDS') || name('REDELIVERY_MAX_DELAY_SECONDS')) && policy.redeliveryMaxDelayMs < policy.redeliveryDelayMs) {
+      problems.push(`queue '${queue}': its redelivery delay cap (${policy.redeliveryMaxDelayMs / 1000} s) is below its redelivery delay (${policy.redeliveryDelayMs / 1000} s)`);
+    }
+    if (builtIn.includes(queue)) {
+      for (const s of ['HANDLER', 'FORWARD_URL', 'FORWARD_TIMEOUT_SECONDS'] as const) {
+        if (name(s)) problems.push(`${name(s)}: '${queue}' is a built-in queue; only its policy settings can be changed`);
+      }
+      routes[queue] = { handler: { kind: 'built-in' }, policy };
+      continue;
+    }
+    routes[queue] = { handler: queueHandler(queue, c, name, read, problems, options), policy };
+  }
+  return routes;
+}
+
+function queueHandler(
+  queue: string,
+  c: AppConfig,
+  name: (s: PerQueueSetting) => string | undefined,
+  read: Readers,
+  problems: string[],
+  options: LoadConfigOptions,
+): HandlerSetting {
+  const urlName = name('FORWARD_URL');
+  const url = urlName === undefined ? c.workerForwardUrl : read.str(urlName);
+  if (urlName !== undefined && url !== undefined && !isHttpUrl(url)) problems.push(`${urlName}='${url}' is not an http(s) URL`);
+  const timeoutName = name('FORWARD_TIMEOUT_SECONDS');
+  const timeoutMs = timeoutName === undefined ? c.workerForwardTimeoutMs : read.num(timeoutName, c.workerForwardTimeoutMs / 1000, { min: 1, max: 600 }) * 1000;
+  const kindName = name('HANDLER');
+  const kind = kindName === undefined ? (urlName !== undefined ? 'forward' : c.workerHandler) : read.str(kindName)!;
+  if (kind === 'forward') {
+    if (url === undefined && kindName !== undefined) problems.push(`${kindName ?? 'WORKER_HANDLER'}=forward for queue '${queue}' needs ${urlName ?? 'a URL'} (QUEUE__<key>__FORWARD_URL or WORKER_FORWARD_URL)`);
+    return { kind: 'forward', url: url ?? '', timeoutMs };
+  }
+  if (kind === 'code') {
+    if (options.codeHandlers && !options.codeHandlers.includes(queue)) {
+      problems.push(`${kindName}=code: no handler is registered for queue '${queue}' (add \`codeHandlers.register('${queue}', …)\` to handlers/index.ts)`);
+    }
+    return { kind: 'code' };
+  }
+  if (kind !== 'echo') problems.push(`${kindName}='${kind}' must be echo, forward or code`);
+  return { kind: 'echo' };
+}
+
+function isHttpUrl(url: string): boolean {
+  try {
+    const u = new URL(url);
+    return u.protocol === 'http:' || u.protocol === 'https:';
+  } catch {
+    return false;
+  }
 }
 
 function selectStore(env: Env, str: (n: string) => string | undefined, problems: string[]): StoreSelection {
@@ -412,5 +538,40 @@ function loadChannelConfig(
     drainResponsesSchedule: str('DRAIN_RESPONSES_SCHEDULE') ?? '*/10 * * * * *',
     drainCallbacksSchedule: str('DRAIN_CALLBACKS_SCHEDULE') ?? '*/10 * * * * *',
     sweepSchedule: str('SWEEP_CHANNEL_SCHEDULE') ?? '*/5 * * * * *',
+  };
+}
+
+/**
+ * The engine's options for these settings (shared/index.ts createEngine): every queue's route as data, with the
+ * in-code handlers taken from `handlers` (handlers/index.ts in the app) for queues set to HANDLER=code.
+ */
+export function engineOptions(
+  c: AppConfig,
+  parts: { store: EngineOptions['store']; handlers: Pick<HandlerRegistry, 'get'>; logger: Logger; metrics?: Metrics },
+): EngineOptions {
+  const queues: EngineOptions['queues'] = {};
+  for (const queue of c.queues) {
+    const r = c.routes[queue]!;
+    const h = r.handler;
+    if (h.kind === 'built-in') throw new Error(`queue '${queue}' cannot have a built-in handler`);
+    const handler = h.kind === 'code' ? parts.handlers.get(queue) : h;
+    if (handler === undefined) throw new ConfigError([`QUEUE__…__HANDLER=code: no handler is registered for queue '${queue}'`]);
+    queues[queue] = { handler, policy: r.policy };
+  }
+  return {
+    store: parts.store,
+    schema: c.schema,
+    transportTable: c.transportTable,
+    autoCreateSchema: c.autoCreateSchema,
+    queues,
+    builtInPolicies: { response: c.routes[RESPONSE_QUEUE]?.policy, callbacks: c.routes[CALLBACK_QUEUE]?.policy },
+    deadLetterQueue: c.deadLetterQueue,
+    emptyPollDelayMs: c.emptyPollDelayMs,
+    retry: c.retry,
+    publishMaxAttempts: c.publish.maxAttempts,
+    maxMessageBytes: c.maxMessageBytes,
+    channel: c.channel,
+    logger: parts.logger,
+    metrics: parts.metrics,
   };
 }

@@ -1,48 +1,36 @@
-// Composition root: one pool shared by the transport and channel stores, one publisher, one wake signal,
-// the response channel and the handler table, per process. Functions get it lazily (the first invocation
-// opens the pool); the appTerminate hook closes it. Telemetry (shared/telemetry) is process-wide: started here
-// (and when the app loads, functions/index.ts) only when APPLICATIONINSIGHTS_CONNECTION_STRING is set; then the
-// stores are wrapped so every call is a SQL dependency, and `metrics` sends the custom metrics.
+// Composition root: one engine per process (shared/index.ts: stores on one pool, publisher, wake signal, response
+// channel and every queue's route), built from the app settings and the in-code handlers of handlers/index.ts.
+// Functions get it lazily (the first invocation opens the pool); the appTerminate hook closes it. Telemetry
+// (shared/telemetry) is process-wide: started here (and when the app loads, functions/index.ts) only when
+// APPLICATIONINSIGHTS_CONNECTION_STRING is set; then the stores are wrapped so every call is a SQL dependency, and
+// `metrics` sends the custom metrics.
 
-import { ResponseChannel } from './channel/response-channel';
-import { workerResponseHooks } from './channel/worker-responses';
-import { CALLBACK_QUEUE, loadConfig, RESPONSE_QUEUE, type AppConfig, type Env } from './config';
-import { callbackSender } from './handlers/callback-sender';
-import { buildHandlers } from './handlers/registry';
-import { responseIngressHandler } from './handlers/response-ingress';
+import { codeHandlers } from '../handlers';
+import type { ResponseChannel } from './channel/response-channel';
+import { engineOptions, loadConfig, type AppConfig, type Env } from './config';
+import { createEngine, type Engine } from './engine/create-engine';
 import { consoleLogger, safeLogger, type Logger } from './log';
 import { openStores, type Stores } from './stores/open';
 import { instrumentStores } from './telemetry/dependencies';
 import type { Metrics } from './telemetry/metrics';
 import { startTelemetry, type Telemetry } from './telemetry/setup';
-import type { DispatchDeps } from './transport/dispatcher';
-import type { JobHandler } from './transport/job';
-import { Publisher } from './transport/publisher';
+import type { Publisher } from './transport/publisher';
 import type { TransportStore } from './transport/types';
-import { WakeSignal } from './transport/wake';
-import type { NotifyListener } from './stores/postgres/notify-listener';
-import { channelNames, transportNames } from './sql/identifiers';
-
-export interface QueueRoute {
-  handler: JobHandler;
-  hooks: Pick<DispatchDeps, 'onCompleted' | 'onDeadLettered'>;
-}
+import type { WakeSignal } from './transport/wake';
 
 export interface Runtime {
   config: AppConfig;
+  /** The engine every function uses (its store, channel, publisher and wake are repeated below for brevity). */
+  engine: Engine;
   store: TransportStore;
   stores: Stores;
   channel: ResponseChannel;
   publisher: Publisher;
   wake: WakeSignal;
-  /** Handler and settlement hooks of every queue a drain timer serves (worker queues, response, callbacks). */
-  routes: Map<string, QueueRoute>;
   logger: Logger;
   /** The custom metrics (noopMetrics when telemetry is off). */
   metrics: Metrics;
   telemetry: Telemetry;
-  /** PostgreSQL only: the LISTEN session that turns other processes' NOTIFYs into local wakes. */
-  listener?: NotifyListener;
   /** Aborted at shutdown: drain loops stop claiming and hand back what they have not started. */
   stopping: AbortSignal;
   /** Registers work that must finish (settle its claims) before the pool closes at shutdown. */
@@ -64,24 +52,12 @@ function track<T>(work: Promise<T>): Promise<T> {
   return work;
 }
 
-/** PostgreSQL: NOTIFYs from other processes wake this process's drain loops and waiters at once. */
-async function startWakeListener(cfg: AppConfig, url: string, wake: WakeSignal, channel: ResponseChannel, logger: Logger): Promise<NotifyListener> {
-  const { startNotifyListener } = await import('./stores/postgres/notify-listener');
-  const { notifyPrefix } = await import('./stores/postgres/statements');
-  const { channelNotifyPrefix } = await import('./stores/postgres/channel-statements');
-  return startNotifyListener(
-    url,
-    {
-      transport: { prefix: notifyPrefix(transportNames(cfg.schema, cfg.transportTable, 'postgres')), wake: (queue) => wake.notify(queue) },
-      channel: { prefix: channelNotifyPrefix(channelNames(cfg.schema, cfg.channel, 'postgres')), wake: (id) => channel.local.notify(id) },
-    },
-    logger,
-  );
-}
-
-/** Settings are read once per process; a bad setting fails loudly at the first function load. */
+/**
+ * Settings are read once per process; a bad setting (including a queue set to HANDLER=code without a registered
+ * handler) fails loudly at the first function load.
+ */
 export function appConfig(env: Env = process.env): AppConfig {
-  return (config ??= loadConfig(env));
+  return (config ??= loadConfig(env, { codeHandlers: codeHandlers.names() }));
 }
 
 export interface RuntimeOverrides {
@@ -99,22 +75,16 @@ export function getRuntime(overrides: RuntimeOverrides = {}): Promise<Runtime> {
     const telemetry = startTelemetry(process.env);
     const metrics = overrides.metrics ?? telemetry.metrics;
     const stores = await instrumentStores(await openStores(cfg, logger), cfg.store, telemetry.dependencies);
-    const wake = new WakeSignal();
-    const publisher = new Publisher(stores.transport, wake, cfg.publish, logger);
-    const channel = new ResponseChannel(stores.channel, publisher, cfg.channel, logger, cfg.retry);
-    const routes = new Map<string, QueueRoute>();
-    const workerHooks = workerResponseHooks(channel, logger, metrics);
-    for (const [queue, handler] of buildHandlers(cfg)) routes.set(queue, { handler, hooks: workerHooks });
-    routes.set(RESPONSE_QUEUE, { handler: responseIngressHandler(channel, cfg.channel.correlationIdJsonPaths, metrics), hooks: {} });
-    routes.set(CALLBACK_QUEUE, {
-      handler: callbackSender(
-        { allowedHosts: cfg.channel.callbackAllowedHosts, secret: cfg.channel.callbackSigningSecret, timeoutMs: cfg.channel.callbackTimeoutMs },
-        stores.channel,
-      ),
-      hooks: {},
-    });
-    const listener = cfg.store.kind === 'postgres' ? await startWakeListener(cfg, cfg.store.url, wake, channel, logger) : undefined;
-    return { config: cfg, store: stores.transport, stores, channel, publisher, wake, routes, logger, metrics, telemetry, listener, stopping, track };
+    const notifyUrl = cfg.store.kind === 'postgres' ? cfg.store.url : undefined;
+    let engine: Engine;
+    try {
+      engine = await createEngine(engineOptions(cfg, { store: { stores, notifyUrl }, handlers: codeHandlers, logger, metrics }));
+    } catch (err) {
+      await stores.close();
+      throw err;
+    }
+    const { store, channel, publisher, wake } = engine;
+    return { config: cfg, engine, store, stores, channel, publisher, wake, logger, metrics, telemetry, stopping, track };
   })().catch((err) => {
     runtime = undefined;
     throw err;
@@ -138,8 +108,7 @@ export async function shutdownRuntime(): Promise<void> {
   if (current) {
     const rt = await current.catch(() => undefined);
     try {
-      await rt?.listener?.close();
-      await rt?.stores.close();
+      await rt?.engine.close(); // the LISTEN session, then the pool
     } finally {
       await flushWithin(rt?.telemetry, FLUSH_TIMEOUT_MS);
     }

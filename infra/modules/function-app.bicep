@@ -45,8 +45,8 @@ param appInsightsConnectionString string
 ])
 param instanceMemoryMB int = 2048
 
-@description('Scale-out limit. HTTP functions scale out to it; timers run as one singleton whatever the count. Size it with SQL_POOL_MAX against the database limits.')
-@minValue(1)
+@description('Scale-out limit, per function group: the HTTP functions scale out to it together, and each timer runs as one singleton whatever the count. Flex Consumption refuses values below 40 in most regions, so 40 is the floor here. Size it with SQL_POOL_MAX against the database limits.')
+@minValue(40)
 @maxValue(1000)
 param maximumInstanceCount int = 40
 

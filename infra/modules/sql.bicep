@@ -5,6 +5,13 @@
 // admin group) then runs infra/sql/grant-app-identity.sql, which creates the app identity's contained user with
 // data roles only, and `npm run schema -- apply`, which creates the tables. See docs/azure.md.
 //
+// The Entra admin: the server's `administrators` property is honoured only when the server is created (the
+// template reference: on an update it is ignored or fails, e.g. AadOnlyAuthenticationIsEnabled, Azure/bicep#6858).
+// So it is sent only for a new server (serverExists = false); on later deployments the admin and Entra-only
+// authentication are managed through their child resources (servers/administrators 'ActiveDirectory' and
+// servers/azureADOnlyAuthentications 'Default'), which create-or-update. infra/deploy.sh finds out whether the
+// server exists before it deploys.
+//
 // Network: the firewall admits "Azure services" (the 0.0.0.0 rule, which the app needs on Flex Consumption
 // without VNet integration) and, optionally, the deployer's public IP for the two deploy steps above.
 // Authentication is still Entra-only; for private networking use Flex VNet integration + a private endpoint
@@ -35,6 +42,9 @@ param adminObjectId string
   'Application'
 ])
 param adminPrincipalType string = 'User'
+
+@description('True when the server already exists: its admin and Entra-only authentication are then set through child resources, not the server\'s administrators property (honoured only at creation).')
+param serverExists bool
 
 @description('Database SKU name. GP_S_Gen5 = General Purpose serverless (vCore); e.g. GP_Gen5 for provisioned, S0 for DTU.')
 param skuName string = 'GP_S_Gen5'
@@ -78,8 +88,8 @@ resource server 'Microsoft.Sql/servers@2023-08-01' = {
   properties: {
     minimalTlsVersion: '1.2'
     publicNetworkAccess: 'Enabled'
-    // Entra-only: no administratorLogin / administratorLoginPassword at all.
-    administrators: {
+    // Entra-only: no administratorLogin / administratorLoginPassword at all. Sent on creation only (see above).
+    administrators: serverExists ? null : {
       administratorType: 'ActiveDirectory'
       azureADOnlyAuthentication: true
       login: adminLogin
@@ -88,6 +98,29 @@ resource server 'Microsoft.Sql/servers@2023-08-01' = {
       tenantId: tenant().tenantId
     }
   }
+}
+
+// On an existing server: the Entra admin, then Entra-only authentication (which needs an Entra admin).
+resource entraAdmin 'Microsoft.Sql/servers/administrators@2023-08-01' = if (serverExists) {
+  parent: server
+  name: 'ActiveDirectory'
+  properties: {
+    administratorType: 'ActiveDirectory'
+    login: adminLogin
+    sid: adminObjectId
+    tenantId: tenant().tenantId
+  }
+}
+
+resource entraOnly 'Microsoft.Sql/servers/azureADOnlyAuthentications@2023-08-01' = if (serverExists) {
+  parent: server
+  name: 'Default'
+  properties: {
+    azureADOnlyAuthentication: true
+  }
+  dependsOn: [
+    entraAdmin
+  ]
 }
 
 // The documented "Allow Azure services and resources to access this server" rule (0.0.0.0 - 0.0.0.0).

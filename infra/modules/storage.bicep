@@ -4,7 +4,9 @@
 // reaches the account with its user-assigned identity (AzureWebJobsStorage__accountName / __credential /
 // __clientId). The identity gets Storage Blob Data Owner on the account, which the docs name as covering the
 // basic needs of host storage: timer singleton leases (blob leases), the host id lock, function keys
-// (azure-webjobs-secrets) and reading the deployment package. Storage Queue Data Contributor is only needed
+// (azure-webjobs-secrets) and reading the deployment package. It also gets Storage Table Data Contributor: the
+// host writes its diagnostic events to Table storage through AzureWebJobsStorage (without table rights it logs
+// AZFD0003, "unable to write diagnostic events"). Storage Queue Data Contributor is only needed
 // for the blob trigger (poison queue) and Durable Functions; this app has HTTP and timer triggers only, so it
 // is not granted.
 
@@ -25,8 +27,9 @@ param deploymentContainerName string
 @description('Object (principal) id of the function app identity.')
 param principalId string
 
-// Built-in role: Storage Blob Data Owner.
+// Built-in roles: Storage Blob Data Owner, Storage Table Data Contributor.
 var storageBlobDataOwnerRoleId = 'b7e6dc6d-f1e8-4753-8033-0f276bb0955b'
+var storageTableDataContributorRoleId = '0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3'
 
 resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' = {
   name: name
@@ -72,6 +75,17 @@ resource blobDataOwner 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
     principalId: principalId
     principalType: 'ServicePrincipal'
     description: 'Functions host storage (timer leases, keys) and the deployment package, by managed identity'
+  }
+}
+
+resource tableDataContributor 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(storage.id, principalId, storageTableDataContributorRoleId)
+  scope: storage
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', storageTableDataContributorRoleId)
+    principalId: principalId
+    principalType: 'ServicePrincipal'
+    description: 'Functions host diagnostic events (Table storage), by managed identity'
   }
 }
 

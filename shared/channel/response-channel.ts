@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { CALLBACK_QUEUE, type ChannelConfig } from '../config';
+import type { ChannelConfig } from '../config';
+import { CALLBACK_QUEUE } from '../queue-names';
 import type { Logger } from '../log';
 import { DEFAULT_RETRY_CLASSES, sleep, withRetry, type ClassifiedRetryOptions, type RetryPolicy } from '../sql/retry';
 import { isTransientError } from '../sql/transient';

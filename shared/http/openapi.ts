@@ -75,9 +75,9 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
       '/queues/{queue}': {
         get: {
           operationId: 'getQueue',
-          summary: 'Depth by state and the age of the oldest ready job.',
+          summary: "Depth by state, the age of the oldest ready job, and the queue's effective route and policy.",
           parameters: [queueParam],
-          responses: { '200': { description: 'Statistics.', content: json({ $ref: '#/components/schemas/QueueStats' }) }, '404': problem, '503': problem },
+          responses: { '200': { description: 'Statistics, route and policy.', content: json({ $ref: '#/components/schemas/QueueDetail' }) }, '404': problem, '503': problem },
         },
       },
       '/queues/{queue}/deadletters': {
@@ -248,6 +248,39 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
             deadLettered: { type: 'integer' },
             oldestReadyAgeSeconds: { type: ['number', 'null'] },
           },
+        },
+        QueueDetail: {
+          allOf: [
+            { $ref: '#/components/schemas/QueueStats' },
+            {
+              type: 'object',
+              required: ['route', 'policy'],
+              properties: {
+                route: {
+                  type: 'object',
+                  required: ['handler'],
+                  properties: {
+                    handler: { type: 'string', enum: ['echo', 'forward', 'code', 'response-ingress', 'callbacks'] },
+                    forwardHost: { type: 'string', description: 'host[:port] of the forward URL (never its path, query or credentials); forward only' },
+                    forwardTimeoutSeconds: { type: 'number' },
+                  },
+                },
+                policy: {
+                  type: 'object',
+                  required: ['maxDeliveryAttempts', 'redeliveryDelaySeconds', 'redeliveryMaxDelaySeconds', 'lockTimeoutSeconds', 'batchSize', 'handlerConcurrency', 'deadLetter'],
+                  properties: {
+                    maxDeliveryAttempts: { type: 'integer', description: '0 = unlimited' },
+                    redeliveryDelaySeconds: { type: 'number' },
+                    redeliveryMaxDelaySeconds: { type: 'number' },
+                    lockTimeoutSeconds: { type: 'number' },
+                    batchSize: { type: 'integer' },
+                    handlerConcurrency: { type: 'integer' },
+                    deadLetter: { type: 'boolean', description: 'false: a job out of attempts is deleted instead of dead-lettered' },
+                  },
+                },
+              },
+            },
+          ],
         },
         DeadLetter: {
           type: 'object',

@@ -12,8 +12,13 @@ export interface Stores {
   close(): Promise<void>;
 }
 
+/** What opening the stores needs (the app's AppConfig has it; so do the engine's options). */
+export type StoreOpenOptions = Pick<AppConfig, 'store' | 'schema' | 'transportTable' | 'autoCreateSchema' | 'pool' | 'azureClientId'> & {
+  channel: Pick<AppConfig['channel'], 'recoveryTable' | 'messageTable' | 'subscriberTable'>;
+};
+
 /** Picks the store the settings name; drivers load lazily so an unused one costs no start-up time. */
-export async function openStores(config: AppConfig, logger: Logger): Promise<Stores> {
+export async function openStores(config: StoreOpenOptions, logger: Logger): Promise<Stores> {
   const transportOptions: TransportStoreOptions = {
     schema: config.schema,
     table: config.transportTable,

@@ -5,6 +5,11 @@ export interface DeliveryPolicy {
   maxDeliveryAttempts: number;
   redeliveryDelayMs: number;
   redeliveryMaxDelayMs: number;
+  /**
+   * What happens to a job out of attempts (or failed for good): moved to the dead-letter queue (true, the default)
+   * or deleted (false: the spec's DeadLetterEnabled = false), logged and counted as dropped.
+   */
+  deadLetter?: boolean;
 }
 
 /** A delivery already past the cap (crashes and lapsed leases never reach the failure path) is buried unrun. */

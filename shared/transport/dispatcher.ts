@@ -13,10 +13,10 @@ export interface SettleContext {
   logger?: Logger;
 }
 
-export type DeliveryOutcome = 'completed' | 'retried' | 'dead-lettered' | 'released';
+export type DeliveryOutcome = 'completed' | 'retried' | 'dead-lettered' | 'dropped' | 'released';
 
 export interface DispatchDeps {
-  store: Pick<TransportStore, 'renew' | 'release' | 'deadLetter' | 'hasMessage'>;
+  store: Pick<TransportStore, 'renew' | 'release' | 'deadLetter' | 'hasMessage' | 'ack'>;
   acks: AckBatcher;
   policy: DeliveryPolicy;
   lockTimeoutMs: number;
@@ -26,7 +26,7 @@ export interface DispatchDeps {
   retry?: RetryPolicy;
   /** Called after a successful handler, before the ack (e.g. to publish the job's response). */
   onCompleted?: (job: Job, result: unknown, settle: SettleContext) => Promise<void>;
-  /** Called once a job has been dead-lettered for good. Failures are logged, never rethrown. */
+  /** Called once a job has ended in failure for good (dead-lettered, or dropped). Failures are logged, never rethrown. */
   onDeadLettered?: (job: Job | undefined, message: ClaimedMessage, reason: string, settle: SettleContext) => Promise<void>;
   /** epoch ms: retries inside the hooks stop before it (the invocation's settle budget). */
   settleDeadline?: number;
@@ -36,16 +36,16 @@ export interface DispatchDeps {
 export async function dispatchDelivery(msg: ClaimedMessage, handler: JobHandler, deps: DispatchDeps): Promise<DeliveryOutcome> {
   const what = `job ${msg.id} on '${msg.queue}' (attempt ${msg.attempt})`;
   if (exceedsCap(msg.attempt, deps.policy)) {
-    deps.logger.warn(`${what} exceeded ${deps.policy.maxDeliveryAttempts} delivery attempts; dead-lettering without executing it`);
+    deps.logger.warn(`${what} exceeded ${deps.policy.maxDeliveryAttempts} delivery attempts; ${burying(deps)} without executing it`);
     const reason = `Message exceeded ${deps.policy.maxDeliveryAttempts} delivery attempts without settling (attempt ${msg.attempt}).`;
-    return (await bury(msg, undefined, reason, deps)) ? 'dead-lettered' : 'retried';
+    return bury(msg, undefined, reason, deps);
   }
 
   let payload: unknown;
   try {
     payload = JSON.parse(msg.payloadJson);
   } catch {
-    return (await bury(msg, undefined, 'payload_json is not valid JSON', deps)) ? 'dead-lettered' : 'retried';
+    return bury(msg, undefined, 'payload_json is not valid JSON', deps);
   }
   const job: Job = {
     id: msg.id,
@@ -77,8 +77,8 @@ export async function dispatchDelivery(msg: ClaimedMessage, handler: JobHandler,
     heartbeat.stop();
     const reason = err instanceof Error ? err.message || err.name : String(err);
     if (err instanceof PermanentJobError || isLastAttempt(msg.attempt, deps.policy)) {
-      deps.logger.warn(`${what} failed ${err instanceof PermanentJobError ? 'for good' : 'on its last attempt'}; dead-lettering: ${reason}`);
-      return (await bury(msg, job, reason, deps)) ? 'dead-lettered' : 'retried';
+      deps.logger.warn(`${what} failed ${err instanceof PermanentJobError ? 'for good' : 'on its last attempt'}; ${burying(deps)}: ${reason}`);
+      return bury(msg, job, reason, deps);
     }
     const delay = redeliveryDelay(msg.attempt, deps.policy);
     deps.logger.warn(`${what} failed; redelivering in ${delay} ms: ${reason}`);
@@ -90,7 +90,9 @@ export async function dispatchDelivery(msg: ClaimedMessage, handler: JobHandler,
   return 'completed';
 }
 
-/** How often a dead-letter move is tried on transient faults (within the settle deadline). */
+const burying = (deps: DispatchDeps) => (deps.policy.deadLetter === false ? 'dropping it (dead-lettering is off)' : 'dead-lettering');
+
+/** How often a dead-letter move (or a drop) is tried on transient faults (within the settle deadline). */
 const DEAD_LETTER_ATTEMPTS = 3;
 
 /**
@@ -101,7 +103,8 @@ const DEAD_LETTER_ATTEMPTS = 3;
  * counts as done (its error response is still published). When the move really no-ops or keeps failing, fall back
  * to a NAK so nothing is lost.
  */
-async function bury(msg: ClaimedMessage, job: Job | undefined, reason: string, deps: DispatchDeps): Promise<boolean> {
+async function bury(msg: ClaimedMessage, job: Job | undefined, reason: string, deps: DispatchDeps): Promise<DeliveryOutcome> {
+  if (deps.policy.deadLetter === false) return drop(msg, job, reason, deps);
   const newId = msg.id;
   let moved = false;
   let uncertain = false; // an attempt failed: it may have committed before its answer was lost
@@ -134,16 +137,46 @@ async function bury(msg: ClaimedMessage, job: Job | undefined, reason: string, d
   if (!moved) {
     deps.logger.warn(`job ${msg.id} was not dead-lettered; releasing it for retry`);
     await releaseQuietly(msg, redeliveryDelay(msg.attempt, deps.policy), deps);
-    return false;
+    return 'retried';
   }
-  if (deps.onDeadLettered) {
-    try {
-      await deps.onDeadLettered(job, msg, reason, { deadline: deps.settleDeadline, logger: deps.logger });
-    } catch (err) {
-      deps.logger.error(`after dead-lettering job ${msg.id}, its follow-up failed`, err);
-    }
+  await afterFailure(msg, job, reason, deps, 'dead-lettering');
+  return 'dead-lettered';
+}
+
+/**
+ * DeadLetterEnabled = false: the row is deleted (fenced on the claim, like an ack) instead of moved. A delete that
+ * matches nothing means the lease lapsed and another consumer holds the row: it is theirs to settle. A delete that
+ * keeps failing leaves the row to its lease, which lapses and redelivers it (over the cap: dropped unrun then).
+ */
+async function drop(msg: ClaimedMessage, job: Job | undefined, reason: string, deps: DispatchDeps): Promise<DeliveryOutcome> {
+  let deleted = 0;
+  try {
+    deleted = await withRetry(() => deps.store.ack([msg]), {
+      policy: deps.retry ?? DEFAULT_RETRY_CLASSES,
+      maxAttempts: DEAD_LETTER_ATTEMPTS,
+      deadline: deps.settleDeadline,
+      onRetry: (err, attempt, delayMs, cls) => deps.logger.warn(`dropping job ${msg.id} failed transiently (${cls}, attempt ${attempt}); retrying in ${Math.round(delayMs)} ms`, err),
+    });
+  } catch (err) {
+    deps.logger.error(`failed to drop job ${msg.id}; its lease will lapse and it will be redelivered`, err);
+    return 'retried';
   }
-  return true;
+  if (deleted === 0) {
+    deps.logger.warn(`dropping job ${msg.id} no-opped: the claim's lease had lapsed and the row was re-claimed`);
+    return 'retried';
+  }
+  deps.logger.warn(`job ${msg.id} on '${msg.queue}' was dropped (dead-lettering is off for this queue): ${reason}`);
+  await afterFailure(msg, job, reason, deps, 'dropping');
+  return 'dropped';
+}
+
+async function afterFailure(msg: ClaimedMessage, job: Job | undefined, reason: string, deps: DispatchDeps, what: string): Promise<void> {
+  if (!deps.onDeadLettered) return;
+  try {
+    await deps.onDeadLettered(job, msg, reason, { deadline: deps.settleDeadline, logger: deps.logger });
+  } catch (err) {
+    deps.logger.error(`after ${what} job ${msg.id}, its follow-up failed`, err);
+  }
 }
 
 /** After a failed attempt: did an earlier attempt commit? (the job's id is on the dead-letter queue) */

@@ -50,6 +50,8 @@ export interface DrainReport {
   completed: number;
   retried: number;
   deadLettered: number;
+  /** Jobs out of attempts deleted instead of dead-lettered (the queue's policy has dead-lettering off). */
+  dropped: number;
   released: number;
   ackFailures: number;
   claimFailures: number;
@@ -59,7 +61,7 @@ export interface DrainReport {
 
 /** A report with every count zero (a drain that has not claimed anything yet). */
 export function emptyDrainReport(queue: string): DrainReport {
-  return { queue, claimed: 0, completed: 0, retried: 0, deadLettered: 0, released: 0, ackFailures: 0, claimFailures: 0, durationMs: 0, stoppedBy: 'idle' };
+  return { queue, claimed: 0, completed: 0, retried: 0, deadLettered: 0, dropped: 0, released: 0, ackFailures: 0, claimFailures: 0, durationMs: 0, stoppedBy: 'idle' };
 }
 
 /**
@@ -93,6 +95,7 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
     if (outcome === 'completed') report.completed++;
     else if (outcome === 'retried') report.retried++;
     else if (outcome === 'dead-lettered') report.deadLettered++;
+    else if (outcome === 'dropped') report.dropped++;
     else report.released++;
   };
   const inFlight = new Set<Promise<void>>();

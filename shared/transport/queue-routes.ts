@@ -1,4 +1,5 @@
-import { CALLBACK_QUEUE, RESPONSE_QUEUE, type AppConfig } from '../config';
+import type { AppConfig } from '../config';
+import { CALLBACK_QUEUE, RESPONSE_QUEUE } from '../queue-names';
 import { problem, type HttpAnswer } from '../http/problem';
 
 /**

@@ -51,7 +51,7 @@ const all = [main, ...main.modules.map((m) => parse(m.target))];
 describe('infra: Bicep wiring (what the compiler would check first)', () => {
   it('has the expected modules', () => {
     expect(main.modules.map((m) => m.symbol).sort()).toEqual(
-      ['functionApp', 'identity', 'keyVault', 'monitoring', 'observability', 'sql', 'storage'].sort(),
+      ['functionApp', 'identity', 'keyVault', 'monitoring', 'naming', 'observability', 'sql', 'storage'].sort(),
     );
   });
 

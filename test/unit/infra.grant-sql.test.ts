@@ -34,11 +34,11 @@ describe('infra: grant-app-identity.sql', () => {
     }
   });
 
-  it('takes the identity from sqlcmd variables that infra/deploy.sh passes', () => {
+  it('takes the identity from sqlcmd variables that infra/scripts/grant-app-identity.sh passes (deploy.sh and azd run it)', () => {
     const vars = new Set([...code.matchAll(/\$\((\w+)\)/g)].map((m) => m[1]!));
     expect(vars).toEqual(new Set(['APP_IDENTITY_NAME', 'APP_IDENTITY_CLIENT_ID']));
-    const script = readFileSync(join(INFRA, 'deploy.sh'), 'utf8');
-    for (const v of vars) expect(script, `deploy.sh passes -v ${v}=…`).toMatch(new RegExp(`-v "${v}=`));
+    const script = readFileSync(join(INFRA, 'scripts', 'grant-app-identity.sh'), 'utf8');
+    for (const v of vars) expect(script, `the grant script passes -v ${v}=…`).toMatch(new RegExp(`-v "${v}=`));
     expect(script).toContain('infra/sql/grant-app-identity.sql');
     expect(script).toContain('--authentication-method ActiveDirectoryDefault');
   });

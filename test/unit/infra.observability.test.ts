@@ -44,12 +44,13 @@ describe('infra: observability metric names', () => {
     }
   });
 
-  it('has the four alerts: dead letters, oldest ready age, metrics stopped, drain failures', () => {
+  it('has the five alerts: dead letters, oldest ready age, metrics stopped, failed drains, drain error traces', () => {
     expect(src).toMatch(/name == "asyncresponse\.jobs\.deadlettered"/);
     expect(src).toMatch(/name == "asyncresponse\.queue\.oldest_ready_age_seconds"/);
     expect(src).toMatch(/\| summarize Rows = count\(\)\n'''/); // the no-data rule: no "by", so 0 rows count as 0
-    expect(src).toMatch(/requests \| where name startswith "drain-" and success == false/);
-    expect([...src.matchAll(/Microsoft\.Insights\/scheduledQueryRules@/g)].length).toBe(4);
+    expect(src).toMatch(/requests\n\| where name startswith "drain-" and success == false/);
+    expect(src).toMatch(/traces\n\| where operation_Name startswith "drain-" and severityLevel >= 3/);
+    expect([...src.matchAll(/Microsoft\.Insights\/scheduledQueryRules@/g)].length).toBe(5);
   });
 
   it('reads only dimension keys the telemetry sets', async () => {

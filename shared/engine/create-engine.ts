@@ -1,0 +1,371 @@
+// The engine as a library: stores, publisher, wake signal, response channel and the queues' routes, built from
+// explicit options. No environment reads and no process-wide state: two engines in one process are independent.
+
+import { ResponseChannel } from '../channel/response-channel';
+import type { ChannelConfig } from '../config';
+import type { FieldError } from '../http/problem';
+import { consoleLogger, safeLogger, type Logger } from '../log';
+import { BUILT_IN_QUEUES, DEFAULT_DEAD_LETTER_QUEUE, RESPONSE_QUEUE } from '../queue-names';
+import { channelNames, transportNames, validateIdentifier, validateQueueName, type Dialect } from '../sql/identifiers';
+import { DEFAULT_RETRY_CLASSES } from '../sql/retry';
+import { openStores, type Stores } from '../stores/open';
+import type { NotifyListener } from '../stores/postgres/notify-listener';
+import { DEFAULT_TRANSPORT_TABLE } from '../stores/options';
+import { noopMetrics } from '../telemetry/metrics';
+import { drainQueue, type DrainReport } from '../transport/drain-loop';
+import { Publisher } from '../transport/publisher';
+import { MAX_BATCH, parsePublishBody } from '../transport/publish-request';
+import type { OutgoingMessage, QueueStats, TransportStore } from '../transport/types';
+import { WakeSignal } from '../transport/wake';
+import {
+  DEFAULT_CHANNEL,
+  DEFAULT_EMPTY_POLL_DELAY_MS,
+  DEFAULT_MAX_MESSAGE_BYTES,
+  DEFAULT_POOL,
+  DEFAULT_PUBLISH_MAX_ATTEMPTS,
+  isInjected,
+  type EngineOptions,
+} from './options';
+import { DEFAULT_QUEUE_POLICY, policyProblems, type QueuePolicy } from './policy';
+import { buildRoutes, routeView, type PolicyView, type QueueRoute, type RouteView } from './routes';
+import { runUntilAborted } from './run-loop';
+import { linkedSignal } from './signals';
+
+export interface PublishInput {
+  payload: unknown;
+  /** UUID idempotency key; generated when absent. */
+  id?: string;
+  correlationId?: string;
+  headers?: Record<string, string>;
+  delaySeconds?: number;
+}
+
+export interface PublishResult {
+  id: string;
+  /** The queue the job is on (a duplicate id may be on another queue: ids are unique across queues). */
+  queue: string;
+  availableAt: Date | null;
+  /** true when a job with this id already existed: nothing new was enqueued. */
+  duplicate: boolean;
+}
+
+export interface PublishCallOptions {
+  /** epoch ms: retries on transient faults stop before it. */
+  deadline?: number;
+  signal?: AbortSignal;
+  logger?: Logger;
+}
+
+export interface DrainRequest {
+  /** Claiming stops after this long; started handlers still finish and nothing stays leased. */
+  budgetMs: number;
+  /** The drain ends once the queue stayed empty this long. Default: the budget. */
+  idleGraceMs?: number;
+  /** Stop claiming now, release what was not started, finish what was. */
+  signal?: AbortSignal;
+  logger?: Logger;
+}
+
+export interface RunRequest {
+  /** The only way a run ends. */
+  signal: AbortSignal;
+  logger?: Logger;
+}
+
+export interface QueueStatsWithRoute extends QueueStats {
+  route: RouteView;
+  policy: PolicyView;
+}
+
+export interface Engine {
+  readonly store: TransportStore;
+  readonly stores: Stores;
+  readonly channel: ResponseChannel;
+  readonly publisher: Publisher;
+  readonly wake: WakeSignal;
+  readonly deadLetterQueue: string;
+  /** The worker queues (not the built-in `response` and `callbacks`). */
+  readonly queues: readonly string[];
+  /** Route of a worker or built-in queue. */
+  route(queue: string): QueueRoute | undefined;
+  publish(queue: string, message: PublishInput, options?: PublishCallOptions): Promise<PublishResult>;
+  /** Validates every message first (nothing is written if one is bad), then inserts in statements of 100. */
+  publishBatch(queue: string, messages: readonly PublishInput[], options?: PublishCallOptions): Promise<PublishResult[]>;
+  /** One budgeted drain of a queue with its route (a timer invocation's work). */
+  drain(queue: string, request: DrainRequest): Promise<DrainReport>;
+  /** Long-running: drains the queues (default: every worker queue) without a budget until the signal aborts. */
+  run(queues: string | readonly string[] | undefined, request: RunRequest): Promise<DrainReport[]>;
+  stats(queue: string): Promise<QueueStatsWithRoute>;
+  /** Stops drains and runs (they settle what they started), then closes the LISTEN session and the pool. */
+  close(): Promise<void>;
+}
+
+export class EngineOptionsError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid engine options:\n- ${problems.join('\n- ')}`);
+    this.name = 'EngineOptionsError';
+  }
+}
+
+export class UnknownQueueError extends Error {
+  constructor(readonly queue: string, known: readonly string[]) {
+    super(`queue '${queue}' has no route; the queues are ${known.join(', ')}`);
+    this.name = 'UnknownQueueError';
+  }
+}
+
+export class PublishRejectedError extends Error {
+  constructor(
+    readonly status: 400 | 413,
+    detail: string,
+    readonly errors: FieldError[],
+  ) {
+    super(`${detail}${errors.length ? `: ${errors.map((e) => `${e.field || '(body)'} ${e.message}`).join('; ')}` : ''}`);
+    this.name = 'PublishRejectedError';
+  }
+}
+
+export async function createEngine(options: EngineOptions): Promise<Engine> {
+  const logger = options.logger ?? safeLogger(consoleLogger('info'));
+  const metrics = options.metrics ?? noopMetrics;
+  const dialect: Dialect = !isInjected(options.store) && options.store.kind === 'sqlserver' ? 'sqlserver' : 'postgres';
+  const schema = options.schema ?? (dialect === 'sqlserver' ? 'dbo' : 'public');
+  const transportTable = options.transportTable ?? DEFAULT_TRANSPORT_TABLE;
+  const deadLetterQueue = options.deadLetterQueue ?? DEFAULT_DEAD_LETTER_QUEUE;
+  const channelConfig: ChannelConfig = { ...DEFAULT_CHANNEL, ...options.channel };
+  const defaults: QueuePolicy = { ...DEFAULT_QUEUE_POLICY, ...options.defaults };
+  const retry = options.retry ?? DEFAULT_RETRY_CLASSES;
+  const emptyPollDelayMs = options.emptyPollDelayMs ?? DEFAULT_EMPTY_POLL_DELAY_MS;
+  const maxMessageBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
+  const problems = optionProblems(options, defaults, deadLetterQueue, schema, transportTable, channelConfig, dialect);
+  if (problems.length > 0) throw new EngineOptionsError(problems);
+
+  const stores = isInjected(options.store)
+    ? options.store.stores
+    : await openStores(
+        {
+          store: options.store,
+          schema,
+          transportTable,
+          autoCreateSchema: options.autoCreateSchema ?? true,
+          pool: { ...DEFAULT_POOL, ...options.store.pool },
+          azureClientId: options.store.azureClientId,
+          channel: channelConfig,
+        },
+        logger,
+      );
+  const wake = new WakeSignal();
+  const publisher = new Publisher(
+    stores.transport,
+    options.wake?.inProcess === false ? new WakeSignal() : wake, // a signal nobody waits on
+    { maxAttempts: options.publishMaxAttempts ?? DEFAULT_PUBLISH_MAX_ATTEMPTS, classes: retry },
+    logger,
+  );
+  const channel = new ResponseChannel(stores.channel, publisher, channelConfig, logger, retry);
+  const routes = buildRoutes(options, { channel, channelStore: stores.channel, channelConfig, defaults, logger, metrics });
+  const workerQueues = Object.keys(options.queues);
+  const notifyUrl = isInjected(options.store) ? options.store.notifyUrl : options.store.kind === 'postgres' ? options.store.url : undefined;
+  let listener: NotifyListener | undefined;
+  if (notifyUrl !== undefined && options.wake?.notify !== false) {
+    try {
+      listener = await startWakeListener(notifyUrl, schema, transportTable, channelConfig, wake, channel, logger);
+    } catch (err) {
+      await stores.close();
+      throw err;
+    }
+  }
+
+  const closing = new AbortController();
+  const active = new Set<Promise<unknown>>();
+  const track = <T>(work: Promise<T>): Promise<T> => {
+    const settled = work.then(
+      () => undefined,
+      () => undefined,
+    );
+    active.add(settled);
+    void settled.finally(() => active.delete(settled));
+    return work;
+  };
+  const routeOf = (queue: string): QueueRoute => {
+    const route = routes.get(queue);
+    if (!route) throw new UnknownQueueError(queue, [...routes.keys()]);
+    return route;
+  };
+  const publishable = (queue: string) => {
+    if (!workerQueues.includes(queue) && queue !== RESPONSE_QUEUE) throw new UnknownQueueError(queue, [...workerQueues, RESPONSE_QUEUE]);
+  };
+  const insert = async (queue: string, messages: OutgoingMessage[], o: PublishCallOptions): Promise<PublishResult[]> => {
+    const outcomes = await track(publisher.publish(messages, o.deadline, o.signal, o.logger));
+    metrics.jobsPublished(queue, outcomes.filter((x) => x.inserted).length);
+    return outcomes.map((x) => ({ id: x.id, queue: x.existingQueue ?? queue, availableAt: x.availableAt, duplicate: !x.inserted }));
+  };
+  let closed: Promise<void> | undefined;
+
+  const engine: Engine = {
+    store: stores.transport,
+    stores,
+    channel,
+    publisher,
+    wake,
+    deadLetterQueue,
+    queues: workerQueues,
+    route: (queue) => routes.get(queue),
+
+    async publish(queue, message, o = {}) {
+      publishable(queue);
+      const parsed = parsePublishBody(message, queue, maxMessageBytes);
+      if (!parsed.ok) throw new PublishRejectedError(parsed.status, parsed.detail, parsed.errors);
+      const [result] = await insert(queue, parsed.messages, o);
+      return result!;
+    },
+
+    async publishBatch(queue, messages, o = {}) {
+      publishable(queue);
+      const chunks: OutgoingMessage[][] = [];
+      for (let i = 0; i < messages.length; i += MAX_BATCH) {
+        const parsed = parsePublishBody(messages.slice(i, i + MAX_BATCH), queue, maxMessageBytes);
+        if (!parsed.ok) {
+          const at = (field: string) => field.replace(/^\[(\d+)\]/, (_, n: string) => `[${Number(n) + i}]`);
+          throw new PublishRejectedError(parsed.status, parsed.detail, parsed.errors.map((e) => ({ ...e, field: at(e.field) })));
+        }
+        chunks.push(parsed.messages);
+      }
+      const results: PublishResult[] = [];
+      for (const chunk of chunks) results.push(...(await insert(queue, chunk, o)));
+      return results;
+    },
+
+    drain(queue, request) {
+      const route = routeOf(queue);
+      const stop = linkedSignal([request.signal, closing.signal]);
+      const p = route.policy;
+      return track(
+        drainQueue({
+          store: stores.transport,
+          queue,
+          handler: route.handler,
+          ...route.hooks,
+          policy: p,
+          deadLetterQueue,
+          lockTimeoutMs: p.lockTimeoutMs,
+          batchSize: p.batchSize,
+          concurrency: p.concurrency,
+          budgetMs: request.budgetMs,
+          idleGraceMs: request.idleGraceMs ?? request.budgetMs,
+          emptyPollDelayMs,
+          wake,
+          logger: request.logger ?? logger,
+          stopping: stop.signal,
+          claimRetry: retry,
+        }).finally(stop.dispose),
+      );
+    },
+
+    run(queues, request) {
+      const list = queues === undefined ? workerQueues : typeof queues === 'string' ? [queues] : queues;
+      for (const q of list) routeOf(q);
+      const stop = linkedSignal([request.signal, closing.signal]);
+      const log = request.logger ?? logger;
+      const drainForever = (q: string) => () => engine.drain(q, { budgetMs: Infinity, idleGraceMs: Infinity, signal: stop.signal, logger: log });
+      return Promise.all(list.map((q) => runUntilAborted(q, drainForever(q), stop.signal, log))).finally(stop.dispose);
+    },
+
+    async stats(queue) {
+      const route = routeOf(queue);
+      return { ...(await track(stores.transport.queueStats(queue, deadLetterQueue))), ...routeView(route) };
+    },
+
+    close() {
+      closed ??= (async () => {
+        closing.abort(new Error('engine closing'));
+        while (active.size > 0) await Promise.all([...active]);
+        try {
+          await listener?.close();
+        } finally {
+          await stores.close();
+        }
+      })();
+      return closed;
+    },
+  };
+  return engine;
+}
+
+function optionProblems(
+  o: EngineOptions,
+  defaults: QueuePolicy,
+  deadLetterQueue: string,
+  schema: string,
+  table: string,
+  channel: ChannelConfig,
+  dialect: Dialect,
+): string[] {
+  const problems: string[] = [];
+  const queues = Object.keys(o.queues ?? {});
+  if (queues.length === 0) problems.push('queues: name at least one worker queue');
+  for (const q of [...queues, deadLetterQueue]) {
+    const why = validateQueueName(q);
+    if (why) problems.push(`queue '${q}': ${why}`);
+  }
+  for (const q of queues) {
+    if (q === deadLetterQueue) problems.push(`queue '${q}' is the dead-letter queue`);
+    if (BUILT_IN_QUEUES.includes(q)) problems.push(`queue '${q}' is built in (the response channel's); configure its policy with builtInPolicies`);
+    const r = o.queues[q]!;
+    if (typeof r.handler !== 'function') {
+      if (r.handler?.kind === 'forward') {
+        if (!/^https?:$/.test(safeProtocol(r.handler.url))) problems.push(`queue '${q}': the forward URL '${r.handler.url}' is not an http(s) URL`);
+        const t = r.handler.timeoutMs;
+        if (t !== undefined && !(t >= 1 && t <= 600_000)) problems.push(`queue '${q}': the forward timeout must be from 1 to 600000 ms`);
+      } else if (r.handler?.kind !== 'echo') problems.push(`queue '${q}': handler must be a function, { kind: 'echo' } or { kind: 'forward', url }`);
+    }
+    problems.push(...policyProblems(q, { ...defaults, ...r.policy }));
+  }
+  for (const [q, p] of Object.entries(o.builtInPolicies ?? {})) problems.push(...policyProblems(q, { ...defaults, ...p }));
+  if (!isInjected(o.store)) {
+    for (const [what, value] of [
+      ['schema', schema],
+      ['transportTable', table],
+      ['channel.recoveryTable', channel.recoveryTable],
+      ['channel.messageTable', channel.messageTable],
+      ['channel.subscriberTable', channel.subscriberTable],
+    ] as const) {
+      try {
+        validateIdentifier(value, what, dialect);
+      } catch (e) {
+        problems.push((e as Error).message);
+      }
+    }
+  }
+  return problems;
+}
+
+function safeProtocol(url: string): string {
+  try {
+    return new URL(url).protocol;
+  } catch {
+    return '';
+  }
+}
+
+/** PostgreSQL: NOTIFYs from other processes wake this engine's drain loops and waiters at once. */
+async function startWakeListener(
+  url: string,
+  schema: string,
+  table: string,
+  channelConfig: ChannelConfig,
+  wake: WakeSignal,
+  channel: ResponseChannel,
+  logger: Logger,
+): Promise<NotifyListener> {
+  const { startNotifyListener } = await import('../stores/postgres/notify-listener');
+  const { notifyPrefix } = await import('../stores/postgres/statements');
+  const { channelNotifyPrefix } = await import('../stores/postgres/channel-statements');
+  return startNotifyListener(
+    url,
+    {
+      transport: { prefix: notifyPrefix(transportNames(schema, table, 'postgres')), wake: (queue) => wake.notify(queue) },
+      channel: { prefix: channelNotifyPrefix(channelNames(schema, channelConfig, 'postgres')), wake: (id) => channel.local.notify(id) },
+    },
+    logger,
+  );
+}

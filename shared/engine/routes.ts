@@ -1,0 +1,108 @@
+// Routes are data: each queue's handler, its settlement hooks and its policy travel together, built once when
+// the engine is created. A drain reads the route it is given, never a global.
+
+import type { ChannelStore } from '../channel/types';
+import type { ResponseChannel } from '../channel/response-channel';
+import { workerResponseHooks } from '../channel/worker-responses';
+import type { ChannelConfig } from '../config';
+import { callbackSender } from '../handlers/callback-sender';
+import { handlerFromSpec, DEFAULT_FORWARD_TIMEOUT_MS } from '../handlers/registry';
+import { responseIngressHandler } from '../handlers/response-ingress';
+import type { Logger } from '../log';
+import { CALLBACK_QUEUE, RESPONSE_QUEUE } from '../queue-names';
+import type { Metrics } from '../telemetry/metrics';
+import type { DispatchDeps } from '../transport/dispatcher';
+import type { JobHandler } from '../transport/job';
+import type { EngineOptions } from './options';
+import type { QueuePolicy } from './policy';
+
+/** What runs a queue's jobs, as shown to operators: never a URL's path, query or credentials. */
+export type HandlerDescription =
+  | { kind: 'echo' }
+  | { kind: 'forward'; host: string; timeoutMs: number }
+  | { kind: 'code' }
+  | { kind: 'response-ingress' }
+  | { kind: 'callbacks' };
+
+export interface QueueRoute {
+  queue: string;
+  handler: JobHandler;
+  description: HandlerDescription;
+  hooks: Pick<DispatchDeps, 'onCompleted' | 'onDeadLettered'>;
+  policy: QueuePolicy;
+}
+
+export interface RouteParts {
+  channel: ResponseChannel;
+  channelStore: ChannelStore;
+  channelConfig: ChannelConfig;
+  defaults: QueuePolicy;
+  logger: Logger;
+  metrics: Metrics;
+}
+
+/** The worker queues' routes from the options, then the built-in response ingress and callbacks routes. */
+export function buildRoutes(options: EngineOptions, parts: RouteParts): Map<string, QueueRoute> {
+  const routes = new Map<string, QueueRoute>();
+  const respond = workerResponseHooks(parts.channel, parts.logger, parts.metrics);
+  for (const [queue, r] of Object.entries(options.queues)) {
+    const handler = typeof r.handler === 'function' ? r.handler : handlerFromSpec(r.handler);
+    const description: HandlerDescription =
+      typeof r.handler === 'function'
+        ? { kind: 'code' }
+        : r.handler.kind === 'forward'
+          ? { kind: 'forward', host: new URL(r.handler.url).host, timeoutMs: r.handler.timeoutMs ?? DEFAULT_FORWARD_TIMEOUT_MS }
+          : { kind: 'echo' };
+    routes.set(queue, { queue, handler, description, hooks: r.respond === false ? {} : respond, policy: { ...parts.defaults, ...r.policy } });
+  }
+  const c = parts.channelConfig;
+  routes.set(RESPONSE_QUEUE, {
+    queue: RESPONSE_QUEUE,
+    handler: responseIngressHandler(parts.channel, c.correlationIdJsonPaths, parts.metrics),
+    description: { kind: 'response-ingress' },
+    hooks: {},
+    policy: { ...parts.defaults, ...options.builtInPolicies?.response },
+  });
+  routes.set(CALLBACK_QUEUE, {
+    queue: CALLBACK_QUEUE,
+    handler: callbackSender({ allowedHosts: c.callbackAllowedHosts, secret: c.callbackSigningSecret, timeoutMs: c.callbackTimeoutMs }, parts.channelStore),
+    description: { kind: 'callbacks' },
+    hooks: {},
+    policy: { ...parts.defaults, ...options.builtInPolicies?.callbacks },
+  });
+  return routes;
+}
+
+/** A route as GET /api/queues/{queue} shows it (seconds, as the settings are written). */
+export interface RouteView {
+  handler: HandlerDescription['kind'];
+  forwardHost?: string;
+  forwardTimeoutSeconds?: number;
+}
+
+export interface PolicyView {
+  maxDeliveryAttempts: number;
+  redeliveryDelaySeconds: number;
+  redeliveryMaxDelaySeconds: number;
+  lockTimeoutSeconds: number;
+  batchSize: number;
+  handlerConcurrency: number;
+  deadLetter: boolean;
+}
+
+export function routeView(route: QueueRoute): { route: RouteView; policy: PolicyView } {
+  const d = route.description;
+  const p = route.policy;
+  return {
+    route: d.kind === 'forward' ? { handler: d.kind, forwardHost: d.host, forwardTimeoutSeconds: d.timeoutMs / 1000 } : { handler: d.kind },
+    policy: {
+      maxDeliveryAttempts: p.maxDeliveryAttempts,
+      redeliveryDelaySeconds: p.redeliveryDelayMs / 1000,
+      redeliveryMaxDelaySeconds: p.redeliveryMaxDelayMs / 1000,
+      lockTimeoutSeconds: p.lockTimeoutMs / 1000,
+      batchSize: p.batchSize,
+      handlerConcurrency: p.concurrency,
+      deadLetter: p.deadLetter,
+    },
+  };
+}

@@ -1,0 +1,27 @@
+// The public entry of the engine: build one with createEngine(options), publish, drain or run its queues,
+// close it. Nothing here reads the environment or keeps process-wide state (shared/config.ts turns app settings
+// into these options; shared/runtime.ts composes the Functions app from them). README: "Using the engine from
+// your own program".
+
+export {
+  createEngine,
+  EngineOptionsError,
+  PublishRejectedError,
+  UnknownQueueError,
+  type DrainRequest,
+  type Engine,
+  type PublishCallOptions,
+  type PublishInput,
+  type PublishResult,
+  type QueueStatsWithRoute,
+  type RunRequest,
+} from './engine/create-engine';
+export type { EngineOptions, InjectedStores, PoolOptions, QueueRouteOptions, StoreConnection } from './engine/options';
+export { DEFAULT_QUEUE_POLICY, type QueuePolicy } from './engine/policy';
+export type { HandlerDescription, PolicyView, QueueRoute, RouteView } from './engine/routes';
+export { HandlerRegistry, type HandlerSpec } from './handlers/registry';
+export { consoleLogger, silentLogger, type Logger } from './log';
+export { CALLBACK_QUEUE, RESPONSE_QUEUE } from './queue-names';
+export type { DrainReport } from './transport/drain-loop';
+export { PermanentJobError, type Job, type JobContext, type JobHandler } from './transport/job';
+export type { QueueStats } from './transport/types';
