@@ -47,6 +47,7 @@ const TRANSPORT_METHODS: Record<AsyncMethodKeys<TransportStore>, true> = {
   claim: true,
   ack: true,
   release: true,
+  releaseUnstarted: true,
   renew: true,
   deadLetter: true,
   pruneDeadLetterBatch: true,

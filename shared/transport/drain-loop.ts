@@ -2,10 +2,11 @@ import type { Logger } from '../log';
 import { classDelay, DEFAULT_RETRY_CLASSES, sleep, type RetryPolicy } from '../sql/retry';
 import { classifyTransient } from '../sql/transient';
 import { AckBatcher } from './ack-batcher';
+import { ClaimBuffer } from './claim-buffer';
 import type { DeliveryPolicy } from './delivery-policy';
 import { dispatchDelivery, type DeliveryOutcome, type DispatchDeps } from './dispatcher';
 import type { JobHandler } from './job';
-import type { TransportStore } from './types';
+import type { ClaimedMessage, TransportStore } from './types';
 import type { WakeSignal } from './wake';
 
 export interface DrainOptions {
@@ -15,8 +16,15 @@ export interface DrainOptions {
   policy: DeliveryPolicy;
   deadLetterQueue: string;
   lockTimeoutMs: number;
+  /** Most rows one claim statement takes. */
   batchSize: number;
   concurrency: number;
+  /**
+   * Rows claimed ahead of free handler slots (0 = never more than the free slots). Held rows start in claim
+   * order while half their lease is left; the rest, and whatever is held when the drain stops, go back
+   * unstarted (not counted as an attempt).
+   */
+  prefetch?: number;
   /** Claiming stops when this much time has passed; started handlers still finish. */
   budgetMs: number;
   /** The drain ends once the queue has stayed empty (nothing claimed, nothing running) this long. */
@@ -57,8 +65,8 @@ export function emptyDrainReport(queue: string): DrainReport {
 }
 
 /**
- * One timer invocation's worth of work on one queue: claim in batches (never more than free handler slots, so
- * nothing claimed waits), run handlers concurrently, settle acks in batches, and finish with nothing leased.
+ * One timer invocation's worth of work on one queue: claim in batches (at most the free handler slots plus the
+ * prefetch), run handlers concurrently, settle acks in batches, and finish with nothing leased.
  */
 export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
   const now = o.now ?? Date.now;
@@ -91,8 +99,31 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
     else report.released++;
   };
   const inFlight = new Set<Promise<void>>();
+  const capacity = o.concurrency + Math.max(0, o.prefetch ?? 0);
+  // Claim again once the buffer runs dry, or once a batch's worth of room (at most half the capacity) is free.
+  const refillAt = Math.max(1, Math.min(o.batchSize, Math.ceil(capacity / 2)));
+  const buffer = new ClaimBuffer(o.lockTimeoutMs / 2);
   let lastActivity = now();
   let claimErrors = 0;
+  let emptyAt: number | undefined; // when the last claim came back empty
+
+  const start = (msg: ClaimedMessage) => {
+    const p: Promise<void> = dispatchDelivery(msg, o.handler, deps)
+      .then(count, (err) => {
+        o.logger.error(`dispatching job ${msg.id} failed unexpectedly`, err);
+      })
+      .finally(() => inFlight.delete(p));
+    inFlight.add(p);
+  };
+  const handBack = async (msgs: ClaimedMessage[]) => {
+    if (msgs.length === 0) return;
+    report.released += msgs.length;
+    try {
+      await o.store.releaseUnstarted(msgs);
+    } catch (err) {
+      o.logger.error(`failed to release ${msgs.length} unstarted jobs of '${o.queue}'; their leases will lapse`, err);
+    }
+  };
 
   for (;;) {
     if (o.stopping?.aborted) {
@@ -104,15 +135,33 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
       report.stoppedBy = 'budget';
       break;
     }
+    const stale: ClaimedMessage[] = [];
+    while (inFlight.size < o.concurrency && !o.stopping?.aborted && now() < claimDeadline) {
+      const msg = buffer.take(now(), stale);
+      if (!msg) break;
+      start(msg); // a handler that starts synchronously may signal shutdown before the next one starts
+    }
+    stale.push(...buffer.takeStale(now()));
+    await handBack(stale);
+    if (o.stopping?.aborted || now() >= claimDeadline) continue;
+
+    const room = capacity - inFlight.size - buffer.size;
     const free = o.concurrency - inFlight.size;
-    if (free <= 0) {
-      await Promise.race(inFlight);
+    // The queue looked empty a moment ago and held rows fill every free slot: claiming again would find nothing.
+    const seenEmpty = emptyAt !== undefined && buffer.size > 0 && now() - emptyAt < o.emptyPollDelayMs;
+    if (room <= 0 || seenEmpty || (room < refillAt && !(buffer.size === 0 && free > 0))) {
+      // Full: wait for a handler to finish, a held row to go stale, or the budget to end.
+      const until = Math.min(buffer.nextStaleAt() ?? Infinity, claimDeadline, seenEmpty ? emptyAt! + o.emptyPollDelayMs : Infinity);
+      const cancel = new AbortController();
+      await Promise.race([sleep(Math.max(0, until - now()), cancel.signal).catch(() => undefined), ...inFlight]);
+      cancel.abort();
       lastActivity = now();
       continue;
     }
     let batch;
+    const claimedAt = now();
     try {
-      batch = await o.store.claim(o.queue, Math.min(o.batchSize, free), o.lockTimeoutMs);
+      batch = await o.store.claim(o.queue, Math.min(o.batchSize, room), o.lockTimeoutMs);
       claimErrors = 0;
     } catch (err) {
       report.claimFailures++;
@@ -130,12 +179,13 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
       await sleep(delay, o.stopping).catch(() => undefined);
       continue;
     }
+    emptyAt = batch.length === 0 ? now() : undefined;
     if (batch.length === 0) {
-      if (inFlight.size === 0 && now() - lastActivity >= o.idleGraceMs) {
+      if (inFlight.size === 0 && buffer.size === 0 && now() - lastActivity >= o.idleGraceMs) {
         report.stoppedBy = 'idle';
         break;
       }
-      const wait = Math.min(o.emptyPollDelayMs, Math.max(0, claimDeadline - now()));
+      const wait = Math.min(o.emptyPollDelayMs, Math.max(0, Math.min(claimDeadline, buffer.nextStaleAt() ?? Infinity) - now()));
       // The wait is cancelled when a handler finishes first, so no stale waiter swallows the next wake.
       const cancel = new AbortController();
       await Promise.race([o.wake.wait(o.queue, wait, [o.stopping, cancel.signal]), ...inFlight]);
@@ -145,26 +195,11 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
     }
     report.claimed += batch.length;
     lastActivity = now();
-    for (const msg of batch) {
-      if (o.stopping?.aborted || now() >= claimDeadline) {
-        // Claimed but not started: hand it straight back (its attempt is spent, the delay is zero).
-        try {
-          await o.store.release(msg, 0);
-        } catch (err) {
-          o.logger.error(`failed to release unstarted job ${msg.id}; its lease will lapse`, err);
-        }
-        report.released++;
-        continue;
-      }
-      const p: Promise<void> = dispatchDelivery(msg, o.handler, deps)
-        .then(count, (err) => {
-          o.logger.error(`dispatching job ${msg.id} failed unexpectedly`, err);
-        })
-        .finally(() => inFlight.delete(p));
-      inFlight.add(p);
-    }
+    buffer.add(batch, claimedAt);
   }
 
+  // Claimed but not started: hand back at once (no attempt spent, place in line kept).
+  await handBack(buffer.takeAll());
   await Promise.all(inFlight);
   await acks.drain();
   report.ackFailures = acks.failed;

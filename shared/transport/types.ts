@@ -96,6 +96,12 @@ export interface TransportStore {
   ack(settlements: readonly Settlement[]): Promise<number>;
   /** NAK: makes the row claimable again after delayMs (fenced). attempts is not decremented. */
   release(settlement: Settlement, delayMs: number): Promise<boolean>;
+  /**
+   * Hands back claims whose handlers never started (budget end, shutdown, a prefetched row not reached), in one
+   * fenced statement: the lease is cleared, `attempts` goes back down by one (a delivery that never ran is no
+   * attempt) and available_at is kept, so the rows keep their place in availability order. Returns rows released.
+   */
+  releaseUnstarted(settlements: readonly Settlement[]): Promise<number>;
   /** Extends the lease; false = the lease was lost (a peer re-claimed the row). */
   renew(settlement: Settlement, lockTimeoutMs: number): Promise<boolean>;
   /** Deletes the claimed row and inserts the dead-letter row in one transaction, only if the fence matched. */

@@ -39,6 +39,24 @@ for (const fixture of storeFixtures()) {
       expect(again!.lockId).not.toBe(c.lockId);
     });
 
+    it('unstarted claims go back in one fenced statement: attempt given back, place in line kept', async () => {
+      const first = message('unstarted');
+      const second = message('unstarted');
+      await h.store.publish([first]);
+      await h.store.publish([second]);
+      const [a, b] = await h.store.claim('unstarted', 2, LOCK);
+      expect([a?.id, b?.id]).toEqual([first.id, second.id]);
+      await h.raw.setLockId(b!.id, randomUUID()); // b was re-claimed by a peer: its stale fence must not match
+      expect(await h.store.releaseUnstarted([a!, b!])).toBe(1);
+      expect(await h.raw.row(a!.id)).toMatchObject({ attempts: 0, lockId: null });
+      expect(await h.raw.row(b!.id)).toMatchObject({ attempts: 1 });
+      expect(await h.store.releaseUnstarted([])).toBe(0);
+      const third = message('unstarted');
+      await h.store.publish([third]);
+      const [again] = await h.store.claim('unstarted', 1, LOCK);
+      expect(again).toMatchObject({ id: a!.id, attempt: 1 }); // first in line again, and its first attempt
+    });
+
     it('stale settlements (after a re-claim) are no-ops: ack, NAK, renew, dead letter', async () => {
       const c = await claimOne('stale');
       await h.raw.expireLease(c.id);

@@ -17,9 +17,9 @@ interface Row {
  * An in-memory stand-in with the transport's semantics, for unit tests of loops that take an injected store.
  * (Every SQL behaviour itself is tested by the contract suite against real databases.)
  */
-export class MemoryStore implements Pick<TransportStore, 'publish' | 'claim' | 'ack' | 'release' | 'renew' | 'deadLetter' | 'hasMessage'> {
+export class MemoryStore implements Pick<TransportStore, 'publish' | 'claim' | 'ack' | 'release' | 'releaseUnstarted' | 'renew' | 'deadLetter' | 'hasMessage'> {
   rows = new Map<string, Row>();
-  calls = { claim: 0, ack: 0, release: [] as Array<{ id: string; delayMs: number }>, renew: 0, deadLetter: 0 };
+  calls = { claim: 0, ack: 0, release: [] as Array<{ id: string; delayMs: number }>, releaseUnstarted: [] as string[], renew: 0, deadLetter: 0 };
   failClaims = 0;
   claimError: Error = Object.assign(new Error('connection reset'), { code: 'ECONNRESET' });
   /**
@@ -85,6 +85,18 @@ export class MemoryStore implements Pick<TransportStore, 'publish' | 'claim' | '
     if (!r) return false;
     Object.assign(r, { availableAt: Date.now() + delayMs, lockedUntil: null, lockId: null });
     return true;
+  }
+
+  async releaseUnstarted(settlements: readonly Settlement[]) {
+    let n = 0;
+    for (const s of settlements) {
+      this.calls.releaseUnstarted.push(s.id);
+      const r = this.fenced(s);
+      if (!r) continue;
+      Object.assign(r, { attempts: Math.max(0, r.attempts - 1), lockedUntil: null, lockId: null });
+      n++;
+    }
+    return n;
   }
 
   async renew(s: Settlement, lockTimeoutMs: number) {

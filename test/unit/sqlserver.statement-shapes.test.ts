@@ -72,6 +72,18 @@ describe('SQL Server statement shapes', () => {
     expect(t).not.toMatch(/SET NOCOUNT ON/);
   });
 
+  it('release of unstarted claims: one fenced UPDATE joined on (id, lock_id) that gives the attempt back and keeps available_at', () => {
+    const t = s.releaseUnstarted.text;
+    expect(t).toMatch(/^UPDATE target\nSET attempts = CASE WHEN target\.attempts > 0 THEN target\.attempts - 1 ELSE 0 END, locked_until = NULL, lock_id = NULL\n/);
+    expect(t).toContain('FROM [dbo].[jobs] AS target');
+    expect(t).toContain("OPENJSON(@settlements) WITH (id uniqueidentifier '$.id', lock_id uniqueidentifier '$.lock_id')");
+    expect(t).toContain('ON target.id = settled.id AND target.lock_id = settled.lock_id;');
+    expect(t).not.toMatch(/available_at/);
+    expect(t).toMatch(/SELECT @@ROWCOUNT AS affected;$/);
+    expect(Object.keys(s.releaseUnstarted.params)).toEqual(['settlements']);
+    expect(length(s.releaseUnstarted, 'settlements')).toBe(65535);
+  });
+
   it('NAK and renew are fenced on lock_id and read their count from the server', () => {
     expect(s.release.text).toContain('WHERE id = @id AND lock_id = @lock_id;');
     expect(s.release.text).toContain(`SET available_at = ${SPLIT('@delay_ms')}, locked_until = NULL, lock_id = NULL`);

@@ -116,7 +116,7 @@ describe('drain loop', () => {
     expect(store.inQueue('q')).toHaveLength(8 - report.completed);
   });
 
-  it('a claim already in hand when the budget ends is released unstarted (attempt spent, delay zero)', async () => {
+  it('a claim already in hand when the budget ends is handed back unstarted: no attempt spent, in one statement', async () => {
     const store = new MemoryStore();
     await store.publish(Array.from({ length: 3 }, (_, i) => message('q', i)));
     const realClaim = store.claim.bind(store);
@@ -129,12 +129,72 @@ describe('drain loop', () => {
     const report = await drainQueue(options(store, { budgetMs: 50, handler: async () => void ran++ }));
     expect(ran).toBe(0);
     expect(report.released).toBe(3);
-    expect(store.calls.release.every((r) => r.delayMs === 0)).toBe(true);
+    expect(store.calls.release).toHaveLength(0);
+    expect(store.calls.releaseUnstarted).toHaveLength(3);
     expect(store.inQueue('q').map((r) => [r.attempts, r.lockId])).toEqual([
-      [1, null],
-      [1, null],
-      [1, null],
+      [0, null],
+      [0, null],
+      [0, null],
     ]);
+  });
+
+  it('prefetch: claims ahead of free slots in fewer statements, still never more handlers than the concurrency', async () => {
+    const store = new MemoryStore();
+    await store.publish(Array.from({ length: 200 }, (_, i) => message('q', i)));
+    let running = 0;
+    let peak = 0;
+    const handler = async () => {
+      peak = Math.max(peak, ++running);
+      await sleep(1);
+      running--;
+    };
+    const realClaim = store.claim.bind(store);
+    const claimSizes: number[] = [];
+    store.claim = async (...args) => {
+      const batch = await realClaim(...args);
+      if (batch.length > 0) claimSizes.push(batch.length);
+      return batch;
+    };
+    const report = await drainQueue(options(store, { concurrency: 4, batchSize: 50, prefetch: 96, handler }));
+    expect(report).toMatchObject({ claimed: 200, completed: 200, released: 0, stoppedBy: 'idle' });
+    expect(peak).toBe(4);
+    // 200 rows in claims of up to 50 (without prefetch a claim takes at most the 4 free slots: 50 claims or more)
+    expect(claimSizes.length).toBeLessThanOrEqual(6);
+    expect(Math.max(...claimSizes)).toBe(50);
+    expect(store.inQueue('q')).toHaveLength(0);
+  });
+
+  it('prefetch under a slow handler: no job starts on a lease past half its time; stale rows go back unstarted', async () => {
+    const store = new MemoryStore();
+    await store.publish(Array.from({ length: 8 }, (_, i) => message('q', i)));
+    const lockTimeoutMs = 400;
+    const starts: Array<{ id: string; leaseLeftMs: number; attempt: number }> = [];
+    const handler = async (job: { id: string; attempt: number }) => {
+      const row = store.rows.get(job.id)!;
+      starts.push({ id: job.id, leaseLeftMs: (row.lockedUntil ?? 0) - Date.now(), attempt: job.attempt });
+      await sleep(150);
+    };
+    const report = await drainQueue(
+      options(store, { concurrency: 1, batchSize: 8, prefetch: 7, lockTimeoutMs, budgetMs: 3_000, idleGraceMs: 50, handler }),
+    );
+    expect(report.completed).toBe(8);
+    expect(report.released).toBeGreaterThan(0); // held rows aged out and were handed back
+    expect(store.calls.releaseUnstarted.length).toBe(report.released);
+    for (const s of starts) expect(s.leaseLeftMs).toBeGreaterThanOrEqual(lockTimeoutMs / 2 - 20);
+    expect(new Set(starts.map((s) => s.id)).size).toBe(8); // each job ran once
+    expect(starts.every((s) => s.attempt === 1)).toBe(true); // hand-backs spent no attempt
+    expect(store.inQueue('q')).toHaveLength(0);
+  });
+
+  it('prefetch: rows held when the budget ends go back unstarted and nothing stays leased', async () => {
+    const store = new MemoryStore();
+    await store.publish(Array.from({ length: 50 }, (_, i) => message('q', i)));
+    const report = await drainQueue(options(store, { concurrency: 2, batchSize: 20, prefetch: 18, budgetMs: 120, handler: () => sleep(30) }));
+    expect(report.stoppedBy).toBe('budget');
+    expect(report.released).toBeGreaterThan(0);
+    expect(report.completed).toBe(report.claimed - report.released);
+    expect(store.inQueue('q').every((r) => r.lockId === null && r.attempts === 0)).toBe(true);
+    expect(store.inQueue('q')).toHaveLength(50 - report.completed);
   });
 
   it('a same-process publish wakes an idle drain at once instead of after its poll delay', async () => {

@@ -12,6 +12,7 @@ export interface PgStatements {
   claim: string;
   ack: string;
   release: string;
+  releaseUnstarted: string;
   renew: string;
   deadLetter: string;
   pruneDeadLetters: string;
@@ -67,6 +68,10 @@ RETURNING m.id, m.queue, m.payload_json, m.headers_json, m.attempts, m.lock_id, 
 WHERE m.id = s.id AND m.lock_id = s.lock_id`,
     release: `UPDATE ${t} SET available_at = clock_timestamp() + $3::bigint ${MS}, locked_until = NULL, lock_id = NULL
 WHERE id = $1 AND lock_id = $2`,
+    // SQL Server: UPDATE … FROM … JOIN OPENJSON(@settlements); here unnest. available_at stays: the row keeps its place.
+    releaseUnstarted: `UPDATE ${t} AS m SET attempts = GREATEST(m.attempts - 1, 0), locked_until = NULL, lock_id = NULL
+FROM unnest($1::uuid[], $2::uuid[]) AS s(id, lock_id)
+WHERE m.id = s.id AND m.lock_id = s.lock_id`,
     renew: `UPDATE ${t} SET locked_until = clock_timestamp() + $3::bigint ${MS} WHERE id = $1 AND lock_id = $2`,
     // Delete first; the insert runs only for a row the fence matched (SQL Server: IF @@ROWCOUNT = 1).
     // The dead-letter row keeps the removed row's attempts (SQL Server: OUTPUT deleted.attempts INTO @removed).

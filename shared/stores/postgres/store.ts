@@ -177,6 +177,13 @@ export class PostgresTransportStore implements TransportStore {
     return r.rowCount > 0;
   }
 
+  async releaseUnstarted(settlements: readonly Settlement[]): Promise<number> {
+    if (settlements.length === 0) return 0;
+    await this.ensureSchema();
+    const r = await this.client.query(this.sql.releaseUnstarted, [settlements.map((s) => s.id), settlements.map((s) => s.lockId)], this.prepared.releaseUnstarted);
+    return r.rowCount;
+  }
+
   async renew(s: Settlement, lockTimeoutMs: number): Promise<boolean> {
     await this.ensureSchema();
     const r = await this.client.query(this.sql.renew, [s.id, s.lockId, Math.round(lockTimeoutMs)], this.prepared.renew);

@@ -243,6 +243,21 @@ export function releaseMessage(names: TransportNames): Statement<'id' | 'lock_id
 }
 
 /** Lease renewal; 0 rows = the lease was lost. PostgreSQL: same UPDATE, RETURNING 1. */
+/** Hands back unstarted claims (fenced, one statement): attempts back down by one, available_at kept. */
+export function releaseUnstartedBatch(names: TransportNames): Statement<'settlements'> {
+  return {
+    text: [
+      'UPDATE target',
+      'SET attempts = CASE WHEN target.attempts > 0 THEN target.attempts - 1 ELSE 0 END, locked_until = NULL, lock_id = NULL',
+      `FROM ${qualifiedTable(names)} AS target`,
+      "INNER JOIN OPENJSON(@settlements) WITH (id uniqueidentifier '$.id', lock_id uniqueidentifier '$.lock_id') AS settled",
+      '    ON target.id = settled.id AND target.lock_id = settled.lock_id;',
+      'SELECT @@ROWCOUNT AS affected;',
+    ].join('\n'),
+    params: { settlements: types.text() },
+  };
+}
+
 export function renewLease(names: TransportNames): Statement<'id' | 'lock_id' | 'lock_timeout_ms'> {
   return {
     text: [
@@ -505,6 +520,7 @@ export function transportStatements(names: TransportNames) {
     claimBatch: claimBatch(names),
     ackBatch: ackBatch(names),
     release: releaseMessage(names),
+    releaseUnstarted: releaseUnstartedBatch(names),
     renew: renewLease(names),
     deadLetterMove: deadLetterMove(names),
     pruneDeadLetterBatch: pruneDeadLetterBatch(names),

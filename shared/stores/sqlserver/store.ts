@@ -314,6 +314,13 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
     return firstNumber(result, 'affected') > 0;
   }
 
+  async releaseUnstarted(settlements: readonly Settlement[]): Promise<number> {
+    if (settlements.length === 0) return 0;
+    await this.ensureSchema();
+    const json = JSON.stringify(settlements.map((s) => ({ id: s.id, lock_id: s.lockId })));
+    return firstNumber(await this.run(this.statements.releaseUnstarted, { settlements: json }), 'affected');
+  }
+
   async renew(settlement: Settlement, lockTimeoutMs: number): Promise<boolean> {
     await this.ensureSchema();
     const result = await this.run(
