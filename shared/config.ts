@@ -45,6 +45,7 @@ export interface AppConfig {
   redeliveryDelayMs: number;
   redeliveryMaxDelayMs: number;
   batchSize: number;
+  prefetch: number;
   handlerConcurrency: number;
   emptyPollDelayMs: number;
   publish: { maxAttempts: number; classes: RetryPolicy; idGeneration: IdGenerationMode };
@@ -156,6 +157,7 @@ export const SETTINGS: readonly Setting[] = [
   { name: 'REDELIVERY_DELAY_SECONDS', default: '5', description: 'Base NAK delay after a failed attempt (doubles per attempt, with jitter).' },
   { name: 'REDELIVERY_MAX_DELAY_SECONDS', default: '300', description: 'Cap of the NAK delay.' },
   { name: 'BATCH_SIZE', default: '16', description: 'Rows claimed per claim statement.' },
+  { name: 'PREFETCH', default: '16', description: 'Rows claimed ahead of free handler slots (0–5000); held rows start while half their lease is left, the rest go back unstarted without spending an attempt.' },
   { name: 'HANDLER_CONCURRENCY', default: '16', description: 'Handlers running at once per queue and drain invocation.' },
   { name: 'EMPTY_POLL_DELAY_MS', default: '250', description: 'Wait between claims when the queue is empty (a same-process publish wakes at once).' },
   { name: 'PUBLISH_MAX_ATTEMPTS', default: '3', description: 'Attempts of a publish on transient faults (same id every attempt).' },
@@ -327,6 +329,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     redeliveryDelayMs,
     redeliveryMaxDelayMs,
     batchSize: num('BATCH_SIZE', 16, { min: 1, max: 1000, integer: true }),
+    prefetch: num('PREFETCH', 16, { min: 0, max: 5000, integer: true }),
     handlerConcurrency: num('HANDLER_CONCURRENCY', 16, { min: 1, max: 1000, integer: true }),
     emptyPollDelayMs: num('EMPTY_POLL_DELAY_MS', 250, { min: 1, max: 60000 }),
     publish: { maxAttempts: num('PUBLISH_MAX_ATTEMPTS', 3, { min: 1, max: 100, integer: true }), classes: retry, idGeneration: idGeneration(str('ID_GENERATION'), problems) },
@@ -407,6 +410,7 @@ function loadRoutes(c: AppConfig, env: Env, read: Readers, problems: string[], o
       redeliveryMaxDelayMs: num('REDELIVERY_MAX_DELAY_SECONDS', c.redeliveryMaxDelayMs / 1000, { max: 86400 * 30 }) * 1000,
       lockTimeoutMs: num('LOCK_TIMEOUT_SECONDS', c.lockTimeoutMs / 1000, { min: 1, max: 3600 }) * 1000,
       batchSize: num('BATCH_SIZE', c.batchSize, { min: 1, max: 1000, integer: true }),
+      prefetch: num('PREFETCH', c.prefetch, { min: 0, max: 5000, integer: true }),
       concurrency: num('HANDLER_CONCURRENCY', c.handlerConcurrency, { min: 1, max: 1000, integer: true }),
       deadLetter: name('DEAD_LETTER_ENABLED') === undefined ? c.deadLetterEnabled : read.bool(name('DEAD_LETTER_ENABLED')!, c.deadLetterEnabled),
     };

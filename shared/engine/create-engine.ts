@@ -250,6 +250,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
           deadLetterQueue,
           lockTimeoutMs: p.lockTimeoutMs,
           batchSize: p.batchSize,
+          prefetch: p.prefetch,
           concurrency: p.concurrency,
           budgetMs: request.budgetMs,
           idleGraceMs: request.idleGraceMs ?? request.budgetMs,

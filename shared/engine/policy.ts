@@ -6,8 +6,14 @@ export interface QueuePolicy extends DeliveryPolicy {
   deadLetter: boolean;
   /** Lease of a claim; renewed every third of it while a handler runs. */
   lockTimeoutMs: number;
-  /** Rows claimed per claim statement (never more than free handler slots). */
+  /** Rows claimed per claim statement (never more than free handler slots plus the prefetch). */
   batchSize: number;
+  /**
+   * Rows claimed ahead of free handler slots, held in claim order and started as slots free up (while half their
+   * lease is left); whatever is held when a drain stops goes back unstarted, spending no attempt. 0 = never more
+   * than the free slots.
+   */
+  prefetch: number;
   /** Handlers running at once per drain of this queue. */
   concurrency: number;
 }
@@ -20,6 +26,7 @@ export const DEFAULT_QUEUE_POLICY: Readonly<QueuePolicy> = Object.freeze({
   deadLetter: true,
   lockTimeoutMs: 30_000,
   batchSize: 16,
+  prefetch: 16,
   concurrency: 16,
 });
 
@@ -29,6 +36,7 @@ const LIMITS: Record<Exclude<keyof QueuePolicy, 'deadLetter'>, { min: number; ma
   redeliveryMaxDelayMs: { min: 0, max: 30 * 86_400_000, integer: false },
   lockTimeoutMs: { min: 1000, max: 3_600_000, integer: false },
   batchSize: { min: 1, max: 1000, integer: true },
+  prefetch: { min: 0, max: 5000, integer: true },
   concurrency: { min: 1, max: 1000, integer: true },
 };
 

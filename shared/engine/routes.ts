@@ -89,6 +89,7 @@ export interface PolicyView {
   redeliveryMaxDelaySeconds: number;
   lockTimeoutSeconds: number;
   batchSize: number;
+  prefetch: number;
   handlerConcurrency: number;
   deadLetter: boolean;
 }
@@ -104,6 +105,7 @@ export function routeView(route: QueueRoute): { route: RouteView; policy: Policy
       redeliveryMaxDelaySeconds: p.redeliveryMaxDelayMs / 1000,
       lockTimeoutSeconds: p.lockTimeoutMs / 1000,
       batchSize: p.batchSize,
+      prefetch: p.prefetch,
       handlerConcurrency: p.concurrency,
       deadLetter: p.deadLetter,
     },

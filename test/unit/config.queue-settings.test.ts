@@ -24,11 +24,19 @@ describe('per-queue settings', () => {
     for (const q of ['a', 'b']) {
       expect(c.routes[q]).toEqual({
         handler: { kind: 'forward', url: 'http://h:1/x', timeoutMs: 30_000 },
-        policy: { maxDeliveryAttempts: 7, redeliveryDelayMs: 5000, redeliveryMaxDelayMs: 300_000, lockTimeoutMs: 30_000, batchSize: 4, concurrency: 16, deadLetter: false },
+        policy: { maxDeliveryAttempts: 7, redeliveryDelayMs: 5000, redeliveryMaxDelayMs: 300_000, lockTimeoutMs: 30_000, batchSize: 4, prefetch: 16, concurrency: 16, deadLetter: false },
       });
     }
     expect(c.routes.response).toMatchObject({ handler: { kind: 'built-in' }, policy: { maxDeliveryAttempts: 7 } });
     expect(Object.keys(c.routes)).toEqual(['a', 'b', 'response', 'callbacks']);
+  });
+
+  it('PREFETCH: a global default, a per-queue override, and its bounds', () => {
+    const c = loadConfig({ QUEUES: 'a,b', PREFETCH: '64', QUEUE__b__PREFETCH: '0' });
+    expect(c.routes.a?.policy.prefetch).toBe(64);
+    expect(c.routes.b?.policy.prefetch).toBe(0);
+    expect(() => loadConfig({ QUEUES: 'a', QUEUE__a__PREFETCH: '5001' })).toThrow(/QUEUE__a__PREFETCH/);
+    expect(() => loadConfig({ PREFETCH: '-1' })).toThrow(/PREFETCH/);
   });
 
   it('the defaults of the settings are the engine defaults', () => {
