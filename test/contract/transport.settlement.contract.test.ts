@@ -113,7 +113,7 @@ for (const fixture of storeFixtures()) {
       });
       expect(moved).toBe(true);
       expect(await h.raw.row(c!.id)).toBeUndefined();
-      expect(await h.raw.row(newId)).toMatchObject({ queue: 'dlsrc_dlq', attempts: 0, lockId: null });
+      expect(await h.raw.row(newId)).toMatchObject({ queue: 'dlsrc_dlq', attempts: 1, lockId: null }); // the move keeps the deliveries the job had
       const [dead] = await h.store.claim('dlsrc_dlq', 1, LOCK);
       expect(dead!.headers).toEqual({
         keep: 'me',
