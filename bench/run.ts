@@ -1,8 +1,9 @@
 // npm run bench — throughput and latency of the transport on the configured store.
 // Store: BENCH_STORE=postgres|pglite|sqlserver (default: postgres when PG_URL/DATABASE_URL is set, else pglite).
 // Sizes: BENCH_JOBS (default 20000), BENCH_LARGE_ROWS (default 100000). Each run uses its own schema and drops it.
-// Parts: BENCH_ONLY=publish,drain,wake,wake-across,responses,claim-flatness,ids (comma-separated; default all).
+// Parts: BENCH_ONLY=publish,drain,wake,wake-across,responses,claim-flatness,ids,cold-start (comma-separated; default all).
 // ids (PostgreSQL server only): BENCH_ID_ROWS (default 1000000) publishes per id mode, sequential vs random.
+// cold-start needs no store (bench/cold-start.ts); run alone it opens none.
 
 import { randomBytes, randomUUID } from 'node:crypto';
 import { silentLogger } from '../shared/log';
@@ -20,6 +21,7 @@ import { channelNames } from '../shared/sql/identifiers';
 import { DEFAULT_CHANNEL_TABLES } from '../shared/channel/types';
 import { openBenchStores, type BenchStores } from './stores';
 import { benchIds } from './ids';
+import { benchColdStart } from './cold-start';
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 20_000);
 const LARGE = Number(process.env.BENCH_LARGE_ROWS ?? 100_000);
@@ -265,20 +267,31 @@ const PARTS: Record<string, (s: BenchStores) => Promise<void>> = {
   'claim-flatness': benchClaimFlatness,
   ids: (s) => benchIds(s, record),
 };
+/** Parts that need no store. */
+const STORELESS: Record<string, () => Promise<void>> = {
+  'cold-start': () => benchColdStart(record),
+};
 const ONLY = (process.env.BENCH_ONLY ?? '').split(',').map((p) => p.trim()).filter(Boolean);
-const unknownParts = ONLY.filter((p) => !(p in PARTS));
+const unknownParts = ONLY.filter((p) => !(p in PARTS) && !(p in STORELESS));
 if (unknownParts.length > 0) {
-  console.error(`BENCH_ONLY: unknown part(s) ${unknownParts.join(', ')}; the parts are ${Object.keys(PARTS).join(', ')}`);
+  console.error(`BENCH_ONLY: unknown part(s) ${unknownParts.join(', ')}; the parts are ${[...Object.keys(PARTS), ...Object.keys(STORELESS)].join(', ')}`);
   process.exit(2);
 }
 
 async function main() {
+  const selected = (name: string) => ONLY.length === 0 || ONLY.includes(name);
+  if (ONLY.length > 0 && ONLY.every((p) => p in STORELESS)) {
+    console.log(`asyncresponse-functions bench — ${ONLY.join(', ')}, node ${process.version}`);
+    for (const [name, part] of Object.entries(STORELESS)) if (selected(name)) await part();
+    return;
+  }
   const schema = `ar_bench_${randomBytes(4).toString('hex')}`;
   const s = await openBenchStores(schema);
   console.log(`asyncresponse-functions bench — store ${s.store.kind}, schema ${schema}, ${JOBS} jobs, node ${process.version}`);
   try {
     await s.store.ensureSchema();
-    for (const [name, part] of Object.entries(PARTS)) if (ONLY.length === 0 || ONLY.includes(name)) await part(s);
+    for (const [name, part] of Object.entries(PARTS)) if (selected(name)) await part(s);
+    for (const [name, part] of Object.entries(STORELESS)) if (selected(name)) await part();
     const rss = process.memoryUsage().rss / 1024 / 1024;
     record('resident memory at the end', `${fmt(rss)} MB`);
   } finally {

@@ -1,6 +1,6 @@
 // SQL dependency telemetry at ONE seam: the store ports. The Azure Monitor distro behind applicationinsights 3.x
-// instruments http, the Azure SDK, mongodb, mysql, pg and redis, but not tedious (the driver under mssql), so
-// SQL Server calls would not show up as dependencies at all. These decorators wrap every method of the
+// instruments http, the Azure SDK and pg (setup.ts INSTRUMENTATIONS; mongodb, mysql and redis are off), but not
+// tedious (the driver under mssql), so SQL Server calls would not show up as dependencies at all. These decorators wrap every method of the
 // TransportStore / ChannelStore port and record one dependency per call: name `transport.claim`,
 // `channel.insertMessage`, …, target `<server>/<database>` (or the store kind), duration, success and a result
 // code ('0', or the SQL error number / driver code of the failure). Errors are rethrown unchanged.

@@ -20,15 +20,56 @@
 //   the Bicep sets for the host), the exporter authenticates with that managed identity too, so ingestion works
 //   with local authentication disabled on the component. The SDK itself does not read that setting.
 // - Off as well: live metrics and performance counters (the host reports both), automatic exception collection
-//   (its process-wide unhandledRejection listener would change how the worker treats unhandled rejections).
+//   (its process-wide unhandledRejection listener would change how the worker treats unhandled rejections), and
+//   the instrumentations of drivers the app does not use (INSTRUMENTATIONS).
+// - Cold start: the SDK loads synchronously with the app, so every cold start pays for it. As published it
+//   loads ~2,900 modules (on Azure 1.0–2.5 s and ~118 MB RSS, against 36–120 ms without it):
+//   @opentelemetry/sdk-node requires every OTLP / Prometheus / Zipkin exporter, propagator and its YAML
+//   configuration loader, and three OpenTelemetry release trains are installed side by side. Two levers, neither
+//   changing what is sent: the packages the SDK requires but never runs with these options are deferred to their
+//   first use (isUnusedSdkPackage, lazy-require.ts; the managed identity credential likewise), and package.json
+//   `overrides` keep one copy of each stable (2.x) OpenTelemetry package. That leaves ~740 modules;
+//   `BENCH_ONLY=cold-start npm run bench` measures it (README, Benchmarks). Starting the SDK later (after the
+//   first invocation) is not an option: the preInvocation hook must be registered and the pg instrumentation in
+//   place before the first invocation, or its dependencies lose their parent or are not recorded at all.
 
+import type { TokenCredential } from '@azure/identity';
 import type { AzureMonitorOpenTelemetryOptions } from 'applicationinsights';
 import type { Env } from '../config';
 import { appInsightsDependencies, type DependencySink } from './dependencies';
+import { requireDeferring } from './lazy-require';
 import { appInsightsMetrics, noopMetrics, type Metrics } from './metrics';
 
 /** The distro's default rate, written down so the choice is visible: at most about 5 sampled traces a second. */
 export const TRACES_PER_SECOND = 5;
+
+/**
+ * The distro's instrumentations. On: http (outgoing calls such as callbacks, and Azure SDK HTTP), the Azure SDK,
+ * and PostgreSQL (`pg`, the postgres store's dependencies). Off: drivers the app does not use (MongoDB, MySQL,
+ * Redis); console / bunyan / winston are switched off by setAutoCollectConsole(false, false) below.
+ */
+export const INSTRUMENTATIONS: NonNullable<AzureMonitorOpenTelemetryOptions['instrumentationOptions']> = {
+  http: { enabled: true },
+  azureSdk: { enabled: true },
+  postgreSql: { enabled: true },
+  mongoDb: { enabled: false },
+  mySql: { enabled: false },
+  redis: { enabled: false },
+  redis4: { enabled: false },
+};
+
+/**
+ * What the SDK requires at load but never runs with our options: @opentelemetry/sdk-node's OTLP (http, grpc,
+ * proto), Prometheus and Zipkin exporters, B3 and Jaeger propagators and its YAML configuration loader; the
+ * applicationinsights shim's OTLP exporters (only used with otlp*ExporterConfig enabled); the instrumentations
+ * switched off above; @azure/identity (the distro needs it only for live metrics). Each is still loaded on first
+ * use, so an OTEL_* setting that selects one of them keeps working.
+ */
+export function isUnusedSdkPackage(request: string): boolean {
+  return UNUSED_SDK_PACKAGE.test(request);
+}
+const UNUSED_SDK_PACKAGE =
+  /^(@opentelemetry\/(exporter-[a-z-]+|otlp-exporter-base|otlp-grpc-exporter-base|propagator-(b3|jaeger)|configuration|instrumentation-(mongodb|mysql|redis|bunyan|winston|console))|@azure\/identity)$/;
 
 export interface Telemetry {
   readonly enabled: boolean;
@@ -74,14 +115,16 @@ export function startTelemetry(env: Env = process.env, options: TelemetryOptions
 }
 
 function start(connectionString: string, env: Env, options: TelemetryOptions): Telemetry {
-  // Required lazily: loading the SDK (OpenTelemetry and its instrumentations) only pays off when it is used.
-  const appInsights = require('applicationinsights') as typeof import('applicationinsights');
+  // Required here, not at the top: without a connection string the SDK is never loaded. The packages the SDK
+  // requires but (with the options below) never uses are deferred until something uses them.
+  const appInsights = requireDeferring(() => require('applicationinsights') as typeof import('applicationinsights'), isUnusedSdkPackage);
   const credential = aadClientId(env.APPLICATIONINSIGHTS_AUTHENTICATION_STRING);
   const { azureMonitorExporterOptions: exporterOverrides, ...overrides } = options.azureMonitor ?? {};
   const azureMonitor: AzureMonitorOpenTelemetryOptions = {
     tracesPerSecond: TRACES_PER_SECOND,
     enableLiveMetrics: false,
     enablePerformanceCounters: false,
+    instrumentationOptions: structuredClone(INSTRUMENTATIONS), // a copy: the shim adjusts what it is given
     ...overrides,
     azureMonitorExporterOptions: {
       connectionString,
@@ -129,7 +172,18 @@ export function aadClientId(authenticationString: string | undefined): { clientI
   return clientId ? { clientId } : {};
 }
 
-function managedIdentityCredential(clientId: string | undefined) {
-  const { ManagedIdentityCredential } = require('@azure/identity') as typeof import('@azure/identity');
-  return clientId ? new ManagedIdentityCredential({ clientId }) : new ManagedIdentityCredential();
+/**
+ * The managed identity the exporter authenticates with. @azure/identity (with MSAL) is loaded on the first token
+ * request, i.e. the first export, not while the app loads: the exporter only keeps the credential until then.
+ */
+export function managedIdentityCredential(clientId: string | undefined): TokenCredential {
+  let credential: TokenCredential | undefined;
+  const real = () => {
+    if (!credential) {
+      const { ManagedIdentityCredential } = require('@azure/identity') as typeof import('@azure/identity');
+      credential = clientId ? new ManagedIdentityCredential({ clientId }) : new ManagedIdentityCredential();
+    }
+    return credential;
+  };
+  return { getToken: (scopes, getTokenOptions) => real().getToken(scopes, getTokenOptions) };
 }

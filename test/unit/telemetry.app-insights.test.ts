@@ -8,6 +8,7 @@
 // installed (as under the local host), so the distro registers its preInvocation hook the way it does in Azure.
 
 import type { AzureMonitorOpenTelemetryOptions } from 'applicationinsights';
+import { createRequire } from 'node:module';
 import net from 'node:net';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -99,6 +100,33 @@ const ours = () => envelopes.filter((e) => e.name === 'Microsoft.ApplicationInsi
 });
 
 describe('App Insights metrics and dependencies through the real SDK (in memory)', () => {
+  it('started without loading the SDK packages it does not use (setup.ts isUnusedSdkPackage: cold start)', () => {
+    const loaded = Object.keys(createRequire(__filename).cache);
+    expect(loaded.some((f) => /node_modules\/@azure\/monitor-opentelemetry\//.test(f)), 'the distro is loaded').toBe(true);
+    const unused = loaded.filter((f) =>
+      /node_modules\/(@opentelemetry\/(exporter-[a-z-]+|otlp-exporter-base|otlp-grpc-exporter-base|propagator-(b3|jaeger)|configuration|instrumentation-(mongodb|mysql|redis|bunyan|winston|console))|@azure\/identity)\//.test(f),
+    );
+    expect(unused).toEqual([]);
+  });
+
+  it("keeps the distro's pg and http instrumentations (the postgres store's queries, callbacks and other outgoing calls)", () => {
+    const req = createRequire(__filename);
+    const pg = req('pg') as { Client: { prototype: { query: { __wrapped?: boolean } } } };
+    expect(pg.Client.prototype.query.__wrapped, 'pg Client.query patched by @opentelemetry/instrumentation-pg').toBe(true);
+    const http = req('http') as { request: { __wrapped?: boolean } };
+    expect(http.request.__wrapped, 'http.request patched by @opentelemetry/instrumentation-http').toBe(true);
+  });
+
+  it('loads one copy of each stable OpenTelemetry package (package.json overrides: cold start)', () => {
+    const copies = new Map<string, Set<string>>();
+    for (const f of Object.keys(createRequire(__filename).cache)) {
+      const m = /^(.*node_modules\/@opentelemetry\/(core|resources|sdk-metrics|sdk-trace|sdk-trace-base|sdk-trace-node|context-async-hooks))\//.exec(f);
+      if (m) copies.set(m[2]!, (copies.get(m[2]!) ?? new Set()).add(m[1]!));
+    }
+    expect(copies.get('core')?.size, 'the SDK loaded @opentelemetry/core').toBeGreaterThan(0);
+    for (const [name, dirs] of copies) expect([...dirs], name).toHaveLength(1);
+  });
+
   it('starts, and startTelemetry is idempotent', () => {
     expect(telemetry.enabled).toBe(true);
     expect(telemetry.dependencies).toBeTypeOf('function');
