@@ -22,6 +22,8 @@ import './sweep-channel';
 import './queue-metrics';
 import './openapi';
 import './list-queues';
+import './publish-topic';
+import './list-subscriptions';
 import './get-channel';
 import './dashboard';
 import './dashboard-asset';

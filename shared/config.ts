@@ -14,6 +14,8 @@ import type { HandlerSpec } from './handlers/registry';
 import { CALLBACK_QUEUE, RESPONSE_QUEUE } from './queue-names';
 import { findQueueSettings, PER_QUEUE_SETTINGS, QUEUE_SETTING_PATTERN, type PerQueueSetting } from './queue-settings';
 import { idGeneration, type IdGenerationMode } from './transport/ids';
+import { loadTopics, TOPIC_SETTING_PATTERN } from './topic-settings';
+import { subscriptionQueues, topicProblems, type TopicMap } from './transport/topics';
 
 export type Env = Record<string, string | undefined>;
 
@@ -38,7 +40,10 @@ export interface AppConfig {
   autoCreateSchema: boolean;
   pool: { max: number; min: number; connectTimeoutMs: number; requestTimeoutMs: number };
   azureClientId?: string;
+  /** The worker queues: QUEUES, then every topic subscription's queue (`{topic}:{subscription}`). */
   queues: string[];
+  /** TOPICS with their TOPIC__<key>__SUBSCRIPTIONS. */
+  topics: TopicMap;
   deadLetterQueue: string;
   lockTimeoutMs: number;
   maxDeliveryAttempts: number;
@@ -151,6 +156,15 @@ export const SETTINGS: readonly Setting[] = [
   { name: 'SQL_REQUEST_TIMEOUT_SECONDS', default: '30', description: 'Per-statement timeout.' },
   { name: 'AZURE_CLIENT_ID', default: '', description: 'Client id of the user-assigned managed identity used for Entra auth in Azure.' },
   { name: 'QUEUES', default: 'worker', description: 'Comma-separated worker queues that accept publishes; publishing elsewhere is a 404.' },
+  { name: 'TOPICS', default: '', description: 'Comma-separated topics that accept publishes (POST /api/topics/{topic}/messages); publishing to another topic is a 404.' },
+  {
+    name: 'TOPIC__<key>__SUBSCRIPTIONS',
+    default: '',
+    pattern: TOPIC_SETTING_PATTERN,
+    description:
+      'Comma-separated durable subscriptions of a topic (<key> as for QUEUE__<key>__…, from the topic name). Each gets a copy of every message on its own worker queue `{topic}:{subscription}`, ' +
+      'whose route and policy are set like any queue\'s (`orders:billing` → QUEUE__orders_billing__…). None = a publish is accepted and dropped. A key that is no topic\'s is a start-up error.',
+  },
   { name: 'DEAD_LETTER_QUEUE', default: 'deadletter', description: 'Logical queue holding dead letters.' },
   { name: 'LOCK_TIMEOUT_SECONDS', default: '30', description: 'Lease length of a claim; renewed every third of it while a handler runs.' },
   { name: 'MAX_DELIVERY_ATTEMPTS', default: '5', description: 'Attempts before a job is dead-lettered (0 = unlimited).' },
@@ -275,6 +289,8 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     if (queues.includes(reserved)) problems.push(`QUEUES must not contain '${reserved}': it is reserved for the response channel`);
   }
   if (new Set(queues).size !== queues.length) problems.push('QUEUES lists a queue twice');
+  const topics = loadTopics(env, problems);
+  problems.push(...topicProblems(topics, [...queues, deadLetterQueue, ...RESERVED_QUEUES]));
 
   const lockTimeoutMs = num('LOCK_TIMEOUT_SECONDS', 30, { min: 1, max: 3600 }) * 1000;
   const redeliveryDelayMs = num('REDELIVERY_DELAY_SECONDS', 5, { max: 86400 }) * 1000;
@@ -322,7 +338,8 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
       requestTimeoutMs: num('SQL_REQUEST_TIMEOUT_SECONDS', 30, { min: 1, max: 3600 }) * 1000,
     },
     azureClientId: str('AZURE_CLIENT_ID'),
-    queues,
+    queues: [...queues, ...subscriptionQueues(topics)],
+    topics,
     deadLetterQueue,
     lockTimeoutMs,
     maxDeliveryAttempts: num('MAX_DELIVERY_ATTEMPTS', 5, { max: 1000, integer: true }),
@@ -574,6 +591,7 @@ export function engineOptions(
     transportTable: c.transportTable,
     autoCreateSchema: c.autoCreateSchema,
     queues,
+    topics: c.topics,
     builtInPolicies: { response: c.routes[RESPONSE_QUEUE]?.policy, callbacks: c.routes[CALLBACK_QUEUE]?.policy },
     deadLetterQueue: c.deadLetterQueue,
     deadLetterRetentionMs: c.deadLetterRetentionMs,

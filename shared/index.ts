@@ -8,6 +8,7 @@ export {
   EngineOptionsError,
   PublishRejectedError,
   UnknownQueueError,
+  UnknownTopicError,
   type DrainRequest,
   type Engine,
   type PublishCallOptions,
@@ -15,6 +16,8 @@ export {
   type PublishResult,
   type QueueStatsWithRoute,
   type RunRequest,
+  type SubscriptionStats,
+  type TopicPublishResult,
 } from './engine/create-engine';
 export type { EngineOptions, InjectedStores, PoolOptions, QueueRouteOptions, StoreConnection } from './engine/options';
 export { DEFAULT_QUEUE_POLICY, type QueuePolicy } from './engine/policy';
@@ -22,6 +25,7 @@ export type { HandlerDescription, PolicyView, QueueRoute, RouteView } from './en
 export { HandlerRegistry, type HandlerSpec } from './handlers/registry';
 export { consoleLogger, silentLogger, type Logger } from './log';
 export { CALLBACK_QUEUE, RESPONSE_QUEUE } from './queue-names';
+export { subscriptionQueue, topicCopyId } from './transport/topic-names';
 export type { DrainReport } from './transport/drain-loop';
 export { PermanentJobError, type Job, type JobContext, type JobHandler } from './transport/job';
 export type { QueueStats } from './transport/types';

@@ -15,7 +15,9 @@ import { noopMetrics } from '../telemetry/metrics';
 import { drainQueue, type DrainReport } from '../transport/drain-loop';
 import { Publisher } from '../transport/publisher';
 import { MAX_BATCH, parsePublishBody } from '../transport/publish-request';
-import type { OutgoingMessage, QueueStats, TransportStore } from '../transport/types';
+import { subscriptionQueue } from '../transport/topic-names';
+import { subscriptionQueues, topicProblems, type TopicMap } from '../transport/topics';
+import type { OutgoingMessage, QueueStats, TopicPublishOutcome, TransportStore } from '../transport/types';
 import { WakeSignal } from '../transport/wake';
 import {
   DEFAULT_CHANNEL,
@@ -47,6 +49,25 @@ export interface PublishResult {
   availableAt: Date | null;
   /** true when a job with this id already existed: nothing new was enqueued. */
   duplicate: boolean;
+}
+
+export interface TopicPublishResult {
+  /** The message id (the copies' ids derive from it). */
+  id: string;
+  topic: string;
+  /** Subscriptions that got a copy or already had it; 0 = the topic had none and the message was dropped. */
+  subscriptions: number;
+  /** true when every subscription already had its copy (a republish): nothing new was enqueued. */
+  duplicate: boolean;
+  copies: Array<{ subscription: string; queue: string; id: string; duplicate: boolean; availableAt: Date | null }>;
+}
+
+/** One subscription of a topic with its queue's statistics. */
+export interface SubscriptionStats extends Omit<QueueStats, 'queue'> {
+  subscription: string;
+  queue: string;
+  /** In this engine's topics option (false: recorded in the table by another instance or an operator only). */
+  configured: boolean;
 }
 
 export interface PublishCallOptions {
@@ -91,6 +112,19 @@ export interface Engine {
   publish(queue: string, message: PublishInput, options?: PublishCallOptions): Promise<PublishResult>;
   /** Validates every message first (nothing is written if one is bad), then inserts in statements of 100. */
   publishBatch(queue: string, messages: readonly PublishInput[], options?: PublishCallOptions): Promise<PublishResult[]>;
+  /** topic → subscriptions (the topics option); each subscription's queue is one of `queues`. */
+  readonly topics: TopicMap;
+  /** Fans one message out to every subscription recorded for the topic (one copy each, idempotent by id). */
+  publishToTopic(topic: string, message: PublishInput, options?: PublishCallOptions): Promise<TopicPublishResult>;
+  /** Validates every message first, then fans out in statements of 100 messages. */
+  publishBatchToTopic(topic: string, messages: readonly PublishInput[], options?: PublishCallOptions): Promise<TopicPublishResult[]>;
+  /** The topic's subscriptions (configured and recorded) with their queues' statistics. */
+  subscriptions(topic: string): Promise<SubscriptionStats[]>;
+  /**
+   * Records the configured subscriptions in the subscriptions table (insert-if-absent; never deletes). Runs once
+   * per engine (again after a failure); topic publishes and drains run it first.
+   */
+  recordSubscriptions(): Promise<void>;
   /** One budgeted drain of a queue with its route (a timer invocation's work). */
   drain(queue: string, request: DrainRequest): Promise<DrainReport>;
   /** Long-running: drains the queues (default: every worker queue) without a budget until the signal aborts. */
@@ -111,6 +145,13 @@ export class UnknownQueueError extends Error {
   constructor(readonly queue: string, known: readonly string[]) {
     super(`queue '${queue}' has no route; the queues are ${known.join(', ')}`);
     this.name = 'UnknownQueueError';
+  }
+}
+
+export class UnknownTopicError extends Error {
+  constructor(readonly topic: string, known: readonly string[]) {
+    super(`topic '${topic}' is not configured; the topics are ${known.length > 0 ? known.join(', ') : '(none)'}`);
+    this.name = 'UnknownTopicError';
   }
 }
 
@@ -200,6 +241,48 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     metrics.jobsPublished(queue, outcomes.filter((x) => x.inserted).length);
     return outcomes.map((x) => ({ id: x.id, queue: x.existingQueue ?? queue, availableAt: x.availableAt, duplicate: !x.inserted }));
   };
+  const topics: TopicMap = options.topics ?? {};
+  const topicOf = (topic: string): readonly string[] => {
+    if (!Object.hasOwn(topics, topic)) throw new UnknownTopicError(topic, Object.keys(topics));
+    return topics[topic]!;
+  };
+  let recording: Promise<void> | undefined;
+  const recordSubscriptions = (): Promise<void> => {
+    const pairs = Object.entries(topics).flatMap(([topic, subs]) => subs.map((subscription) => ({ topic, subscription })));
+    if (pairs.length === 0) return Promise.resolve();
+    recording ??= track(stores.transport.recordSubscriptions(pairs)).then(
+      (added) => {
+        if (added > 0) logger.info(`recorded ${added} topic subscription(s) in the subscriptions table`);
+      },
+      (err: unknown) => {
+        recording = undefined; // the next publish or drain tries again
+        throw err;
+      },
+    );
+    return recording;
+  };
+  const fanOut = async (topic: string, messages: OutgoingMessage[], o: PublishCallOptions): Promise<TopicPublishResult[]> => {
+    await recordSubscriptions();
+    const outcomes = await track(publisher.publishToTopic(topic, messages, o.deadline, o.signal, o.logger));
+    const results = outcomes.map((x) => topicResult(topic, x));
+    for (const r of results) {
+      for (const c of r.copies) if (!c.duplicate) metrics.jobsPublished(c.queue, 1);
+      if (r.subscriptions === 0) (o.logger ?? logger).info(`topic '${topic}' has no subscription: message ${r.id} was dropped`);
+    }
+    return results;
+  };
+  const parseAll = (messages: readonly PublishInput[], queue: string): OutgoingMessage[][] => {
+    const chunks: OutgoingMessage[][] = [];
+    for (let i = 0; i < messages.length; i += MAX_BATCH) {
+      const parsed = parsePublishBody(messages.slice(i, i + MAX_BATCH), queue, maxMessageBytes);
+      if (!parsed.ok) {
+        const at = (field: string) => field.replace(/^\[(\d+)\]/, (_, n: string) => `[${Number(n) + i}]`);
+        throw new PublishRejectedError(parsed.status, parsed.detail, parsed.errors.map((e) => ({ ...e, field: at(e.field) })));
+      }
+      chunks.push(parsed.messages);
+    }
+    return chunks;
+  };
   let closed: Promise<void> | undefined;
 
   const engine: Engine = {
@@ -222,22 +305,48 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
 
     async publishBatch(queue, messages, o = {}) {
       publishable(queue);
-      const chunks: OutgoingMessage[][] = [];
-      for (let i = 0; i < messages.length; i += MAX_BATCH) {
-        const parsed = parsePublishBody(messages.slice(i, i + MAX_BATCH), queue, maxMessageBytes);
-        if (!parsed.ok) {
-          const at = (field: string) => field.replace(/^\[(\d+)\]/, (_, n: string) => `[${Number(n) + i}]`);
-          throw new PublishRejectedError(parsed.status, parsed.detail, parsed.errors.map((e) => ({ ...e, field: at(e.field) })));
-        }
-        chunks.push(parsed.messages);
-      }
       const results: PublishResult[] = [];
-      for (const chunk of chunks) results.push(...(await insert(queue, chunk, o)));
+      for (const chunk of parseAll(messages, queue)) results.push(...(await insert(queue, chunk, o)));
       return results;
+    },
+
+    topics,
+    recordSubscriptions,
+
+    async publishToTopic(topic, message, o = {}) {
+      topicOf(topic);
+      const parsed = parsePublishBody(message, topic, maxMessageBytes);
+      if (!parsed.ok) throw new PublishRejectedError(parsed.status, parsed.detail, parsed.errors);
+      const [result] = await fanOut(topic, parsed.messages, o);
+      return result!;
+    },
+
+    async publishBatchToTopic(topic, messages, o = {}) {
+      topicOf(topic);
+      const results: TopicPublishResult[] = [];
+      for (const chunk of parseAll(messages, topic)) results.push(...(await fanOut(topic, chunk, o)));
+      return results;
+    },
+
+    async subscriptions(topic) {
+      const configured = topicOf(topic);
+      await recordSubscriptions();
+      const recorded = (await track(stores.transport.topicSubscriptions(topic))).map((s) => s.subscription);
+      const names = [...new Set([...configured, ...recorded])].sort();
+      const items: SubscriptionStats[] = [];
+      // one after another: a listing must not take a pool connection per subscription
+      for (const subscription of names) {
+        const queue = subscriptionQueue(topic, subscription);
+        const { queue: _, ...stats } = await track(stores.transport.queueStats(queue, deadLetterQueue));
+        items.push({ subscription, queue, ...stats, configured: configured.includes(subscription) });
+      }
+      return items;
     },
 
     drain(queue, request) {
       const route = routeOf(queue);
+      // every instance records its configured subscriptions soon after start, publishing to a topic or not
+      if (recording === undefined) recordSubscriptions().catch((err: unknown) => logger.warn('recording the topic subscriptions failed; the next drain retries', err));
       const stop = linkedSignal([request.signal, closing.signal]);
       const p = route.policy;
       return track(
@@ -323,6 +432,12 @@ function optionProblems(
     problems.push(...policyProblems(q, { ...defaults, ...r.policy }));
   }
   for (const [q, p] of Object.entries(o.builtInPolicies ?? {})) problems.push(...policyProblems(q, { ...defaults, ...p }));
+  const topics = o.topics ?? {};
+  const fanOutQueues = subscriptionQueues(topics);
+  problems.push(...topicProblems(topics, [...queues.filter((q) => !fanOutQueues.includes(q)), deadLetterQueue, ...BUILT_IN_QUEUES]));
+  for (const q of fanOutQueues) {
+    if (!queues.includes(q)) problems.push(`queue '${q}' (a subscription of topic '${q.slice(0, q.indexOf(':'))}') needs a route: add it to queues`);
+  }
   if (!isInjected(o.store)) {
     for (const [what, value] of [
       ['schema', schema],
@@ -370,4 +485,15 @@ async function startWakeListener(
     },
     logger,
   );
+}
+
+function topicResult(topic: string, o: TopicPublishOutcome): TopicPublishResult {
+  const copies = o.copies.map((c) => ({
+    subscription: c.queue.slice(topic.length + 1),
+    queue: c.queue,
+    id: c.id,
+    duplicate: !c.inserted,
+    availableAt: c.availableAt,
+  }));
+  return { id: o.id, topic, subscriptions: copies.length, duplicate: copies.length > 0 && copies.every((c) => c.duplicate), copies };
 }

@@ -48,6 +48,11 @@ export interface EngineOptions {
   autoCreateSchema?: boolean;
   /** The worker queues, each with its own handler and policy. */
   queues: Record<string, QueueRouteOptions>;
+  /**
+   * Topics (spec 003): topic → its durable subscriptions. A subscription's copies live on the queue
+   * `{topic}:{subscription}`, which must be one of `queues` (its handler and policy are that queue's).
+   */
+  topics?: Record<string, readonly string[]>;
   /** Policy of every queue that does not override it (the built-in `response` and `callbacks` queues too). */
   defaults?: Partial<QueuePolicy>;
   /** Policy overrides of the built-in queues. */

@@ -8,6 +8,7 @@ import { DASHBOARD_STATIC_OPERATIONS, dashboardPaths } from './openapi-dashboard
 const problem = { $ref: '#/components/responses/Problem' };
 const json = (schema: object) => ({ 'application/json': { schema } });
 const queueParam = { name: 'queue', in: 'path', required: true, schema: { type: 'string', maxLength: 200 } };
+const topicParam = { name: 'topic', in: 'path', required: true, schema: { type: 'string', maxLength: 200 } };
 const idParam = (name: string) => ({ name, in: 'path', required: true, schema: { type: 'string', format: 'uuid' } });
 const correlationQuery = { name: 'correlationId', in: 'query', required: true, schema: { $ref: '#/components/schemas/CorrelationId' } };
 
@@ -94,6 +95,71 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
             '404': withDescription('The queue is not configured.'),
             '409': withDescription('The id belongs to a job on another queue (ids are unique across queues); nothing was published.'),
             '413': withDescription('The body, or a payload, is over the size limit.'),
+          },
+        },
+      },
+      '/topics/{topic}/messages': {
+        post: {
+          operationId: 'publishTopic',
+          summary: 'Publish one message or a batch of at most 100 to a topic: one copy per subscription (idempotent by id).',
+          parameters: [topicParam],
+          requestBody: {
+            required: true,
+            content: json({
+              oneOf: [
+                { $ref: '#/components/schemas/PublishRequest' },
+                { type: 'array', minItems: 1, maxItems: 100, items: { $ref: '#/components/schemas/PublishRequest' } },
+              ],
+            }),
+          },
+          responses: {
+            '201': {
+              description: 'Fanned out (subscriptions: 0 = the topic has none; the message was dropped): one message answers TopicPublished, a batch TopicPublishedBatch.',
+              content: json({ oneOf: [{ $ref: '#/components/schemas/TopicPublished' }, { $ref: '#/components/schemas/TopicPublishedBatch' }] }),
+            },
+            '200': {
+              description: 'Every subscription already had every copy: nothing new was enqueued (duplicate: true).',
+              content: json({ oneOf: [{ $ref: '#/components/schemas/TopicPublished' }, { $ref: '#/components/schemas/TopicPublishedBatch' }] }),
+            },
+            '400': problem,
+            '404': withDescription('The topic is not configured.'),
+            '413': withDescription('The body, or a payload, is over the size limit.'),
+          },
+        },
+      },
+      '/topics/{topic}/subscriptions': {
+        get: {
+          operationId: 'listSubscriptions',
+          summary: "The topic's subscriptions (configured and recorded) with their queues' statistics.",
+          parameters: [topicParam],
+          responses: {
+            '200': {
+              description: 'Subscriptions.',
+              content: json(exact(['topic', 'items'], { topic: { type: 'string' }, items: { type: 'array', items: { $ref: '#/components/schemas/SubscriptionStats' } } })),
+            },
+            '404': withDescription('The topic is not configured.'),
+          },
+        },
+      },
+      '/topics': {
+        get: {
+          operationId: 'listTopics',
+          summary: 'Every configured topic with its subscriptions and their statistics.',
+          responses: {
+            '200': {
+              description: 'Topics.',
+              content: json(
+                exact(['items'], {
+                  items: {
+                    type: 'array',
+                    items: exact(['topic', 'subscriptions'], {
+                      topic: { type: 'string' },
+                      subscriptions: { type: 'array', items: { $ref: '#/components/schemas/SubscriptionStats' } },
+                    }),
+                  },
+                }),
+              ),
+            },
           },
         },
       },
@@ -307,6 +373,23 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
           duplicate: { const: true, description: 'Present when the id already existed: nothing new was enqueued.' },
         }),
         PublishedBatch: exact(['items'], { items: { type: 'array', minItems: 1, maxItems: 100, items: { $ref: '#/components/schemas/Published' } } }),
+        TopicPublished: exact(['id', 'topic', 'subscriptions'], {
+          id: { type: 'string', format: 'uuid', description: "The message id; each copy's id is topicCopyId(id, '{topic}:{subscription}')." },
+          topic: { type: 'string' },
+          subscriptions: { type: 'integer', minimum: 0, description: 'Subscriptions that got a copy or already had it; 0 = none, the message was dropped.' },
+          duplicate: { const: true, description: 'Present when every subscription already had its copy: nothing new was enqueued.' },
+        }),
+        TopicPublishedBatch: exact(['items'], { items: { type: 'array', minItems: 1, maxItems: 100, items: { $ref: '#/components/schemas/TopicPublished' } } }),
+        SubscriptionStats: exact(['subscription', 'queue', 'configured', 'ready', 'delayed', 'leased', 'deadLettered', 'oldestReadyAgeSeconds'], {
+          subscription: { type: 'string' },
+          queue: { type: 'string', description: '{topic}:{subscription}, an ordinary queue.' },
+          configured: { type: 'boolean', description: 'false: recorded in the subscriptions table but not in this instance\'s settings.' },
+          ready: { type: 'integer', minimum: 0 },
+          delayed: { type: 'integer', minimum: 0 },
+          leased: { type: 'integer', minimum: 0 },
+          deadLettered: { type: 'integer', minimum: 0 },
+          oldestReadyAgeSeconds: { type: ['number', 'null'], minimum: 0 },
+        }),
         QueueStats: exact(['queue', 'ready', 'delayed', 'leased', 'deadLettered', 'oldestReadyAgeSeconds'], {
           queue: { type: 'string' },
           ready: { type: 'integer', minimum: 0 },

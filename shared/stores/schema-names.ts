@@ -23,7 +23,7 @@ export function schemaNames(transport: TransportNames, channel: ChannelNames, di
     transport,
     channel,
     migrationsTable: derivedName(transport.table, '_migrations', cap),
-    subscriptionsTable: derivedName(transport.table, '_subscriptions', cap),
+    subscriptionsTable: subscriptionsTableName(transport, dialect),
   };
   const inSchema: Array<[string, string]> = [
     ['transport table', transport.table],
@@ -40,4 +40,9 @@ export function schemaNames(transport: TransportNames, channel: ChannelNames, di
   }
   assertDistinct(inSchema);
   return names;
+}
+
+/** The subscriptions table of a transport table (the transport stores read it for the topic fan-out). */
+export function subscriptionsTableName(transport: TransportNames, dialect: Dialect): string {
+  return derivedName(transport.table, '_subscriptions', IDENTIFIER_CAP[dialect]);
 }

@@ -44,6 +44,9 @@ type AsyncMethodKeys<T> = { [K in keyof T]-?: T[K] extends (...args: never[]) =>
 const TRANSPORT_METHODS: Record<AsyncMethodKeys<TransportStore>, true> = {
   ensureSchema: true,
   publish: true,
+  publishToTopic: true,
+  recordSubscriptions: true,
+  topicSubscriptions: true,
   claim: true,
   ack: true,
   release: true,

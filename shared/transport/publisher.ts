@@ -2,7 +2,7 @@ import type { Logger } from '../log';
 import { DEFAULT_RETRY_CLASSES, withRetry, type BackoffPolicy, type RetryPolicy } from '../sql/retry';
 import { classifyTransient } from '../sql/transient';
 import { idGenerator, idLayoutFor, type IdGenerationMode } from './ids';
-import type { OutgoingMessage, PublishOutcome, TransportStore } from './types';
+import type { OutgoingMessage, PublishOutcome, TopicPublishOutcome, TransportStore } from './types';
 import type { WakeSignal } from './wake';
 
 export interface PublishPolicy extends Partial<BackoffPolicy> {
@@ -42,8 +42,36 @@ export class Publisher {
    * `logger`: the invocation's (so retry warnings correlate with it); the process logger otherwise.
    */
   async publish(messages: readonly OutgoingMessage[], deadline?: number, signal?: AbortSignal, logger: Logger = this.logger): Promise<PublishOutcome[]> {
+    const { result: stored, attempts } = await this.withRetries('publish', () => this.store.publish(messages), deadline, signal, logger);
+    // After a retry, a generated id's "duplicate" on its own queue is the earlier attempt's commit: report it inserted.
+    const outcomes = stored.map((o, i) =>
+      attempts > 1 && !o.inserted && messages[i]?.generatedId && o.existingQueue === messages[i]?.queue ? { ...o, inserted: true } : o,
+    );
+    this.wakeQueues(messages.flatMap((m, i) => (outcomes[i]?.inserted && m.delayMs <= 0 ? [m.queue] : [])));
+    return outcomes;
+  }
+
+  /**
+   * Topic fan-out (store.publishToTopic) with the same retries: the copy ids derive from the message ids, so a
+   * retry writes no second copy. Every subscription queue that got a claimable copy is woken.
+   */
+  async publishToTopic(
+    topic: string,
+    messages: readonly OutgoingMessage[],
+    deadline?: number,
+    signal?: AbortSignal,
+    logger: Logger = this.logger,
+  ): Promise<TopicPublishOutcome[]> {
+    const { result: stored, attempts } = await this.withRetries('topic publish', () => this.store.publishToTopic(topic, messages), deadline, signal, logger);
+    // After a retry, a generated id's existing copies are the earlier attempt's commit: report them inserted.
+    const outcomes = stored.map((o, i) => (attempts > 1 && messages[i]?.generatedId ? { ...o, copies: o.copies.map((c) => ({ ...c, inserted: true })) } : o));
+    this.wakeQueues(outcomes.flatMap((o, i) => ((messages[i]?.delayMs ?? 0) <= 0 ? o.copies.filter((c) => c.inserted).map((c) => c.queue) : [])));
+    return outcomes;
+  }
+
+  private async withRetries<T>(what: string, run: () => Promise<T>, deadline: number | undefined, signal: AbortSignal | undefined, logger: Logger) {
     let attempts = 0;
-    const stored = await withRetry(() => (attempts++, this.store.publish(messages)), {
+    const result = await withRetry(() => (attempts++, run()), {
       maxAttempts: this.policy.maxAttempts,
       policy: this.policy.classes ?? DEFAULT_RETRY_CLASSES,
       classify: classifyTransient,
@@ -51,27 +79,18 @@ export class Publisher {
       signal,
       random: this.policy.random,
       onRetry: (err, attempt, delay, cls) =>
-        logger.warn(
-          `publish attempt ${attempt} failed transiently (${cls}); retrying in ${Math.round(delay)} ms with the same ids`,
-          err,
-        ),
+        logger.warn(`${what} attempt ${attempt} failed transiently (${cls}); retrying in ${Math.round(delay)} ms with the same ids`, err),
       onGiveUp: (err, attempt, reason) =>
         logger.warn(
-          `publish gave up after ${attempt} attempt(s): ${reason === 'deadline' ? 'the next wait would pass the invocation budget' : reason === 'attempts' ? 'no attempts left' : 'cancelled'}`,
+          `${what} gave up after ${attempt} attempt(s): ${reason === 'deadline' ? 'the next wait would pass the invocation budget' : reason === 'attempts' ? 'no attempts left' : 'cancelled'}`,
           err,
         ),
     });
-    // After a retry, a generated id's "duplicate" on its own queue is the earlier attempt's commit: report it inserted.
-    const outcomes = stored.map((o, i) =>
-      attempts > 1 && !o.inserted && messages[i]?.generatedId && o.existingQueue === messages[i]?.queue ? { ...o, inserted: true } : o,
-    );
-    const woken = new Set<string>();
-    messages.forEach((m, i) => {
-      if (outcomes[i]?.inserted && m.delayMs <= 0 && !woken.has(m.queue)) {
-        woken.add(m.queue);
-        this.wake.notify(m.queue);
-      }
-    });
-    return outcomes;
+    return { result, attempts };
+  }
+
+  /** Rows claimable at once wake this process's drain loops (each queue once). */
+  private wakeQueues(queues: readonly string[]): void {
+    for (const q of new Set(queues)) this.wake.notify(q);
   }
 }

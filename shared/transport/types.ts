@@ -84,12 +84,47 @@ export function deadLetterAttempts(value: unknown): number | null {
   return Number.isInteger(n) && n > 0 ? n : null;
 }
 
+/** A durable topic subscription as recorded in the subscriptions table. */
+export interface TopicSubscription {
+  topic: string;
+  subscription: string;
+}
+
+/** One copy a topic publish made (or found) on one subscription queue. */
+export interface TopicCopy {
+  /** `{topic}:{subscription}` (topic-names.ts subscriptionQueue). */
+  queue: string;
+  /** topicCopyId(message id, queue). */
+  id: string;
+  /** false when the copy already existed (a republish): nothing new was enqueued on this queue. */
+  inserted: boolean;
+  /** null when a concurrent publish's copy was not yet visible to this statement. */
+  availableAt: Date | null;
+}
+
+export interface TopicPublishOutcome {
+  /** The message id (lower-case). */
+  id: string;
+  /** One per subscription recorded for the topic when the statement ran, in queue order. */
+  copies: TopicCopy[];
+}
+
 export interface TransportStore {
   readonly kind: StoreKind;
   /** Creates (AutoCreateSchema) or verifies the schema. Single-flight; latched after success. */
   ensureSchema(): Promise<void>;
   /** Insert-if-absent for every message, in one statement. Duplicate ids are successes. */
   publish(messages: readonly OutgoingMessage[]): Promise<PublishOutcome[]>;
+  /**
+   * Topic fan-out: one copy of every message per subscription the subscriptions table holds for `topic`, read
+   * inside the same INSERT … SELECT (one statement, one transaction); insert-if-absent by the copy's
+   * deterministic id. The messages' `queue` is ignored.
+   */
+  publishToTopic(topic: string, messages: readonly OutgoingMessage[]): Promise<TopicPublishOutcome[]>;
+  /** Insert-if-absent of subscriptions into the subscriptions table (never deletes); returns rows added. */
+  recordSubscriptions(subscriptions: readonly TopicSubscription[]): Promise<number>;
+  /** The subscriptions recorded for `topic`, by name. */
+  topicSubscriptions(topic: string): Promise<TopicSubscription[]>;
   /** Claims up to `max` ready rows of exactly `queue` in availability order, in one statement. */
   claim(queue: string, max: number, lockTimeoutMs: number): Promise<ClaimedMessage[]>;
   /** Deletes every row whose fence still matches, in one statement; returns how many were deleted. */

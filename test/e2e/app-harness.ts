@@ -3,6 +3,7 @@
 // checked against the app's OpenAPI document (a mismatch fails the test with what differs).
 import { loadFunctionApp } from '../../local/functions-core';
 import { startLocalHost, type LocalHost } from '../../local/host';
+import { getRuntime } from '../../shared/runtime';
 import { checkAnswer } from '../support/openapi-answers';
 
 export interface RunningApp {
@@ -18,6 +19,9 @@ export async function startApp(settings: Record<string, string>, options: { func
   const table = await loadFunctionApp(() => import('../../functions/index'));
   const logs: string[] = [];
   const host = await startLocalHost({ table, port: 0, timers: true, logger: (l) => logs.push(l), functionKey: options.functionKey });
+  // Open the pool (and PGlite, seconds on a busy machine) here, inside the hook's time, not in the first test's.
+  // A runtime that cannot start is left for the tests to see through the API.
+  await getRuntime().catch(() => undefined);
   const api = (path: string, init?: RequestInit) => checkedFetch(`${host.url}/api/${path}`, init);
   return { url: host.url, api, logs, host, close: () => host.close() };
 }

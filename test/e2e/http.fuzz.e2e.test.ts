@@ -8,7 +8,7 @@ import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { openApiDocument } from '../../shared/http/openapi';
 import type { PgClient } from '../../shared/stores/postgres/client';
-import { deleteWaiterCase, fuzzCases, Rand, type FuzzCase } from '../support/http-fuzz';
+import { deleteWaiterCase, FUZZ_TOPIC_SETTINGS, fuzzCases, Rand, type FuzzCase } from '../support/http-fuzz';
 import { openApiAnswers } from '../support/openapi-answers';
 import { checkedFetch, startApp, type RunningApp } from './app-harness';
 
@@ -47,6 +47,7 @@ beforeAll(async () => {
       CALLBACK_ALLOWED_HOSTS: '127.0.0.1',
       CALLBACK_SIGNING_SECRET: 'fuzz-signing-secret-0123456789',
       LOG_LEVEL: 'error',
+      ...FUZZ_TOPIC_SETTINGS,
     },
     { functionKey: KEY },
   );

@@ -55,6 +55,10 @@ export interface FuzzCase {
   expectStatus?: number;
 }
 
+/** The topic the fuzz app configures, with two subscriptions: a wrongly accepted publish would write rows. */
+export const FUZZ_TOPIC = 'events';
+export const FUZZ_TOPIC_SETTINGS = { TOPICS: FUZZ_TOPIC, TOPIC__events__SUBSCRIPTIONS: 'a,b' };
+
 export interface FuzzSetup {
   key: string;
   /** MAX_MESSAGE_BYTES of the app under test. */
@@ -100,6 +104,8 @@ interface Base {
   required?: string[];
   keyed: boolean;
   hasQueue?: boolean;
+  /** The valid values of the {queue} (or {topic}) segment; default worker and response. */
+  validQueues?: string[];
   hasId?: boolean;
   /** Query defects: each builds a whole query string. */
   queries?: Array<() => string>;
@@ -197,6 +203,19 @@ export function fuzzCases(seed: number, count: number, setup: FuzzSetup): FuzzCa
     { operation: 'GET /health', method: 'GET', path: () => 'health', keyed: false },
     { operation: 'GET /openapi.json', method: 'GET', path: () => 'openapi.json', keyed: true },
   ];
+  // topics: the fuzz app configures the topic `events` (FUZZ_TOPIC_SETTINGS); {queue} stands for the topic
+  bases.push(
+    { ...bases[0]!, operation: 'POST /topics/{topic}/messages', path: ({ queue }) => `topics/${queue}/messages`, validQueues: [FUZZ_TOPIC] },
+    { operation: 'GET /topics/{topic}/subscriptions', method: 'GET', path: ({ queue }) => `topics/${queue}/subscriptions`, keyed: true, hasQueue: true, validQueues: [FUZZ_TOPIC] },
+    { operation: 'GET /topics', method: 'GET', path: () => 'topics', keyed: true },
+  );
+  // the dashboard: its page and files (anonymous; {queue} stands for the file name) and its two read-only routes
+  bases.push(
+    { operation: 'GET /queues', method: 'GET', path: () => 'queues', keyed: true },
+    { operation: 'GET /channel', method: 'GET', path: () => 'channel', keyed: true },
+    { operation: 'GET /dashboard', method: 'GET', path: () => 'dashboard', keyed: false },
+    { operation: 'GET /dashboard/{file}', method: 'GET', path: ({ queue }) => `dashboard/${queue}`, keyed: false, hasQueue: true, validQueues: ['app.js', 'app.css'] },
+  );
 
   const cases: FuzzCase[] = [];
   const fieldTurns = new Map<string, number>();
@@ -214,7 +233,7 @@ export function fuzzCases(seed: number, count: number, setup: FuzzSetup): FuzzCa
     if (o.body !== undefined && headers['content-type'] === undefined && r.chance(0.9)) headers['content-type'] = r.pick(NEUTRAL_JSON_TYPES);
     addNoise(headers);
     if (r.chance(0.15)) query = query === '' ? `zz=${enc(r.ascii(30))}` : `${query}&zz=${enc(r.ascii(30))}`;
-    const path = b.path({ queue: o.queue ?? r.pick(['worker', 'response']), id: o.id ?? r.uuid() }) + (query === '' ? '' : `?${query}`);
+    const path = b.path({ queue: o.queue ?? r.pick(b.validQueues ?? ['worker', 'response']), id: o.id ?? r.uuid() }) + (query === '' ? '' : `?${query}`);
     const method = o.method ?? b.method;
     const body = method === 'GET' || method === 'HEAD' ? undefined : o.body; // fetch sends no body with these
     return { operation: b.operation, method, path, headers, ...(body !== undefined ? { body } : {}), ...(o.chunked ? { chunked: true } : {}) };
@@ -306,6 +325,7 @@ export function fuzzCases(seed: number, count: number, setup: FuzzSetup): FuzzCa
     () => ({ ...assemble(bases[7]!, { body: json({ correlationId: `fuzz-reg-${cases.length}`, callbackUrl: setup.callbackUrl, ttlSeconds: 600 }) }), control: 'register-waiter', expectStatus: 201 }),
     () => ({ ...assemble(r.pick([bases[1]!, bases[2]!, bases[9]!, bases[10]!]), {}), control: 'read', expectStatus: 200 }),
     () => ({ ...assemble(bases[6]!, {}), control: 'read', expectStatus: 204 }),
+    () => ({ ...assemble(r.pick([bases[12]!, bases[13]!]), {}), control: 'read', expectStatus: 200 }),
   ];
 
   while (cases.length < count) {

@@ -9,9 +9,10 @@ import { channelNames, transportNames, type TransportNames } from '../../shared/
 import { DEFAULT_TRANSPORT_TABLE } from '../../shared/stores/options';
 import { channelAckSequenceMigration, channelStatements } from '../../shared/stores/sqlserver/channel-statements';
 import { transportStatements } from '../../shared/stores/sqlserver/statements';
+import { topicStatements } from '../../shared/stores/sqlserver/topic-statements';
 import { CALLBACK_QUEUE } from '../../shared/queue-names';
 import { sqlServerMigrationStatements } from '../../shared/stores/sqlserver/migrations';
-import { schemaNames } from '../../shared/stores/schema-names';
+import { schemaNames, subscriptionsTableName } from '../../shared/stores/schema-names';
 import { scriptBatches } from './tsql-grammar';
 
 /** One batch the app sends (or prints for an operator to run). */
@@ -65,6 +66,8 @@ export interface StatementSource {
 export const SQLSERVER_STATEMENT_SOURCES: readonly StatementSource[] = [
   // the transport store's statements (publish, claim, settle, DDL phases, catalog snapshot, …)
   { name: 'transport', texts: (n) => fromMap('transport', n.variant, transportStatements(n.transport)) },
+  // the topic statements of the transport store (fan-out publish, subscriptions upsert and list)
+  { name: 'topics', texts: (n) => fromMap('topics', n.variant, topicStatements(n.transport, subscriptionsTableName(n.transport, 'sqlserver'))) },
   // the channel store's statements (registrations, messages, subscribers, prunes, DDL, catalog snapshot)
   { name: 'channel', texts: (n) => fromMap('channel', n.variant, channelStatements(n.channel, { schema: n.transport.schema, table: n.transport.table, queue: CALLBACK_QUEUE })) },
   // `npm run schema -- print --dialect sqlserver`, batch by batch as sqlcmd runs it

@@ -10,9 +10,12 @@ import type {
   QueueStats,
   Settlement,
   StoreKind,
+  TopicPublishOutcome,
+  TopicSubscription,
   TransportStore,
 } from '../../transport/types';
 import { deadLetterAttempts } from '../../transport/types';
+import { topicOutcomes } from '../../transport/topic-outcomes';
 import { INDEX_BUILD_COMMAND_TIMEOUT_S, type TransportStoreOptions } from '../options';
 import type { PgClient } from './client';
 import {
@@ -23,7 +26,9 @@ import {
   schemaLockResource,
   tableLockResource,
 } from './ddl';
+import { subscriptionsTableName } from '../schema-names';
 import { notifyPrefix, pgStatements, type PgStatements } from './statements';
+import { pgTopicStatements, type PgTopicStatements } from './topic-statements';
 
 interface ClaimRow {
   id: string;
@@ -41,6 +46,7 @@ export class PostgresTransportStore implements TransportStore {
   readonly kind: StoreKind;
   readonly names: TransportNames;
   private readonly sql: PgStatements;
+  private readonly topicSql: PgTopicStatements;
   /** Prepared-statement names, derived from the text so two stores sharing a pool never clash. */
   private readonly prepared: Record<keyof PgStatements, string>;
   private ready = false;
@@ -56,6 +62,7 @@ export class PostgresTransportStore implements TransportStore {
     this.kind = client.kind;
     this.names = transportNames(options.schema, options.table, 'postgres');
     this.sql = pgStatements(this.names);
+    this.topicSql = pgTopicStatements(this.names, subscriptionsTableName(this.names, 'postgres'));
     this.prepared = Object.fromEntries(
       Object.entries(this.sql).map(([k, text]) => [k, `ar_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`]),
     ) as Record<keyof PgStatements, string>;
@@ -146,6 +153,33 @@ export class PostgresTransportStore implements TransportStore {
       const row = existing.get(id);
       return row ? { id, inserted: false, availableAt: row.available_at, existingQueue: row.queue } : { id, inserted: false, availableAt: null };
     });
+  }
+
+  async publishToTopic(topic: string, messages: readonly OutgoingMessage[]): Promise<TopicPublishOutcome[]> {
+    if (messages.length === 0) return [];
+    await this.ensureSchema();
+    const r = await this.client.query<{ id: string; queue: string; inserted: boolean; available_at: Date | null }>(this.topicSql.publishToTopic, [
+      messages.map((m) => m.id),
+      messages.map((m) => m.payloadJson),
+      messages.map((m) => JSON.stringify(m.headers)),
+      messages.map((m) => Math.max(0, Math.round(m.delayMs))),
+      topic,
+      notifyPrefix(this.names),
+    ]);
+    return topicOutcomes(messages, r.rows.map((row) => ({ id: row.id, queue: row.queue, inserted: row.inserted, availableAt: row.available_at })));
+  }
+
+  async recordSubscriptions(subscriptions: readonly TopicSubscription[]): Promise<number> {
+    if (subscriptions.length === 0) return 0;
+    await this.ensureSchema();
+    const r = await this.client.query(this.topicSql.recordSubscriptions, [subscriptions.map((s) => s.topic), subscriptions.map((s) => s.subscription)]);
+    return r.rowCount;
+  }
+
+  async topicSubscriptions(topic: string): Promise<TopicSubscription[]> {
+    await this.ensureSchema();
+    const r = await this.client.query<{ topic: string; subscription: string }>(this.topicSql.topicSubscriptions, [topic]);
+    return r.rows.map((row) => ({ topic: row.topic, subscription: row.subscription }));
   }
 
   async claim(queue: string, max: number, lockTimeoutMs: number): Promise<ClaimedMessage[]> {

@@ -14,13 +14,18 @@ import type {
   PublishOutcome,
   QueueStats,
   Settlement,
+  TopicPublishOutcome,
+  TopicSubscription,
   TransportStore,
 } from '../../transport/types';
 import { deadLetterAttempts } from '../../transport/types';
+import { topicOutcomes } from '../../transport/topic-outcomes';
+import { subscriptionsTableName } from '../schema-names';
 import { DDL_TABLE_LOCK_TIMEOUT_MS, INDEX_BUILD_COMMAND_TIMEOUT_S, type TransportStoreOptions } from '../options';
 import { createSqlServerPool, type SqlServerConnectionOptions } from './connection';
 import { createPoolHolder, existingPoolHolder, poolHolderFor, type PoolHolder } from './pool-guard';
 import { qualifiedTable, transportStatements, type TransportStatements } from './statements';
+import { topicStatements } from './topic-statements';
 import { compareSqlServerGuids, lower, rollbackQuietly, rows, SqlServerStoreBase } from './store-common';
 import { evaluateTransportCatalog, missingIndexes, readTransportCatalog, VERIFICATION_FIX_HINT } from './verify';
 
@@ -98,6 +103,7 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
   readonly kind = 'sqlserver' as const;
   readonly names: TransportNames;
   private readonly statements: TransportStatements;
+  private readonly topicStatements: ReturnType<typeof topicStatements>;
   private readonly options: TransportStoreOptions;
   private readonly clock: () => number;
   private readonly random: () => number;
@@ -109,6 +115,7 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
     super(pool, options.logger, deps.ownsPool ?? true);
     this.names = names;
     this.statements = statements;
+    this.topicStatements = topicStatements(names, subscriptionsTableName(names, 'sqlserver'));
     this.options = options;
     this.clock = deps.now ?? Date.now;
     this.random = deps.random ?? Math.random;
@@ -262,6 +269,41 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
       const row = stored.get(key);
       return row ? { id: m.id, inserted: false, availableAt: row.availableAt, existingQueue: row.queue } : { id: m.id, inserted: false, availableAt: null };
     });
+  }
+
+  async publishToTopic(topic: string, messages: readonly OutgoingMessage[]): Promise<TopicPublishOutcome[]> {
+    if (messages.length === 0) return [];
+    await this.ensureSchema();
+    // ids are unique per publish (parsePublishBody); ord keeps the publish order (created_at)
+    const batch = JSON.stringify(
+      messages.map((m, ord) => ({ id: m.id, payload_json: m.payloadJson, headers_json: JSON.stringify(m.headers ?? {}), delay_ms: delayOf(m.delayMs), ord })),
+    );
+    const result = await this.runRetryingDuplicateKeyRace(
+      this.topicStatements.publishToTopic,
+      { batch, topic },
+      PUBLISH_DUPLICATE_RACE_ATTEMPTS,
+      'topic publish lost a duplicate-key race; re-running the insert-if-absent',
+    );
+    const copy = (inserted: boolean) => (r: Record<string, unknown>) => ({ id: lower(r.id), queue: String(r.queue), inserted, availableAt: r.available_at as Date });
+    return topicOutcomes(messages, [...rows(result, 0).map(copy(true)), ...rows(result, 1).map(copy(false))]);
+  }
+
+  async recordSubscriptions(subscriptions: readonly TopicSubscription[]): Promise<number> {
+    if (subscriptions.length === 0) return 0;
+    await this.ensureSchema();
+    const json = JSON.stringify(subscriptions.map((s) => ({ topic: s.topic, subscription: s.subscription })));
+    const result = await this.runRetryingDuplicateKeyRace(
+      this.topicStatements.recordSubscriptions,
+      { subscriptions: json },
+      PUBLISH_DUPLICATE_RACE_ATTEMPTS,
+      'recording subscriptions lost a duplicate-key race; re-running the insert-if-absent',
+    );
+    return result.rowsAffected.reduce((a, b) => a + b, 0);
+  }
+
+  async topicSubscriptions(topic: string): Promise<TopicSubscription[]> {
+    await this.ensureSchema();
+    return rows(await this.run(this.topicStatements.topicSubscriptions, { topic })).map((r) => ({ topic: String(r.topic), subscription: String(r.subscription) }));
   }
 
   async claim(queue: string, max: number, lockTimeoutMs: number): Promise<ClaimedMessage[]> {
