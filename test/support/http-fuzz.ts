@@ -328,6 +328,12 @@ export function fuzzCases(seed: number, count: number, setup: FuzzSetup): FuzzCa
     () => ({ ...assemble(r.pick([bases[12]!, bases[13]!]), {}), control: 'read', expectStatus: 200 }),
   ];
 
+  // every documented body field of every operation gets a bad value at least once, whatever the draws below
+  for (const b of bases) {
+    for (const [field, values] of Object.entries(b.fields ?? {})) {
+      cases.push({ ...assemble(b, { body: json({ ...b.body!(), [field]: r.pick(values) }) }), defect: `bad ${field}` });
+    }
+  }
   while (cases.length < count) {
     if (r.chance(0.06)) {
       cases.push(r.pick(controls)());
