@@ -9,6 +9,7 @@ import * as sql from 'mssql';
 import { quoteIdentifier } from '../../sql/identifiers';
 import { checkMigrations, type Migration, type MigrationStatement } from '../migration-plan';
 import type { SchemaNames } from '../schema-names';
+import { sqlServerOutboxStatements } from './outbox';
 import {
   channelAckSequenceMigration,
   channelIndexes,
@@ -85,6 +86,7 @@ export function sqlServerMigrations(n: SchemaNames): readonly Migration[] {
         ),
       ],
     },
+    { version: 3, name: 'publish procedures (outbox)', statements: sqlServerOutboxStatements(n) },
   ]);
 }
 
