@@ -143,7 +143,13 @@ export function printSqlServerMigrations(n: SchemaNames): string {
   ];
   for (const m of sqlServerMigrations(n)) {
     out.push(`-- version ${m.version}: ${m.name}`, 'BEGIN TRANSACTION;', r.lock.text);
-    for (const s of m.statements) out.push(`-- ${s.name}`, s.text);
+    for (const s of m.statements) {
+      // CREATE OR ALTER PROCEDURE must open its batch: GO around it (the transaction spans the batches)
+      const alone = /^CREATE OR ALTER /.test(s.text);
+      if (alone && out.at(-1) !== 'GO') out.push('GO');
+      out.push(`-- ${s.name}`, s.text);
+      if (alone) out.push('GO');
+    }
     out.push(
       `IF NOT EXISTS (SELECT 1 FROM ${migrationsTable(n)} WHERE version = ${m.version})`,
       `    INSERT INTO ${migrationsTable(n)} (version, name) VALUES (${m.version}, N'${m.name}');`,
