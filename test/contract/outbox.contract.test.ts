@@ -21,7 +21,7 @@ const TABLE = 'asyncresponse_transport_messages';
 class Rollback extends Error {}
 
 for (const fixture of schemaDbFixtures()) {
-  describe.skipIf(!announce(fixture))(`[${fixture.name}] SQL publish (outbox)`, { timeout: 120_000 }, () => {
+  describe.skipIf(!announce(fixture))(`[${fixture.name}] SQL publish (outbox)`, { timeout: 240_000 }, () => {
     let d: SchemaDb;
     let stores: OpenedStores;
     const fn = (name: string) => `"${d.schema}"."${TABLE}_${name}"`;
@@ -116,6 +116,7 @@ for (const fixture of schemaDbFixtures()) {
       ['header empty name', ['q', '1', null, null, '{"":"x"}'], PG_PUBLISH_INVALID, /header name must be 1 to 256/],
       ['header value control', ['q', '1', null, null, '{"a":"x\\ny"}'], PG_PUBLISH_INVALID, /header a must not contain control characters/],
       ['header value NUL escape', ['q', '1', null, null, '{"a":"x\\u0000"}'], PG_PUBLISH_INVALID, /must not contain control characters or lone surrogates/],
+      ['header value lone surrogate escape', ['q', '1', null, null, '{"a":"x\\ud800"}'], PG_PUBLISH_INVALID, /must not contain control characters or lone surrogates/],
       ['headers too many', ['q', '1', null, null, JSON.stringify(Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`h${i}`, 'v'])))], PG_PUBLISH_INVALID, /more than 64 entries/],
       ['headers too large', ['q', '1', null, null, JSON.stringify({ big: 'x'.repeat(16 * 1024) })], PG_PUBLISH_TOO_LARGE, /headers are 16394 bytes as JSON; the limit is 16384/],
       ['delay negative', ['q', '1', null, null, null, -1], PG_PUBLISH_INVALID, /delay_seconds must be a number from 0 to 315360000/],
