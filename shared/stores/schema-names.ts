@@ -14,6 +14,11 @@ export interface SchemaNames {
   migrationsTable: string;
   /** Durable topic subscriptions (topic, subscription, created_at); version 2. */
   subscriptionsTable: string;
+  /** Version 3, the SQL publish (outbox): procedures on SQL Server, functions on PostgreSQL. */
+  publishRoutine: string;
+  publishTopicRoutine: string;
+  /** The shared body the two call (not granted to callers). */
+  enqueueRoutine: string;
 }
 
 export function schemaNames(transport: TransportNames, channel: ChannelNames, dialect: Dialect): SchemaNames {
@@ -24,11 +29,17 @@ export function schemaNames(transport: TransportNames, channel: ChannelNames, di
     channel,
     migrationsTable: derivedName(transport.table, '_migrations', cap),
     subscriptionsTable: subscriptionsTableName(transport, dialect),
+    publishRoutine: derivedName(transport.table, '_publish', cap),
+    publishTopicRoutine: derivedName(transport.table, '_publish_topic', cap),
+    enqueueRoutine: derivedName(transport.table, '_enqueue', cap),
   };
   const inSchema: Array<[string, string]> = [
     ['transport table', transport.table],
     ['migrations table', names.migrationsTable],
     ['subscriptions table', names.subscriptionsTable],
+    ['publish routine', names.publishRoutine],
+    ['publish topic routine', names.publishTopicRoutine],
+    ['enqueue routine', names.enqueueRoutine],
   ];
   if (channel.schema.toLowerCase() === transport.schema.toLowerCase()) {
     inSchema.push(

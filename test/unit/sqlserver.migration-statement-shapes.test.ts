@@ -1,5 +1,6 @@
 // Pins every T-SQL batch of the SQL Server schema versions (migrations.ts): the runner's lock, table and
-// version statements, version 1 = exactly the batches today's stores run, version 2 = the subscriptions table.
+// version statements, version 1 = exactly the batches today's stores run, version 2 = the subscriptions table,
+// version 3 = the publish procedures (their text: sqlserver.outbox-statement-shapes.test.ts).
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_CHANNEL_TABLES } from '../../shared/channel/types';
 import { channelNames, transportNames } from '../../shared/sql/identifiers';
@@ -16,7 +17,7 @@ import { length, typeName } from '../support/sqlserver-statements';
 
 const names = schemaNames(transportNames('dbo', 'jobs', 'sqlserver'), channelNames('dbo', DEFAULT_CHANNEL_TABLES, 'sqlserver'), 'sqlserver');
 const r = sqlServerRunnerStatements(names);
-const [v1, v2] = sqlServerMigrations(names);
+const [v1, v2, v3] = sqlServerMigrations(names);
 
 describe('SQL Server schema-version statement shapes', () => {
   it('names: the migrations and subscriptions tables take the transport table as their base', () => {
@@ -109,14 +110,16 @@ describe('SQL Server schema-version statement shapes', () => {
       'runner: recordedVersions',
       'runner: recordVersion',
     ]);
-    expect(all).toHaveLength(6 + v1!.statements.length + v2!.statements.length);
-    expect(all.at(-1)).toEqual({ name: 'v2: create subscriptions table', text: v2!.statements[0]!.text });
+    expect(all).toHaveLength(6 + v1!.statements.length + v2!.statements.length + v3!.statements.length);
+    expect(all).toContainEqual({ name: 'v2: create subscriptions table', text: v2!.statements[0]!.text });
+    expect(all.at(-1)).toEqual({ name: 'v3: create publish topic procedure', text: v3!.statements[2]!.text });
   });
 
   it('the printed script: one transaction per version under the applock, each recorded if not yet', () => {
     const script = printSqlServerMigrations(names);
-    expect(script.match(/BEGIN TRANSACTION;\nSET XACT_ABORT ON;/g)).toHaveLength(2);
+    expect(script.match(/BEGIN TRANSACTION;\nSET XACT_ABORT ON;/g)).toHaveLength(3);
     expect(script).toContain("IF NOT EXISTS (SELECT 1 FROM [dbo].[jobs_migrations] WHERE version = 2)\n    INSERT INTO [dbo].[jobs_migrations] (version, name) VALUES (2, N'topic subscriptions table');\nCOMMIT;\nGO");
     expect(script.indexOf('-- version 1:')).toBeLessThan(script.indexOf('-- version 2:'));
+    expect(script.indexOf('-- version 2:')).toBeLessThan(script.indexOf('-- version 3: publish procedures (outbox)'));
   });
 });

@@ -8,6 +8,7 @@ import type { SchemaNames } from '../schema-names';
 import { quoteIdentifier } from '../../sql/identifiers';
 import { channelDdl, channelTables } from './channel-statements';
 import { advisoryKey, createIndexesSql, createTableSql, schemaLockResource } from './ddl';
+import { postgresOutboxStatements } from './outbox';
 
 const q = (n: string) => quoteIdentifier(n, 'postgres');
 
@@ -74,6 +75,7 @@ export function postgresMigrations(n: SchemaNames): readonly Migration[] {
         },
       ],
     },
+    { version: 3, name: 'publish functions (outbox)', statements: postgresOutboxStatements(n) },
   ]);
 }
 

@@ -9,6 +9,7 @@ import * as sql from 'mssql';
 import { quoteIdentifier } from '../../sql/identifiers';
 import { checkMigrations, type Migration, type MigrationStatement } from '../migration-plan';
 import type { SchemaNames } from '../schema-names';
+import { sqlServerOutboxStatements } from './outbox';
 import {
   channelAckSequenceMigration,
   channelIndexes,
@@ -85,6 +86,7 @@ export function sqlServerMigrations(n: SchemaNames): readonly Migration[] {
         ),
       ],
     },
+    { version: 3, name: 'publish procedures (outbox)', statements: sqlServerOutboxStatements(n) },
   ]);
 }
 
@@ -141,7 +143,13 @@ export function printSqlServerMigrations(n: SchemaNames): string {
   ];
   for (const m of sqlServerMigrations(n)) {
     out.push(`-- version ${m.version}: ${m.name}`, 'BEGIN TRANSACTION;', r.lock.text);
-    for (const s of m.statements) out.push(`-- ${s.name}`, s.text);
+    for (const s of m.statements) {
+      // CREATE OR ALTER PROCEDURE must open its batch: GO around it (the transaction spans the batches)
+      const alone = /^CREATE OR ALTER /.test(s.text);
+      if (alone && out.at(-1) !== 'GO') out.push('GO');
+      out.push(`-- ${s.name}`, s.text);
+      if (alone) out.push('GO');
+    }
     out.push(
       `IF NOT EXISTS (SELECT 1 FROM ${migrationsTable(n)} WHERE version = ${m.version})`,
       `    INSERT INTO ${migrationsTable(n)} (version, name) VALUES (${m.version}, N'${m.name}');`,

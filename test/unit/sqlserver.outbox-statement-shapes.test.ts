@@ -1,0 +1,195 @@
+// Pins the T-SQL of schema version 3 (stores/sqlserver/outbox.ts): the publish procedures a caller runs inside
+// its own transaction. No SQL Server runs here: the PostgreSQL twins run in test/contract/outbox.contract.test.ts;
+// these batches are parsed by the grammar check (sqlserver.tsql-grammar.test.ts collects every migration batch).
+import { createHash } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_CHANNEL_TABLES } from '../../shared/channel/types';
+import { channelNames, transportNames } from '../../shared/sql/identifiers';
+import { schemaNames } from '../../shared/stores/schema-names';
+import { sqlServerMigrations } from '../../shared/stores/sqlserver/migrations';
+import { copyIdExpression, sqlServerOutboxStatements } from '../../shared/stores/sqlserver/outbox';
+import { topicCopyId } from '../../shared/transport/topic-names';
+
+const names = schemaNames(transportNames('dbo', 'jobs', 'sqlserver'), channelNames('dbo', DEFAULT_CHANNEL_TABLES, 'sqlserver'), 'sqlserver');
+const [enqueue, publish, publishTopic] = sqlServerOutboxStatements(names).map((s) => s.text);
+const SPLIT_NOW = 'DATEADD(SECOND, CAST(@delay_ms / 1000 AS int), DATEADD(MILLISECOND, CAST(@delay_ms % 1000 AS int), @now))';
+
+/**
+ * Evaluates the copy id's string expression (LEFT / SUBSTRING / CHARINDEX over literals, `+` and d.h) the way
+ * SQL Server does, 1-based, so the hex-text assembly is checked against topicCopyId() without a server.
+ */
+function evalTsqlText(expr: string, vars: Record<string, string>): string {
+  let at = 0;
+  const ws = () => {
+    while (/\s/.test(expr[at] ?? '')) at++;
+  };
+  const eat = (s: string) => {
+    ws();
+    if (!expr.startsWith(s, at)) throw new Error(`expected ${s} at ${at}: ${expr.slice(at, at + 30)}`);
+    at += s.length;
+  };
+  const atom = (): string | number => {
+    ws();
+    if (expr[at] === "'") {
+      const end = expr.indexOf("'", at + 1);
+      const s = expr.slice(at + 1, end);
+      at = end + 1;
+      return s;
+    }
+    const num = /^\d+/.exec(expr.slice(at));
+    if (num) return (at += num[0].length), Number(num[0]);
+    const ident = /^[A-Za-z_.@]+/.exec(expr.slice(at))![0];
+    at += ident.length;
+    if (ident in vars) return vars[ident]!;
+    ws();
+    if (expr[at] !== '(') return ident; // a type name (CONVERT's first argument)
+    eat('(');
+    const args: Array<string | number> = [sum()];
+    for (ws(); expr[at] === ','; ws()) (at++, args.push(sum()));
+    eat(')');
+    const [a, b, c] = args as [string, number, number];
+    switch (ident) {
+      case 'LEFT': return a.slice(0, b);
+      case 'SUBSTRING': return a.slice(b - 1, b - 1 + c);
+      case 'CHARINDEX': return (args[1] as string).indexOf(a) + 1;
+      case 'CONVERT': return args[1] as string; // CONVERT(uniqueidentifier, text): the text
+      default: throw new Error(`unknown function ${ident}`);
+    }
+  };
+  const sum = (): string | number => {
+    let v = atom();
+    for (ws(); expr[at] === '+'; ws()) (at++, (v = String(v) + String(atom())));
+    return v;
+  };
+  const v = sum();
+  ws();
+  if (at !== expr.length) throw new Error(`trailing text at ${at}`);
+  return String(v);
+}
+
+describe('SQL Server outbox (schema version 3) statement shapes', () => {
+  it('version 3 holds the three procedures, each CREATE OR ALTER alone in its batch', () => {
+    const v3 = sqlServerMigrations(names)[2]!;
+    expect([v3.version, v3.name]).toEqual([3, 'publish procedures (outbox)']);
+    expect(v3.statements.map((s) => s.name)).toEqual(['create enqueue procedure', 'create publish procedure', 'create publish topic procedure']);
+    expect(enqueue!.split('\n')[0]).toBe('CREATE OR ALTER PROCEDURE [dbo].[jobs_enqueue]');
+    expect(publish!.split('\n')[0]).toBe('CREATE OR ALTER PROCEDURE [dbo].[jobs_publish]');
+    expect(publishTopic!.split('\n')[0]).toBe('CREATE OR ALTER PROCEDURE [dbo].[jobs_publish_topic]');
+    for (const t of [enqueue!, publish!, publishTopic!]) {
+      expect(t.match(/CREATE OR ALTER/g)).toHaveLength(1);
+      expect(t).not.toMatch(/\bEXEC\s*\(|sp_executesql/); // no dynamic SQL: ownership chaining needs it absent
+      expect(t.trimEnd().endsWith('END')).toBe(true);
+    }
+  });
+
+  it('the wrappers: named parameters with defaults, nvarchar(max) names (never silently truncated), results as OUTPUT', () => {
+    expect(publish).toBe(
+      [
+        'CREATE OR ALTER PROCEDURE [dbo].[jobs_publish]',
+        '    @queue nvarchar(max),',
+        '    @payload nvarchar(max),',
+        '    @id nvarchar(100) = NULL,',
+        '    @correlation_id nvarchar(max) = NULL,',
+        '    @headers nvarchar(max) = NULL,',
+        '    @delay_seconds float = 0,',
+        '    @message_id uniqueidentifier = NULL OUTPUT,',
+        '    @inserted bit = NULL OUTPUT',
+        'AS',
+        'BEGIN',
+        '    SET NOCOUNT ON;',
+        '    DECLARE @copies int;',
+        "    EXEC [dbo].[jobs_enqueue] N'queue', @queue, @payload, @id, @correlation_id, @headers, @delay_seconds, @message_id OUTPUT, @copies OUTPUT;",
+        '    SET @inserted = CASE WHEN @copies > 0 THEN 1 ELSE 0 END;',
+        'END',
+      ].join('\n'),
+    );
+    expect(publishTopic).toContain('    @topic nvarchar(max),');
+    expect(publishTopic).toContain('    @copies int = NULL OUTPUT\nAS');
+    expect(publishTopic).toContain(
+      "    EXEC [dbo].[jobs_enqueue] N'topic', @topic, @payload, @id, @correlation_id, @headers, @delay_seconds, @message_id OUTPUT, @copies OUTPUT;",
+    );
+  });
+
+  it('validation: every HTTP rule THROWs 50400 (invalid) or 50413 (too large) before the one write', () => {
+    const t = enqueue!;
+    const firstWrite = t.indexOf('INSERT INTO');
+    const throws = [...t.matchAll(/THROW (\d+),/g)];
+    expect(throws).toHaveLength(17); // name ×3, payload ×3, id, headers ×5, correlation id ×3, delay, topic queue length
+    for (const m of throws) {
+      expect(['50400', '50413']).toContain(m[1]);
+      expect(m.index).toBeLessThan(firstWrite);
+    }
+    expect(t).toContain('IF @name IS NULL OR DATALENGTH(@name) = 0 OR DATALENGTH(@name) / 2 > 200');
+    expect(t).toContain("IF ISJSON(N'[' + @payload + N']') = 0 OR (SELECT COUNT(*) FROM OPENJSON(N'[' + @payload + N']')) <> 1");
+    expect(t).toContain('IF DATALENGTH(CAST(@payload COLLATE Latin1_General_100_BIN2_UTF8 AS varchar(max))) > 262144');
+    expect(t).toContain('THROW 50413, @error, 1;');
+    expect(t).toContain("IF DATALENGTH(@id) <> 72 OR NOT (@id COLLATE Latin1_General_100_BIN2 LIKE REPLICATE(N'[0-9a-fA-F]', 8) + N'-'");
+    expect(t).toContain('IF DATALENGTH(CAST(@headers COLLATE Latin1_General_100_BIN2_UTF8 AS varchar(max))) > 16384');
+    expect(t).toContain('IF (SELECT COUNT(*) FROM OPENJSON(@headers)) > 64');
+    expect(t).toContain("WHEN j.[type] <> 1 THEN N'must be a string'");
+    expect(t).toContain("WHEN LOWER(LEFT(j.[key], 3)) = N'ar-' THEN N'is reserved");
+    expect(t).toContain("WHEN j.[key] COLLATE Latin1_General_100_BIN2 = N'__proto__'");
+    // control characters by code point (BIN2); tab allowed in header values; C1 controls refused in correlation ids
+    expect(t).toContain("(@name COLLATE Latin1_General_100_BIN2 LIKE N'%[' + NCHAR(1) + N'-' + NCHAR(31) + NCHAR(127) + N']%' OR CHARINDEX(NCHAR(0) COLLATE Latin1_General_100_BIN2, @name) > 0)");
+    expect(t).toContain("j.[value] COLLATE Latin1_General_100_BIN2 LIKE N'%[' + NCHAR(1) + N'-' + NCHAR(8) + NCHAR(10) + N'-' + NCHAR(31) + NCHAR(127) + N']%'");
+    expect(t).toContain("@correlation_id COLLATE Latin1_General_100_BIN2 LIKE N'%[' + NCHAR(1) + N'-' + NCHAR(31) + NCHAR(127) + N'-' + NCHAR(159) + N']%'");
+    expect(t).toContain('IF DATALENGTH(@correlation_id) = 0 OR DATALENGTH(@correlation_id) / 2 > 400');
+    expect(t).toContain('UNICODE(LEFT(@correlation_id, 1)) IN (9, 10, 11, 12, 13, 32, 160, 5760, 8192,');
+    expect(t).toContain('IF @delay_seconds IS NOT NULL AND NOT (@delay_seconds >= 0 AND @delay_seconds <= 315360000)');
+    expect(t).toContain('SET @delay_ms = CAST(FLOOR(ISNULL(@delay_seconds, 0) * 1000 + 0.5) AS bigint);');
+    expect(t).toContain(`SET @stored_headers = JSON_MODIFY(@stored_headers, N'$."AR-Correlation-Id"', @correlation_id);`);
+  });
+
+  it('the write: one insert-if-absent under UPDLOCK, HOLDLOCK of the message or its topic copies, delays on the DB clock', () => {
+    const t = enqueue!;
+    expect(t.match(/INSERT INTO/g)).toHaveLength(1);
+    expect(t).toContain('    INSERT INTO [dbo].[jobs] (id, queue, payload_json, headers_json, created_at, available_at)');
+    expect(t).toContain(`CASE WHEN @delay_ms > 0 THEN ${SPLIT_NOW} ELSE @now END`);
+    expect(t).toContain("SELECT @message_id AS id, CAST(@name AS nvarchar(200)) AS queue WHERE @kind = N'queue'");
+    expect(t).toContain("FROM [dbo].[jobs_subscriptions] AS s");
+    expect(t).toContain("WHERE @kind = N'topic' AND s.topic = @name AND s.topic + N'.' = @name + N'.' COLLATE Latin1_General_100_BIN2");
+    expect(t).toContain('WHERE NOT EXISTS (SELECT 1 FROM [dbo].[jobs] AS existing WITH (UPDLOCK, HOLDLOCK, FORCESEEK) WHERE existing.id = target.id);');
+    expect(t).toMatch(/WHERE existing\.id = target\.id\);\n {4}SET @copies = @@ROWCOUNT;\nEND$/);
+    expect(t).not.toMatch(/XACT_ABORT|BEGIN TRAN|COMMIT|ROLLBACK/); // the caller's transaction decides
+  });
+
+  it("generated ids: the SQL Server layout of ids.ts (timestamp in the last group, version 8) built from text", () => {
+    expect(enqueue).toContain('SET @random = CONVERT(char(36), NEWID());');
+    expect(enqueue).toContain(
+      "SET @message_id = CONVERT(uniqueidentifier, LEFT(@random, 14) + '8' + SUBSTRING(@random, 16, 9)\n" +
+        "            + RIGHT(CONVERT(char(16), CAST(DATEDIFF_BIG(MILLISECOND, '19700101', SYSUTCDATETIME()) AS binary(8)), 2), 12));",
+    );
+  });
+
+  it('topic copy ids: SHA-256 over the UTF-8 text, assembled from hex text, equal topicCopyId()', () => {
+    const copy = copyIdExpression('@message_id', "s.topic + N':' + s.subscription");
+    expect(copy.apply).toBe(
+      "CROSS APPLY (SELECT CONVERT(char(32), CAST(HASHBYTES('SHA2_256', CAST((LOWER(CONVERT(nvarchar(36), @message_id)) + NCHAR(10) + s.topic + N':' + s.subscription) COLLATE Latin1_General_100_BIN2_UTF8 AS varchar(max))) AS binary(16)), 2) AS h) AS d",
+    );
+    expect(enqueue).toContain(copy.apply);
+    expect(enqueue).toContain(`SELECT ${copy.id}, s.topic + N':' + s.subscription`);
+    expect(copy.id).not.toMatch(/binary\(16\)\)?\s*$/); // never a binary → uniqueidentifier conversion
+    const cases: Array<[string, string]> = [
+      ['0190A000-0000-7000-8000-0000000000BB', 'orders:billing'],
+      ['6f9619ff-8b86-d011-b42d-00c04fc964ff', 'orders:配送'],
+      ['00000000-0000-0000-0000-000000000000', 'Órdenes:facturación'],
+      ['ffffffff-ffff-ffff-ffff-ffffffffffff', 'emoji:🚚'],
+    ];
+    const seenVariants = new Set<string>();
+    for (const [id, queue] of cases) {
+      // what CONVERT(char(32), CAST(HASHBYTES(...) AS binary(16)), 2) yields: the first 16 bytes, upper-case hex
+      const h = createHash('sha256').update(`${id.toLowerCase()}\n${queue}`, 'utf8').digest().subarray(0, 16).toString('hex').toUpperCase();
+      seenVariants.add(h[16]!);
+      expect(evalTsqlText(copy.id, { 'd.h': h }).toLowerCase(), `${id} ${queue}`).toBe(topicCopyId(id, queue));
+    }
+    // every variant digit mapping is exercised across a wider sample
+    for (let i = 0; seenVariants.size < 16 && i < 500; i++) {
+      const h = createHash('sha256').update(`x${i}`).digest().subarray(0, 16).toString('hex').toUpperCase();
+      seenVariants.add(h[16]!);
+      const id = evalTsqlText(copy.id, { 'd.h': h }).toLowerCase();
+      expect(id[19]).toMatch(/[89ab]/);
+      expect(id[14]).toBe('8');
+    }
+    expect(seenVariants.size).toBe(16);
+  });
+});
