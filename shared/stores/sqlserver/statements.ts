@@ -102,7 +102,7 @@ export function exactQueueMatch(column: string, param: string): string {
   return `${column} = @${param} AND ${exactTextMatch(column, param)}`;
 }
 
-/** The sentinel half alone, for expressions no index serves (e.g. a JSON_VALUE). */
+/** The sentinel half alone (exactQueueMatch adds the seekable plain comparison before it). */
 export function exactTextMatch(expression: string, param: string): string {
   return `${expression} + N'.' = @${param} + N'.' COLLATE ${BIN2}`;
 }
