@@ -1,8 +1,9 @@
 // npm run bench — throughput and latency of the transport on the configured store.
 // Store: BENCH_STORE=postgres|pglite|sqlserver (default: postgres when PG_URL/DATABASE_URL is set, else pglite).
 // Sizes: BENCH_JOBS (default 20000), BENCH_LARGE_ROWS (default 100000). Each run uses its own schema and drops it.
-// Parts: BENCH_ONLY=publish,drain,wake,wake-across,responses,claim-flatness,ids,cold-start (comma-separated; default all).
+// Parts: BENCH_ONLY=publish,drain,wake,wake-across,responses,claim-flatness,ids,stats,cold-start (comma-separated; default all).
 // ids (PostgreSQL server only): BENCH_ID_ROWS (default 1000000) publishes per id mode, sequential vs random.
+// stats (PostgreSQL server only): queueStats with 1M dead letters of other queues, without and with the dead-letter index.
 // cold-start needs no store (bench/cold-start.ts); run alone it opens none.
 
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -22,6 +23,7 @@ import { DEFAULT_CHANNEL_TABLES } from '../shared/channel/types';
 import { openBenchStores, type BenchStores } from './stores';
 import { benchIds } from './ids';
 import { benchColdStart } from './cold-start';
+import { benchStats } from './stats';
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 20_000);
 const LARGE = Number(process.env.BENCH_LARGE_ROWS ?? 100_000);
@@ -266,6 +268,7 @@ const PARTS: Record<string, (s: BenchStores) => Promise<void>> = {
   responses: benchResponses,
   'claim-flatness': benchClaimFlatness,
   ids: (s) => benchIds(s, record),
+  stats: (s) => benchStats(s, record),
 };
 /** Parts that need no store. */
 const STORELESS: Record<string, () => Promise<void>> = {

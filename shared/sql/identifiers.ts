@@ -40,6 +40,8 @@ export interface TransportNames {
   table: string;
   readyIndex: string;
   createdIndex: string;
+  /** (queue, dead-letter source queue): keeps a queue's dead-letter count off the other queues' dead letters. */
+  deadLetterIndex: string;
 }
 
 export function transportNames(schema: string, table: string, dialect: Dialect): TransportNames {
@@ -51,11 +53,13 @@ export function transportNames(schema: string, table: string, dialect: Dialect):
     table,
     readyIndex: derivedName(table, '_ready_idx', cap),
     createdIndex: derivedName(table, '_created_idx', cap),
+    deadLetterIndex: derivedName(table, '_dead_letter_idx', cap),
   };
   assertDistinct([
     ['transport table', names.table],
     ['ready index', names.readyIndex],
     ['created index', names.createdIndex],
+    ['dead-letter index', names.deadLetterIndex],
   ]);
   return names;
 }

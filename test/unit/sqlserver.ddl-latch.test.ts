@@ -212,8 +212,9 @@ describe('SQL Server schema creation', () => {
     await s2.ensureSchema();
     await s.ensureSchema();
     expect(kinds(pool).every((k) => k === 'catalog' || k === 'op')).toBe(true);
-    expect(warnings).toHaveLength(1);
+    expect(warnings).toHaveLength(2);
     expect(warnings[0]).toMatch(/no enabled, unfiltered index keyed \(queue, available_at, created_at\)/);
+    expect(warnings[1]).toMatch(/no enabled, unfiltered index keyed \(queue, dead_letter_source\)/);
   });
 
   it('operator path: a misshapen table fails with the column, the expectation and what was found', async () => {

@@ -117,7 +117,7 @@ export function catalogColumn(
   };
 }
 
-/** The columns SQL Server reports for the spec's CREATE TABLE. */
+/** The columns SQL Server reports for the spec's CREATE TABLE plus migration 3's computed source column. */
 export function specColumns(): CatalogColumnRow[] {
   return [
     catalogColumn('id', 'uniqueidentifier', { max_length: 16 }),
@@ -135,6 +135,7 @@ export function specColumns(): CatalogColumnRow[] {
     catalogColumn('lock_id', 'uniqueidentifier', { max_length: 16, is_nullable: true }),
     catalogColumn('attempts', 'int', { max_length: 4, precision: 10, default_object_id: 104, default_definition: '((0))' }),
     catalogColumn('dead_letter_reason', 'nvarchar', { max_length: -1, is_nullable: true, collation_name: 'SQL_Latin1_General_CP1_CI_AS' }),
+    catalogColumn('dead_letter_source', 'nvarchar', { max_length: 400, is_nullable: true, is_computed: true, collation_name: 'Latin1_General_100_BIN2' }),
   ];
 }
 
@@ -169,6 +170,7 @@ export function specCatalog(names: TransportNames, options: { indexes?: boolean 
       : [
           ...indexRows(names.readyIndex, ['queue', 'available_at', 'created_at']),
           ...indexRows(names.createdIndex, ['created_at']),
+          ...indexRows(names.deadLetterIndex, ['queue', 'dead_letter_source']),
         ]),
   ];
   return { objects, columns: specColumns(), primaryKey, indexes, database: [{ compatibility_level: 160 }], triggers: [] };

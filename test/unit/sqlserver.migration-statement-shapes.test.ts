@@ -12,12 +12,12 @@ import {
   sqlServerMigrationStatements,
   sqlServerRunnerStatements,
 } from '../../shared/stores/sqlserver/migrations';
-import { ddlBuildIndexes, ddlPhase1, type Statement } from '../../shared/stores/sqlserver/statements';
+import { DEAD_LETTER_SOURCE_DEFINITION, ddlBuildIndexes, ddlPhase1, type Statement } from '../../shared/stores/sqlserver/statements';
 import { length, typeName } from '../support/sqlserver-statements';
 
 const names = schemaNames(transportNames('dbo', 'jobs', 'sqlserver'), channelNames('dbo', DEFAULT_CHANNEL_TABLES, 'sqlserver'), 'sqlserver');
 const r = sqlServerRunnerStatements(names);
-const [v1, v2, v3] = sqlServerMigrations(names);
+const [v1, v2, v3, v4] = sqlServerMigrations(names);
 
 describe('SQL Server schema-version statement shapes', () => {
   it('names: the migrations and subscriptions tables take the transport table as their base', () => {
@@ -100,6 +100,26 @@ describe('SQL Server schema-version statement shapes', () => {
     ]);
   });
 
+  it('version 4: the computed source column, then the dead-letter index, in two guarded batches', () => {
+    expect(v4).toMatchObject({ version: 4, name: 'dead-letter source index' });
+    expect(v4!.statements).toEqual([
+      {
+        name: 'add transport dead_letter_source column',
+        text: [
+          "IF NOT EXISTS (SELECT 1 FROM sys.columns WHERE object_id = OBJECT_ID(N'[dbo].[jobs]', N'U') AND name = N'dead_letter_source')",
+          `    ALTER TABLE [dbo].[jobs] ADD dead_letter_source AS ${DEAD_LETTER_SOURCE_DEFINITION};`,
+        ].join('\n'),
+      },
+      {
+        name: 'create transport dead-letter index',
+        text: [
+          "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(N'[dbo].[jobs]', N'U') AND name = N'jobs_dead_letter_idx')",
+          '    CREATE INDEX [jobs_dead_letter_idx] ON [dbo].[jobs] (queue, dead_letter_source);',
+        ].join('\n'),
+      },
+    ]);
+  });
+
   it('the enumeration lists every batch once, runner first, by unique name (for grammar tests)', () => {
     const all = sqlServerMigrationStatements(names);
     expect(new Set(all.map((s) => s.name)).size).toBe(all.length);
@@ -110,16 +130,18 @@ describe('SQL Server schema-version statement shapes', () => {
       'runner: recordedVersions',
       'runner: recordVersion',
     ]);
-    expect(all).toHaveLength(6 + v1!.statements.length + v2!.statements.length + v3!.statements.length);
+    expect(all).toHaveLength(6 + v1!.statements.length + v2!.statements.length + v3!.statements.length + v4!.statements.length);
     expect(all).toContainEqual({ name: 'v2: create subscriptions table', text: v2!.statements[0]!.text });
-    expect(all.at(-1)).toEqual({ name: 'v3: create publish topic procedure', text: v3!.statements[2]!.text });
+    expect(all).toContainEqual({ name: 'v3: create publish topic procedure', text: v3!.statements[2]!.text });
+    expect(all.at(-1)).toEqual({ name: 'v4: create transport dead-letter index', text: v4!.statements[1]!.text });
   });
 
   it('the printed script: one transaction per version under the applock, each recorded if not yet', () => {
     const script = printSqlServerMigrations(names);
-    expect(script.match(/BEGIN TRANSACTION;\nSET XACT_ABORT ON;/g)).toHaveLength(3);
+    expect(script.match(/BEGIN TRANSACTION;\nSET XACT_ABORT ON;/g)).toHaveLength(4);
     expect(script).toContain("IF NOT EXISTS (SELECT 1 FROM [dbo].[jobs_migrations] WHERE version = 2)\n    INSERT INTO [dbo].[jobs_migrations] (version, name) VALUES (2, N'topic subscriptions table');\nCOMMIT;\nGO");
     expect(script.indexOf('-- version 1:')).toBeLessThan(script.indexOf('-- version 2:'));
     expect(script.indexOf('-- version 2:')).toBeLessThan(script.indexOf('-- version 3: publish procedures (outbox)'));
+    expect(script.indexOf('-- version 3:')).toBeLessThan(script.indexOf('-- version 4: dead-letter source index'));
   });
 });

@@ -13,7 +13,7 @@ import { catalogRecordsets, FakePool, isCatalogQuery, specCatalog, type FakeCall
 
 const names = schemaNames(transportNames('dbo', 'jobs', 'sqlserver'), channelNames('dbo', DEFAULT_CHANNEL_TABLES, 'sqlserver'), 'sqlserver');
 const r = sqlServerRunnerStatements(names);
-const [v1, v2, v3] = sqlServerMigrations(names);
+const [v1, v2, v3, v4] = sqlServerMigrations(names);
 
 /** A server with a migrations table (or not), recorded versions, and the version-1 tables it has. */
 function server(state: { table: boolean; recorded: number[]; tables: number }) {
@@ -37,24 +37,26 @@ function server(state: { table: boolean; recorded: number[]; tables: number }) {
 const label = (c: FakeCall) =>
   c.text === r.lock.text ? 'lock' : c.text === r.ensureMigrationsTable.text ? 'ensure table' : c.text === r.recordedVersions.text ? 'read versions'
     : c.text === r.recordVersion.text ? 'record' : c.text === r.migrationsTableExists.text ? 'table exists?' : c.text === r.baselineTables.text ? 'v1 tables?'
-    : isCatalogQuery(c) ? 'catalog' : [v1!, v2!, v3!].flatMap((m) => m.statements.map((s) => [s.text, `v${m.version}: ${s.name}`])).find(([t]) => t === c.text)?.[1] ?? c.text;
+    : isCatalogQuery(c) ? 'catalog' : [v1!, v2!, v3!, v4!].flatMap((m) => m.statements.map((s) => [s.text, `v${m.version}: ${s.name}`])).find(([t]) => t === c.text)?.[1] ?? c.text;
 
 describe('SQL Server migration runner', () => {
   it('a fresh database: each version in its own transaction, the applock first, the record last', async () => {
     const { pool, migrator, records } = server({ table: false, recorded: [], tables: 0 });
-    expect(await migrator.apply()).toEqual({ from: 0, to: 3, baselineRecorded: false, applied: [1, 2, 3] });
-    expect(pool.events).toEqual(['begin', 'commit', 'begin', 'commit', 'begin', 'commit', 'begin', 'commit']);
+    expect(await migrator.apply()).toEqual({ from: 0, to: 4, baselineRecorded: false, applied: [1, 2, 3, 4] });
+    expect(pool.events).toEqual(['begin', 'commit', 'begin', 'commit', 'begin', 'commit', 'begin', 'commit', 'begin', 'commit']);
     const inTx = pool.calls.filter((c) => c.inTransaction).map(label);
     expect(inTx).toEqual([
       'lock', 'ensure table', 'read versions', ...v1!.statements.map((s) => `v1: ${s.name}`), 'record',
       'lock', 'ensure table', 'read versions', 'v2: create subscriptions table', 'record',
       'lock', 'ensure table', 'read versions', ...v3!.statements.map((s) => `v3: ${s.name}`), 'record',
+      'lock', 'ensure table', 'read versions', 'v4: add transport dead_letter_source column', 'v4: create transport dead-letter index', 'record',
       'lock', 'ensure table', 'read versions',
     ]);
     expect(records).toEqual([
       { version: 1, name: 'transport and channel tables' },
       { version: 2, name: 'topic subscriptions table' },
       { version: 3, name: 'publish procedures (outbox)' },
+      { version: 4, name: 'dead-letter source index' },
     ]);
     // the lock batch outlives its own 60 s applock wait; migration batches get the index-build hour
     const lock = pool.calls.find((c) => c.text === r.lock.text)!;
@@ -66,25 +68,26 @@ describe('SQL Server migration runner', () => {
 
   it("today's database (version-1 tables, verified, no record): recorded as version 1 without running it, then version 2", async () => {
     const { pool, migrator, records } = server({ table: false, recorded: [], tables: 4 });
-    expect(await migrator.apply()).toEqual({ from: 1, to: 3, baselineRecorded: true, applied: [2, 3] });
+    expect(await migrator.apply()).toEqual({ from: 1, to: 4, baselineRecorded: true, applied: [2, 3, 4] });
     expect(records).toEqual([
       { version: 1, name: 'transport and channel tables (baseline: found in place)' },
       { version: 2, name: 'topic subscriptions table' },
       { version: 3, name: 'publish procedures (outbox)' },
+      { version: 4, name: 'dead-letter source index' },
     ]);
     expect(pool.calls.some((c) => v1!.statements.some((s) => s.text === c.text))).toBe(false);
   });
 
   it('a newer database is refused before any transaction, nothing recorded', async () => {
-    const { pool, migrator, records } = server({ table: true, recorded: [1, 2, 3, 4], tables: 4 });
-    await expect(migrator.apply()).rejects.toThrow(/is at version 4 \(table jobs_migrations\), newer than this app, which knows versions up to 3/);
+    const { pool, migrator, records } = server({ table: true, recorded: [1, 2, 3, 4, 5], tables: 4 });
+    await expect(migrator.apply()).rejects.toThrow(/is at version 5 \(table jobs_migrations\), newer than this app, which knows versions up to 4/);
     expect(pool.events).toEqual([]);
     expect(records).toEqual([]);
   });
 
   it('an up-to-date database: apply reads the versions and takes no lock', async () => {
-    const { pool, migrator } = server({ table: true, recorded: [1, 2, 3], tables: 4 });
-    expect(await migrator.apply()).toEqual({ from: 3, to: 3, baselineRecorded: false, applied: [] });
+    const { pool, migrator } = server({ table: true, recorded: [1, 2, 3, 4], tables: 4 });
+    expect(await migrator.apply()).toEqual({ from: 4, to: 4, baselineRecorded: false, applied: [] });
     expect(pool.events).toEqual([]);
     expect(pool.calls.map(label)).toEqual(['table exists?', 'read versions']);
   });
@@ -92,8 +95,8 @@ describe('SQL Server migration runner', () => {
   it('status reads only: no transaction, no lock, no table created', async () => {
     const { pool, migrator } = server({ table: false, recorded: [], tables: 4 });
     const plan = await migrator.status();
-    expect(plan).toMatchObject({ current: 1, recordBaseline: true, latest: 3 });
-    expect(plan.pending.map((m) => m.version)).toEqual([2, 3]);
+    expect(plan).toMatchObject({ current: 1, recordBaseline: true, latest: 4 });
+    expect(plan.pending.map((m) => m.version)).toEqual([2, 3, 4]);
     expect(pool.events).toEqual([]);
     expect(pool.calls.map(label)).toEqual(['table exists?', 'v1 tables?', 'catalog']);
   });

@@ -4,7 +4,9 @@
 import { describe, expect, it } from 'vitest';
 import { transportNames } from '../../shared/sql/identifiers';
 import {
+  addDeadLetterSourceIfMissing,
   dbClockPlus,
+  DEAD_LETTER_SOURCE_DEFINITION,
   exactQueueMatch,
   printSqlServerSchema,
   schemaLockResource,
@@ -124,20 +126,37 @@ describe('SQL Server statement shapes', () => {
     expect(t).toMatch(/SELECT @@ROWCOUNT AS deleted;$/);
   });
 
-  it('stats and dead-letter listing match queue names exactly, also the source-queue header', () => {
-    const headerSentinel = `JSON_VALUE(headers_json, N'$."AR-DeadLetter-Source-Queue"') END + N'.' = @`;
+  it('stats and dead-letter listing match queue names exactly, also the source-queue column', () => {
+    // the computed column, seekable on the dead-letter index, with the same sentinel as the queue column
+    const sourceMatch = (p: string) => `dead_letter_source = @${p} AND dead_letter_source + N'.' = @${p} + N'.' COLLATE Latin1_General_100_BIN2`;
     expect(s.queueStats.text).toContain(`queue = @queue AND ${SENTINEL}`);
-    expect(s.queueStats.text).toContain(DLQ_SENTINEL);
-    expect(s.queueStats.text).toContain(`${headerSentinel}queue + N'.' COLLATE Latin1_General_100_BIN2`);
-    expect(s.queueStats.text).toContain('CASE WHEN ISJSON(headers_json) = 1 THEN JSON_VALUE');
+    expect(s.queueStats.text).toContain(`${DLQ_SENTINEL}\n      AND ${sourceMatch('queue')}\n) AS d;`);
     expect(s.queueStats.text).toContain('DATEDIFF_BIG(MILLISECOND, MIN(CASE WHEN');
+    for (const st of [s.queueStats, s.listDeadLetters, s.requeueDeadLetter, s.deleteDeadLetter]) {
+      expect(st.text).not.toContain('ISJSON'); // no JSON parsed per row: the column's index holds the value
+      expect(st.text).not.toMatch(/JSON_VALUE/);
+    }
     for (const st of [s.listDeadLetters, s.requeueDeadLetter, s.deleteDeadLetter]) {
       expect(st.text).toContain(DLQ_SENTINEL);
-      expect(st.text).toContain(`${headerSentinel}source + N'.' COLLATE Latin1_General_100_BIN2`);
-      expect(st.text).toContain('CASE WHEN ISJSON(headers_json) = 1');
+      expect(st.text).toContain(sourceMatch('source'));
     }
     expect(s.listDeadLetters.text).toMatch(/^SELECT TOP \(@top\) id, payload_json, headers_json, dead_letter_reason, attempts, created_at/);
     expect(s.listDeadLetters.text).toMatch(/ORDER BY created_at DESC;$/);
+  });
+
+  it('the source column is a deterministic, error-free computed JSON_VALUE, added behind a guard', () => {
+    expect(DEAD_LETTER_SOURCE_DEFINITION).toBe(
+      "CAST(CASE WHEN ISJSON(headers_json) = 1 THEN CASE WHEN DATALENGTH(JSON_VALUE(headers_json, N'$.\"AR-DeadLetter-Source-Queue\"')) <= 400 " +
+        "THEN JSON_VALUE(headers_json, N'$.\"AR-DeadLetter-Source-Queue\"') END END AS nvarchar(200)) COLLATE Latin1_General_100_BIN2",
+    );
+    expect(DEAD_LETTER_SOURCE_DEFINITION).not.toMatch(/PERSISTED|GETDATE|SYSUTCDATETIME|NEWID/);
+    const add = addDeadLetterSourceIfMissing('[dbo].[jobs]').join('\n');
+    expect(add).toBe(
+      "IF NOT EXISTS (SELECT 1 FROM sys.columns WHERE object_id = OBJECT_ID(N'[dbo].[jobs]', N'U') AND name = N'dead_letter_source')\n" +
+        `    ALTER TABLE [dbo].[jobs] ADD dead_letter_source AS ${DEAD_LETTER_SOURCE_DEFINITION};`,
+    );
+    expect(s.ddlPhase1.text.endsWith(`\n${add}`)).toBe(true); // the store's own create path adds it too
+    expect(s.ddlPhase1.text.indexOf('CREATE TABLE')).toBeLessThan(s.ddlPhase1.text.indexOf('ALTER TABLE'));
   });
 
   it('requeue resets the row onto its source queue and strips the dead-letter headers', () => {
@@ -198,7 +217,7 @@ describe('SQL Server statement shapes', () => {
     );
   });
 
-  it('phase 2 takes the table applock for 5 s, then builds exactly the two guarded indexes under LOCK_TIMEOUT', () => {
+  it('phase 2 takes the table applock for 5 s, then builds exactly the three guarded indexes under LOCK_TIMEOUT', () => {
     expect(tableLockResource('dbo', 'jobs')).toBe('asyncresponse:ddl:dbo.jobs');
     expect(s.ddlTableLock.text).toContain("sp_getapplock @Resource = N'asyncresponse:ddl:dbo.jobs', @LockMode = 'Exclusive'");
     expect(s.ddlTableLock.text).toContain("@LockOwner = 'Transaction', @LockTimeout = 5000;");
@@ -206,10 +225,11 @@ describe('SQL Server statement shapes', () => {
     const t = s.ddlBuildIndexes.text;
     expect(t.startsWith('SET LOCK_TIMEOUT 5000;\nSET XACT_ABORT ON;\n')).toBe(true); // a 1222 ends the whole batch
     expect(t.endsWith('\nSET LOCK_TIMEOUT -1;')).toBe(true);
-    expect(t.match(/CREATE INDEX/g)).toHaveLength(2);
-    expect(t.match(/IF NOT EXISTS \(SELECT 1 FROM sys\.indexes WHERE object_id = OBJECT_ID\(N'\[dbo\]\.\[jobs\]', N'U'\) AND name = N'/g)).toHaveLength(2);
+    expect(t.match(/CREATE INDEX/g)).toHaveLength(3);
+    expect(t.match(/IF NOT EXISTS \(SELECT 1 FROM sys\.indexes WHERE object_id = OBJECT_ID\(N'\[dbo\]\.\[jobs\]', N'U'\) AND name = N'/g)).toHaveLength(3);
     expect(t).toContain("AND name = N'jobs_ready_idx')\n    CREATE INDEX [jobs_ready_idx] ON [dbo].[jobs] (queue, available_at, created_at);");
     expect(t).toContain("AND name = N'jobs_created_idx')\n    CREATE INDEX [jobs_created_idx] ON [dbo].[jobs] (created_at);");
+    expect(t).toContain("AND name = N'jobs_dead_letter_idx')\n    CREATE INDEX [jobs_dead_letter_idx] ON [dbo].[jobs] (queue, dead_letter_source);");
     expect(t).not.toMatch(/UNIQUE|WHERE queue|INCLUDE/);
   });
 
@@ -273,13 +293,14 @@ describe('SQL Server statement shapes', () => {
     const n = transportNames('dbo', long, 'sqlserver');
     expect(n.readyIndex).toBe('m'.repeat(118) + '_ready_idx');
     expect(n.createdIndex).toBe('m'.repeat(116) + '_created_idx');
+    expect(n.deadLetterIndex).toBe('m'.repeat(112) + '_dead_letter_idx');
     const built = transportStatements(n);
     for (const st of Object.values(built)) expect(st.text.length).toBeGreaterThan(0);
     const indexNames = [...built.ddlBuildIndexes.text.matchAll(/CREATE INDEX \[(\w+)\]/g)].map((m) => m[1]!);
-    expect(indexNames).toHaveLength(2);
+    expect(indexNames).toHaveLength(3);
     for (const name of indexNames) {
       expect(name.length).toBeLessThanOrEqual(128);
-      expect(name).toMatch(/_(ready|created)_idx$/);
+      expect(name).toMatch(/_(ready|created|dead_letter)_idx$/);
     }
     expect(built.ddlTableLock.text).toContain(`asyncresponse:ddl:dbo.${long}`);
   });
@@ -291,7 +312,9 @@ describe('SQL Server statement shapes', () => {
     expect(script).toContain('queue nvarchar(200) COLLATE Latin1_General_100_BIN2 NOT NULL');
     expect(script).toContain('CREATE INDEX [jobs_ready_idx] ON [dbo].[jobs] (queue, available_at, created_at);');
     expect(script).toContain('CREATE INDEX [jobs_created_idx] ON [dbo].[jobs] (created_at);');
-    expect(script.match(/IF NOT EXISTS \(SELECT 1 FROM sys\.indexes/g)).toHaveLength(2);
+    expect(script).toContain('CREATE INDEX [jobs_dead_letter_idx] ON [dbo].[jobs] (queue, dead_letter_source);');
+    expect(script).toContain(addDeadLetterSourceIfMissing('[dbo].[jobs]').join('\n'));
+    expect(script.match(/IF NOT EXISTS \(SELECT 1 FROM sys\.indexes/g)).toHaveLength(3);
     expect(script.match(/^GO$/gm)!.length).toBeGreaterThanOrEqual(4);
   });
 });

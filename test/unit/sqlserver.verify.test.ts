@@ -3,6 +3,7 @@ import { transportNames } from '../../shared/sql/identifiers';
 import {
   evaluateIndexes,
   evaluateTransportCatalog,
+  hasUsableDeadLetterIndex,
   hasUsableDequeueIndex,
   missingIndexes,
   renderType,
@@ -173,12 +174,46 @@ describe('SQL Server catalog verification', () => {
     const none = specCatalog(names, { indexes: false });
     const result = evaluateTransportCatalog(none, names, OPERATOR);
     expect(result.problems).toEqual([]);
-    expect(result.warnings).toHaveLength(1);
+    expect(result.warnings).toHaveLength(2);
     expect(result.warnings[0]).toContain('CREATE INDEX [asyncresponse_transport_messages_ready_idx] ON [dbo].[asyncresponse_transport_messages] (queue, available_at, created_at)');
+    expect(result.warnings[1]).toContain('CREATE INDEX [asyncresponse_transport_messages_dead_letter_idx] ON [dbo].[asyncresponse_transport_messages] (queue, dead_letter_source)');
+  });
+
+  it('operator path: the dead-letter index may have any name and more keys, but must lead with (queue, dead_letter_source)', () => {
+    const keys = ['queue', 'dead_letter_source'];
+    expect(hasUsableDeadLetterIndex(indexRows('mine', keys))).toBe(true);
+    expect(hasUsableDeadLetterIndex(indexRows('mine', [...keys, 'created_at']))).toBe(true);
+    expect(hasUsableDeadLetterIndex(indexRows('x', ['dead_letter_source', 'queue']))).toBe(false);
+    expect(hasUsableDeadLetterIndex(indexRows('x', ['queue']))).toBe(false);
+    expect(hasUsableDeadLetterIndex(indexRows('x', keys, { has_filter: true }))).toBe(false);
+    expect(hasUsableDeadLetterIndex(indexRows('x', keys, { is_disabled: true }))).toBe(false);
+    const ready = indexRows('my_claim', ['queue', 'available_at', 'created_at']);
+    const base = specCatalog(names, { indexes: false });
+    expect(evaluateTransportCatalog(withIndex(base, 'my_claim', ready), names, OPERATOR).warnings).toHaveLength(1);
+    expect(evaluateTransportCatalog(withIndex(withIndex(base, 'my_claim', ready), 'mine', indexRows('mine', keys)), names, OPERATOR).warnings).toEqual([]);
+  });
+
+  it('the computed dead_letter_source column (schema version 3) is required, computed, nvarchar(200) BIN2, on both paths', () => {
+    const base = specCatalog(names);
+    const without = { ...base, columns: base.columns.filter((c) => c.name !== 'dead_letter_source') };
+    for (const mode of [OPERATOR, AUTO]) {
+      expect(evaluateTransportCatalog(base, names, mode).problems).toEqual([]);
+      expect(evaluateTransportCatalog(without, names, mode).problems).toEqual([
+        `${TABLE} is missing the column 'dead_letter_source'; expected nvarchar(200) NULL.`,
+      ]);
+    }
+    const bend = (extra: Partial<CatalogColumnRow>) => ({
+      ...base,
+      columns: base.columns.map((c) => (c.name === 'dead_letter_source' ? { ...c, ...extra } : c)),
+    });
+    expect(evaluateTransportCatalog(bend({ is_computed: false }), names, AUTO).problems[0]).toMatch(/expected a computed column AS CAST\(CASE WHEN ISJSON/);
+    expect(evaluateTransportCatalog(bend({ max_length: 8000 }), names, AUTO).problems[0]).toMatch(/expected nvarchar\(200\) NULL; found nvarchar\(4000\) NULL/);
+    expect(evaluateTransportCatalog(bend({ collation_name: 'SQL_Latin1_General_CP1_CI_AS' }), names, OPERATOR).problems[0]).toMatch(/expected COLLATE Latin1_General_100_BIN2/);
   });
 
   it('operator path: any name serves, but only enabled, real, unfiltered indexes keyed exactly (queue, available_at, created_at)', () => {
-    const base = specCatalog(names, { indexes: false });
+    const dl = names.deadLetterIndex; // present, so only the dequeue index is in question
+    const base = withIndex(specCatalog(names, { indexes: false }), dl, indexRows(dl, ['queue', 'dead_letter_source']));
     const keys = ['queue', 'available_at', 'created_at'];
     expect(hasUsableDequeueIndex(indexRows('my_claim', keys))).toBe(true);
     expect(hasUsableDequeueIndex(indexRows('my_claim', keys, { type_desc: 'CLUSTERED' }))).toBe(true);
@@ -214,8 +249,8 @@ describe('SQL Server catalog verification', () => {
 
   it('reports which declared indexes are missing, by name', () => {
     expect(missingIndexes(specCatalog(names).indexes, names)).toEqual([]);
-    expect(missingIndexes(specCatalog(names, { indexes: false }).indexes, names)).toEqual([names.readyIndex, names.createdIndex]);
+    expect(missingIndexes(specCatalog(names, { indexes: false }).indexes, names)).toEqual([names.readyIndex, names.createdIndex, names.deadLetterIndex]);
     const upper = indexRows(names.readyIndex.toUpperCase(), ['queue', 'available_at', 'created_at']);
-    expect(missingIndexes(upper, names)).toEqual([names.createdIndex]);
+    expect(missingIndexes(upper, names)).toEqual([names.createdIndex, names.deadLetterIndex]);
   });
 });

@@ -7,6 +7,7 @@ import { checkMigrations, type Migration, type MigrationStatement } from '../mig
 import type { SchemaNames } from '../schema-names';
 import { quoteIdentifier } from '../../sql/identifiers';
 import { channelDdl, channelTables } from './channel-statements';
+import { SOURCE_QUEUE } from './statements';
 import { advisoryKey, createIndexesSql, createTableSql, schemaLockResource } from './ddl';
 import { postgresOutboxStatements } from './outbox';
 
@@ -76,6 +77,19 @@ export function postgresMigrations(n: SchemaNames): readonly Migration[] {
       ],
     },
     { version: 3, name: 'publish functions (outbox)', statements: postgresOutboxStatements(n) },
+    {
+      version: 4,
+      name: 'dead-letter source index',
+      statements: [
+        {
+          name: 'create transport dead-letter index',
+          // A queue's dead-letter count, list, requeue and delete seek (dlq, source) instead of parsing the
+          // headers of every dead letter of every queue. Built in the migration's transaction (no CONCURRENTLY):
+          // writes to the table wait for the build.
+          text: `CREATE INDEX IF NOT EXISTS ${q(n.transport.deadLetterIndex)} ON ${q(n.schema)}.${q(n.transport.table)} (queue, ${SOURCE_QUEUE})`,
+        },
+      ],
+    },
   ]);
 }
 

@@ -20,7 +20,9 @@ import {
 } from './channel-statements';
 import {
   BIN2,
+  addDeadLetterSourceIfMissing,
   CREATED_INDEX_KEYS,
+  DEAD_LETTER_INDEX_KEYS,
   createIndexIfMissing,
   createSchemaIfMissing,
   createTableIfMissing,
@@ -87,6 +89,15 @@ export function sqlServerMigrations(n: SchemaNames): readonly Migration[] {
       ],
     },
     { version: 3, name: 'publish procedures (outbox)', statements: sqlServerOutboxStatements(n) },
+    {
+      // Two batches: the index's batch compiles after the column exists.
+      version: 4,
+      name: 'dead-letter source index',
+      statements: [
+        batch('add transport dead_letter_source column', addDeadLetterSourceIfMissing(transport)),
+        batch('create transport dead-letter index', createIndexIfMissing(transport, n.transport.deadLetterIndex, DEAD_LETTER_INDEX_KEYS)),
+      ],
+    },
   ]);
 }
 

@@ -102,7 +102,7 @@ export function exactQueueMatch(column: string, param: string): string {
   return `${column} = @${param} AND ${exactTextMatch(column, param)}`;
 }
 
-/** The sentinel half alone, for expressions no index serves (e.g. a JSON_VALUE). */
+/** The sentinel half alone (exactQueueMatch adds the seekable plain comparison before it). */
 export function exactTextMatch(expression: string, param: string): string {
   return `${expression} + N'.' = @${param} + N'.' COLLATE ${BIN2}`;
 }
@@ -119,9 +119,31 @@ export function dbClockPlus(msExpression: string, base = 'SYSUTCDATETIME()'): st
   );
 }
 
-/** The dead-letter source queue from headers_json; NULL (never an error) for a row whose headers are not JSON. */
-function sourceQueueOf(headersColumn: string): string {
-  return `CASE WHEN ISJSON(${headersColumn}) = 1 THEN JSON_VALUE(${headersColumn}, N'$."${DEAD_LETTER_SOURCE_HEADER}"') END`;
+/**
+ * The dead-letter source queue, as a non-persisted computed column (migration 3) indexed with the queue:
+ * Microsoft's documented way to index a JSON property, so a queue's dead-letter count, list, requeue and delete
+ * seek (dlq, source) instead of parsing every dead letter's headers. Deterministic and precise (ISJSON,
+ * JSON_VALUE, DATALENGTH, CAST), so indexable; NULL, never an error, for headers that are not JSON (a row a
+ * .NET host wrote must still insert) and for a source longer than any queue name (nvarchar(200)) rather than a
+ * truncated one that could equal another queue. BIN2, like the queue column: the seek is an exact match.
+ * The index makes the session SET options of indexed computed columns mandatory for every write to the table
+ * (ANSI_NULLS, ANSI_PADDING, ANSI_WARNINGS, ARITHABORT, CONCAT_NULL_YIELDS_NULL, QUOTED_IDENTIFIER ON;
+ * NUMERIC_ROUNDABORT OFF): tedious's and SqlClient's defaults (ARITHABORT follows ANSI_WARNINGS at compatibility
+ * level 90 and above). The spec's statements name their columns, so the extra column changes none of them.
+ */
+export const DEAD_LETTER_SOURCE_COLUMN = 'dead_letter_source';
+const SOURCE_VALUE = `JSON_VALUE(headers_json, N'$."${DEAD_LETTER_SOURCE_HEADER}"')`;
+export const DEAD_LETTER_SOURCE_DEFINITION =
+  `CAST(CASE WHEN ISJSON(headers_json) = 1 THEN CASE WHEN DATALENGTH(${SOURCE_VALUE}) <= 400 THEN ${SOURCE_VALUE} END END ` +
+  `AS nvarchar(200)) COLLATE ${BIN2}`;
+export const DEAD_LETTER_INDEX_KEYS = ['queue', DEAD_LETTER_SOURCE_COLUMN] as const;
+
+/** ALTER TABLE … ADD the computed source column behind a sys.columns guard (migration 3 and the store's phase 1). */
+export function addDeadLetterSourceIfMissing(qualifiedTable: string): string[] {
+  return [
+    `IF NOT EXISTS (SELECT 1 FROM sys.columns WHERE object_id = OBJECT_ID(${nameLiteral(qualifiedTable)}, N'U') AND name = N'${DEAD_LETTER_SOURCE_COLUMN}')`,
+    `    ALTER TABLE ${qualifiedTable} ADD ${DEAD_LETTER_SOURCE_COLUMN} AS ${DEAD_LETTER_SOURCE_DEFINITION};`,
+  ];
 }
 
 /** The transport table's columns, exactly the spec's documented DDL (shared by phase 1 and the printed script). */
@@ -331,7 +353,8 @@ export function pruneDeadLetterBatch(names: TransportNames): Statement<'dlq' | '
 
 /**
  * Queue depth in one statement. ready / delayed / leased are disjoint: a live lease counts as leased whatever
- * its available_at. deadLettered = rows on @dlq whose source header is exactly @queue.
+ * its available_at. deadLettered = rows on @dlq whose source header is exactly @queue: a seek on the dead-letter
+ * index (queue, dead_letter_source), no JSON parsed per row.
  */
 export function queueStats(names: TransportNames): Statement<'queue' | 'dlq'> {
   const t = qualifiedTable(names);
@@ -353,7 +376,7 @@ export function queueStats(names: TransportNames): Statement<'queue' | 'dlq'> {
       '    SELECT COUNT(*) AS dead_lettered',
       `    FROM ${t}`,
       `    WHERE ${exactQueueMatch('queue', 'dlq')}`,
-      `      AND ${exactTextMatch(sourceQueueOf('headers_json'), 'queue')}`,
+      `      AND ${exactQueueMatch(DEAD_LETTER_SOURCE_COLUMN, 'queue')}`,
       ') AS d;',
     ].join('\n'),
     params: { queue: types.queue(), dlq: types.queue() },
@@ -367,7 +390,7 @@ export function listDeadLetters(names: TransportNames): Statement<'top' | 'dlq' 
       'SELECT TOP (@top) id, payload_json, headers_json, dead_letter_reason, attempts, created_at',
       `FROM ${qualifiedTable(names)}`,
       `WHERE ${exactQueueMatch('queue', 'dlq')}`,
-      `  AND ${exactTextMatch(sourceQueueOf('headers_json'), 'source')}`,
+      `  AND ${exactQueueMatch(DEAD_LETTER_SOURCE_COLUMN, 'source')}`,
       'ORDER BY created_at DESC;',
     ].join('\n'),
     params: { top: types.count(), dlq: types.queue(), source: types.queue() },
@@ -384,7 +407,7 @@ export function requeueDeadLetter(names: TransportNames): Statement<'id' | 'dlq'
       `    headers_json = JSON_MODIFY(JSON_MODIFY(headers_json, N'$."${DEAD_LETTER_REASON_HEADER}"', NULL),`,
       `                               N'$."${DEAD_LETTER_SOURCE_HEADER}"', NULL)`,
       `WHERE id = @id AND ${exactQueueMatch('queue', 'dlq')}`,
-      `  AND ${exactTextMatch(sourceQueueOf('headers_json'), 'source')};`,
+      `  AND ${exactQueueMatch(DEAD_LETTER_SOURCE_COLUMN, 'source')};`,
       'SELECT @@ROWCOUNT AS affected;',
     ].join('\n'),
     params: { id: types.id(), dlq: types.queue(), source: types.queue() },
@@ -396,7 +419,7 @@ export function deleteDeadLetter(names: TransportNames): Statement<'id' | 'dlq' 
     text: [
       `DELETE FROM ${qualifiedTable(names)}`,
       `WHERE id = @id AND ${exactQueueMatch('queue', 'dlq')}`,
-      `  AND ${exactTextMatch(sourceQueueOf('headers_json'), 'source')};`,
+      `  AND ${exactQueueMatch(DEAD_LETTER_SOURCE_COLUMN, 'source')};`,
       'SELECT @@ROWCOUNT AS affected;',
     ].join('\n'),
     params: { id: types.id(), dlq: types.queue(), source: types.queue() },
@@ -432,6 +455,7 @@ export function ddlPhase1(names: TransportNames): Statement<never> {
       ...schemaApplockLines(names.schema, 'transport'),
       ...createSchemaIfMissing(names.schema),
       ...createTableIfMissing(qualifiedTable(names), transportTableBody()),
+      ...addDeadLetterSourceIfMissing(qualifiedTable(names)),
     ].join('\n'),
     params: {},
   };
@@ -449,12 +473,13 @@ export function ddlTableLock(names: TransportNames): Statement<never> {
   };
 }
 
-/** The transport's two indexes, each behind its guard (phase 2 and the printed script). */
+/** The transport's three indexes, each behind its guard (phase 2 and the printed script). */
 function transportIndexes(names: TransportNames): Array<string[]> {
   const t = qualifiedTable(names);
   return [
     createIndexIfMissing(t, names.readyIndex, READY_INDEX_KEYS),
     createIndexIfMissing(t, names.createdIndex, CREATED_INDEX_KEYS),
+    createIndexIfMissing(t, names.deadLetterIndex, DEAD_LETTER_INDEX_KEYS),
   ];
 }
 
@@ -552,6 +577,9 @@ export function printSqlServerSchema(names: TransportNames): string {
     `CREATE TABLE ${t} (`,
     transportTableBody(),
     ');',
+    'GO',
+    '-- The dead-letter source queue as a computed column (not in the spec\'s DDL; inserts that name their columns are unaffected).',
+    ...addDeadLetterSourceIfMissing(t),
     'GO',
     '-- On a large existing table add WITH (ONLINE = ON) where the edition supports it (Enterprise, Developer,',
     '-- Azure SQL): a plain CREATE INDEX blocks every write to the table while it runs.',

@@ -30,7 +30,16 @@ import type {
   ExpectedColumnShape,
   Queryable,
 } from './catalog-common';
-import { BIN2, catalogSnapshot, CREATED_INDEX_KEYS, qualifiedTable, READY_INDEX_KEYS } from './statements';
+import {
+  BIN2,
+  catalogSnapshot,
+  CREATED_INDEX_KEYS,
+  DEAD_LETTER_INDEX_KEYS,
+  DEAD_LETTER_SOURCE_COLUMN,
+  DEAD_LETTER_SOURCE_DEFINITION,
+  qualifiedTable,
+  READY_INDEX_KEYS,
+} from './statements';
 
 // The catalog row shapes and renderType moved to catalog-common.ts (shared with channel-verify.ts); re-exported
 // here so this module's public surface is unchanged.
@@ -65,6 +74,8 @@ interface ExpectedColumn extends ExpectedColumnShape {
   collation?: string;
   /** the queue column on an operator table: any type and collation (the claim predicate supplies BIN2). */
   unconstrainedOnOperatorPath?: boolean;
+  /** a computed column (schema version 3): the store reads it, and a stored one would never be filled. */
+  computed?: boolean;
 }
 
 const EXPECTED_COLUMNS: readonly ExpectedColumn[] = [
@@ -78,6 +89,9 @@ const EXPECTED_COLUMNS: readonly ExpectedColumn[] = [
   { name: 'lock_id', type: 'uniqueidentifier', nullable: true },
   { name: 'attempts', type: 'int', nullable: false, defaults: ['((0))', '(0)'] },
   { name: 'dead_letter_reason', type: 'nvarchar(max)', nullable: true },
+  // Not in the spec's DDL: added by migration 3 (and the store's own phase 1). The spec's statements list their
+  // columns, so .NET hosts sharing the table neither write nor see it.
+  { name: DEAD_LETTER_SOURCE_COLUMN, type: 'nvarchar(200)', nullable: true, collation: BIN2, computed: true },
 ];
 
 const EXPECTED_PRIMARY_KEY = ['id'];
@@ -85,6 +99,9 @@ const EXPECTED_PRIMARY_KEY = ['id'];
 /** The transport's rules for a found column: the queue column is unconstrained on an operator table. */
 function foundColumnProblems(label: string, expected: ExpectedColumn, found: CatalogColumnRow, mode: VerifyMode): string[] {
   const problems: string[] = [];
+  if (expected.computed && !found.is_computed) {
+    problems.push(`${label}: expected a computed column AS ${DEAD_LETTER_SOURCE_DEFINITION}; found a stored column nothing fills.`);
+  }
   const unconstrained = expected.unconstrainedOnOperatorPath === true && !mode.autoCreate;
   if (!unconstrained) {
     const typeProblem = columnTypeProblem(label, expected, found);
@@ -140,6 +157,7 @@ export function evaluateIndexes(rows: readonly CatalogIndexRow[], names: Transpo
     [
       { name: names.readyIndex, keys: READY_INDEX_KEYS },
       { name: names.createdIndex, keys: CREATED_INDEX_KEYS },
+      { name: names.deadLetterIndex, keys: DEAD_LETTER_INDEX_KEYS },
     ],
     'store',
   );
@@ -148,13 +166,29 @@ export function evaluateIndexes(rows: readonly CatalogIndexRow[], names: Transpo
 /** Names of the declared indexes not present (by name, on this table): what phase 2 must build. */
 export function missingIndexes(rows: readonly CatalogIndexRow[], names: TransportNames): string[] {
   const present = groupIndexes(rows);
-  return [names.readyIndex, names.createdIndex].filter((name) => !present.some((i) => sameName(i.name, name)));
+  return [names.readyIndex, names.createdIndex, names.deadLetterIndex].filter((name) => !present.some((i) => sameName(i.name, name)));
 }
 
 /** Operator path: warn (not fail) when no index under any name serves the claim's seek and order. */
 export function hasUsableDequeueIndex(rows: readonly CatalogIndexRow[]): boolean {
   return groupIndexes(rows).some(
     (i) => isRowstore(i.typeDesc) && !i.isDisabled && !i.isHypothetical && !i.hasFilter && keysEqual(i.keys, READY_INDEX_KEYS),
+  );
+}
+
+/** Operator path: warn when no index serves the dead-letter count (queue, dead_letter_source). */
+export function hasUsableDeadLetterIndex(rows: readonly CatalogIndexRow[]): boolean {
+  return groupIndexes(rows).some(
+    (i) => isRowstore(i.typeDesc) && !i.isDisabled && !i.isHypothetical && !i.hasFilter && keysEqual(i.keys.slice(0, 2), DEAD_LETTER_INDEX_KEYS),
+  );
+}
+
+export function deadLetterIndexWarning(names: TransportNames): string {
+  const table = qualifiedTable(names);
+  return (
+    `${table} has no enabled, unfiltered index keyed (${DEAD_LETTER_INDEX_KEYS.join(', ')}), so every queue statistics call ` +
+    `reads every dead letter of every queue. Create it: CREATE INDEX [${names.deadLetterIndex}] ON ${table} ` +
+    `(${DEAD_LETTER_INDEX_KEYS.join(', ')}) WITH (ONLINE = ON); -- omit WITH (ONLINE = ON) where the edition lacks it`
   );
 }
 
@@ -197,7 +231,10 @@ export function evaluateTransportCatalog(
   const warnings = [...columns.warnings, ...queueColumnWarnings(catalog.columns, names, mode)];
   if (mode.skipIndexes) return { status: 'present', problems, warnings };
   if (mode.autoCreate) problems.push(...evaluateIndexes(catalog.indexes, names));
-  else if (!hasUsableDequeueIndex(catalog.indexes)) warnings.push(dequeueIndexWarning(names));
+  else {
+    if (!hasUsableDequeueIndex(catalog.indexes)) warnings.push(dequeueIndexWarning(names));
+    if (!hasUsableDeadLetterIndex(catalog.indexes)) warnings.push(deadLetterIndexWarning(names));
+  }
   return { status: 'present', problems, warnings };
 }
 
