@@ -19,7 +19,7 @@ import { catalogRecordsets, specCatalog } from '../unit/sqlserver.fakes';
 
 export const NAMES = transportNames('dbo', DEFAULT_TRANSPORT_TABLE, 'sqlserver');
 
-export type Statement = 'catalog' | 'publish' | 'claim' | 'ack' | 'release' | 'renew' | 'dead-letter' | 'now' | 'other';
+export type Statement = 'catalog' | 'publish' | 'claim' | 'ack' | 'release' | 'release-unstarted' | 'renew' | 'dead-letter' | 'now' | 'other';
 
 /** Which store statement a request carries (each statement has a distinctive fragment). */
 export function statementOf(request: SqlRequest): Statement {
@@ -27,7 +27,7 @@ export function statementOf(request: SqlRequest): Statement {
   if (t.includes('FROM sys.objects')) return 'catalog';
   if (t.includes('OPENJSON(@batch)')) return 'publish';
   if (t.includes('WITH next AS')) return 'claim';
-  if (t.includes('OPENJSON(@settlements)')) return 'ack';
+  if (t.includes('OPENJSON(@settlements)')) return t.startsWith('UPDATE') ? 'release-unstarted' : 'ack';
   if (t.includes('BEGIN TRAN') && t.includes('dead_letter_reason')) return 'dead-letter';
   if (t.includes('SET locked_until =')) return 'renew';
   if (t.includes('SET available_at =')) return 'release';
