@@ -1,10 +1,11 @@
 // npm run bench — throughput and latency of the transport on the configured store.
 // Store: BENCH_STORE=postgres|pglite|sqlserver (default: postgres when PG_URL/DATABASE_URL is set, else pglite).
 // Sizes: BENCH_JOBS (default 20000), BENCH_LARGE_ROWS (default 100000). Each run uses its own schema and drops it.
-// Parts: BENCH_ONLY=publish,drain,wake,wake-across,responses,claim-flatness,ids,stats,cold-start (comma-separated; default all).
+// Parts: BENCH_ONLY=publish,drain,wake,wake-across,responses,claim-flatness,ids,stats,cold-start,timer-drain (comma-separated; default all).
 // ids (PostgreSQL server only): BENCH_ID_ROWS (default 1000000) publishes per id mode, sequential vs random.
 // stats (PostgreSQL server only): queueStats with 1M dead letters of other queues, without and with the dead-letter index.
 // cold-start needs no store (bench/cold-start.ts); run alone it opens none.
+// timer-drain runs the local host with the app's own runtime and store (bench/timer-drain.ts): BENCH_TIMER_JOBS (default 20000).
 
 import { randomBytes, randomUUID } from 'node:crypto';
 import { silentLogger } from '../shared/log';
@@ -24,6 +25,7 @@ import { openBenchStores, type BenchStores } from './stores';
 import { benchIds } from './ids';
 import { benchColdStart } from './cold-start';
 import { benchStats } from './stats';
+import { benchTimerDrain } from './timer-drain';
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 20_000);
 const LARGE = Number(process.env.BENCH_LARGE_ROWS ?? 100_000);
@@ -270,9 +272,10 @@ const PARTS: Record<string, (s: BenchStores) => Promise<void>> = {
   ids: (s) => benchIds(s, record),
   stats: (s) => benchStats(s, record),
 };
-/** Parts that need no store. */
+/** Parts that need no bench store (timer-drain opens the app's own; it sets the app's settings, so it runs last). */
 const STORELESS: Record<string, () => Promise<void>> = {
   'cold-start': () => benchColdStart(record),
+  'timer-drain': () => benchTimerDrain(record),
 };
 const ONLY = (process.env.BENCH_ONLY ?? '').split(',').map((p) => p.trim()).filter(Boolean);
 const unknownParts = ONLY.filter((p) => !(p in PARTS) && !(p in STORELESS));

@@ -1,4 +1,4 @@
-// The operator dashboard. It reads the API (GET queues, channel, health, a queue's dead letters) every few seconds
+// The operator dashboard. It reads the API (GET queues, topics, channel, health, a queue's dead letters) every few seconds
 // and acts only through it (requeue, delete), sending the function key typed into the page as x-functions-key.
 // Everything the server returns reaches the page as text (textContent, attribute values), never as HTML:
 // payloads, reasons and headers are user input.
@@ -222,34 +222,38 @@
     return wrap;
   }
 
-  function cell(label, content, cls) {
-    const td = el('td', { class: cls, 'data-label': label });
+  function cell(label, content, cls, field) {
+    const td = el('td', { class: cls, 'data-label': label, 'data-field': field });
     td.append(content);
     return td;
   }
 
+  /** A button that selects a queue's dead letters (queue rows and subscription rows). */
+  const queueButton = (queue, text) => el('button', { type: 'button', class: 'link', title: `Show the dead letters of ${queue}`, text, onclick: () => selectQueue(queue) });
+
+  /** Ready, delayed, leased, dead-lettered and oldest ready age of a queue (or a subscription's queue). */
+  function countCells(q) {
+    const dead = q.deadLettered > 0;
+    const stale = q.oldestReadyAgeSeconds !== null && q.oldestReadyAgeSeconds >= 60;
+    return [
+      cell('Ready', formatCount(q.ready), 'num', 'ready'),
+      cell('Delayed', formatCount(q.delayed), 'num', 'delayed'),
+      cell('Leased', formatCount(q.leased), 'num', 'leased'),
+      cell('Dead-lettered', el('span', { class: dead ? 'badge bad' : 'badge', text: formatCount(q.deadLettered) }), 'num', 'deadLettered'),
+      cell('Oldest ready', el('span', { class: stale ? 'warn-text' : undefined, text: formatAge(q.oldestReadyAgeSeconds) }), 'num', 'oldestReady'),
+    ];
+  }
+
   function renderQueues(now) {
-    const rows = state.queues.map((q) => {
-      const dead = q.deadLettered > 0;
-      const stale = q.oldestReadyAgeSeconds !== null && q.oldestReadyAgeSeconds >= 60;
-      const name = el('button', { type: 'button', class: 'link', title: `Show the dead letters of ${q.queue}`, text: q.queue, onclick: () => selectQueue(q.queue) });
-      const tr = el(
+    const rows = state.queues.map((q) =>
+      el(
         'tr',
         { 'data-queue': q.queue, class: q.queue === state.selected ? 'selected' : undefined },
-        cell('Queue', name, 'name'),
-        cell('Ready', formatCount(q.ready), 'num'),
-        cell('Delayed', formatCount(q.delayed), 'num'),
-        cell('Leased', formatCount(q.leased), 'num'),
-        cell('Dead-lettered', el('span', { class: dead ? 'badge bad' : 'badge', text: formatCount(q.deadLettered) }), 'num'),
-        cell('Oldest ready', el('span', { class: stale ? 'warn-text' : undefined, text: formatAge(q.oldestReadyAgeSeconds) }), 'num'),
+        cell('Queue', queueButton(q.queue, q.queue), 'name'),
+        ...countCells(q),
         cell('Depth', sparkline(q.queue, now), 'chart'),
-      );
-      tr.querySelectorAll('td')[1].dataset.field = 'ready';
-      tr.querySelectorAll('td')[2].dataset.field = 'delayed';
-      tr.querySelectorAll('td')[3].dataset.field = 'leased';
-      tr.querySelectorAll('td')[4].dataset.field = 'deadLettered';
-      return tr;
-    });
+      ),
+    );
     $('queues').tBodies[0].replaceChildren(...rows);
     renderQueueSelect();
   }
@@ -266,44 +270,36 @@
 
   // ---- topics ---------------------------------------------------------------------------------------------------
 
-  /**
-   * The hook for topics. Subscription copies live on their own logical queues, which GET /api/queues already lists
-   * (it returns every queue the configuration knows). Once the API lists topics (e.g. GET /api/topics and
-   * GET /api/topics/{topic}/subscriptions), fetch them here and return
-   *   [{ topic, subscriptions: [{ subscription, queue }] }];
-   * renderTopics() then shows each subscription with its queue's counts. Until then: null, and the section stays hidden.
-   */
+  /** GET /api/topics: [{ topic, subscriptions: [{ subscription, queue, configured, ready, delayed, leased, deadLettered, oldestReadyAgeSeconds }] }]. */
   async function fetchTopics() {
-    return null;
+    const body = await api('topics');
+    return Array.isArray(body && body.items) ? body.items : [];
   }
 
+  /** One heading row per topic, then a row per subscription with its queue's counts; hidden when no topic is configured. */
   function renderTopics(topics) {
     const section = $('topics-section');
-    if (!Array.isArray(topics) || topics.length === 0) {
-      section.hidden = true;
-      return;
-    }
-    const byQueue = new Map(state.queues.map((q) => [q.queue, q]));
+    section.hidden = !Array.isArray(topics) || topics.length === 0;
+    if (section.hidden) return;
     const rows = [];
     for (const t of topics) {
-      for (const s of t.subscriptions || []) {
-        const q = byQueue.get(s.queue);
+      const subs = Array.isArray(t.subscriptions) ? t.subscriptions : [];
+      const count = subs.length === 0 ? 'no subscriptions: publishes are accepted and dropped' : `${subs.length} subscription${subs.length === 1 ? '' : 's'}`;
+      rows.push(el('tr', { class: 'topic', 'data-topic': t.topic }, el('th', { scope: 'rowgroup', colspan: 7 }, el('span', { class: 'topic-name', text: t.topic }), el('span', { class: 'muted', text: count }))));
+      for (const s of subs) {
+        const name = el('span', { class: 'sub-name' }, el('span', { text: s.subscription }), s.configured === false ? el('span', { class: 'tag', title: "Recorded in the store but not in this instance's settings", text: 'not configured' }) : null);
         rows.push(
           el(
             'tr',
-            {},
-            cell('Topic', String(t.topic)),
-            cell('Subscription', String(s.subscription)),
-            cell('Queue', el('button', { type: 'button', class: 'link', text: String(s.queue), onclick: () => selectQueue(s.queue) })),
-            cell('Ready', formatCount(q && q.ready), 'num'),
-            cell('Dead-lettered', formatCount(q && q.deadLettered), 'num'),
+            { 'data-queue': s.queue, 'data-subscription': s.subscription, class: s.queue === state.selected ? 'selected' : undefined },
+            cell('Subscription', name, 'name'),
+            cell('Queue', queueButton(s.queue, s.queue), 'queue-cell'),
+            ...countCells(s),
           ),
         );
       }
     }
-    const head = el('thead', {}, el('tr', {}, ...['Topic', 'Subscription', 'Queue', 'Ready', 'Dead-lettered'].map((h, i) => el('th', { scope: 'col', class: i > 2 ? 'num' : undefined, text: h }))));
-    $('topics').replaceChildren(el('table', { class: 'grid' }, head, el('tbody', {}, ...rows)));
-    section.hidden = false;
+    $('topics').tBodies[0].replaceChildren(...rows);
   }
 
   // ---- response channel -----------------------------------------------------------------------------------------
@@ -398,7 +394,7 @@
     state.selected = queue;
     const q = state.queues.find((x) => x.queue === queue);
     state.selectedCount = q ? q.deadLettered : null;
-    for (const tr of $('queues').tBodies[0].rows) tr.classList.toggle('selected', tr.dataset.queue === queue);
+    for (const tr of [...$('queues').tBodies[0].rows, ...$('topics').tBodies[0].rows]) tr.classList.toggle('selected', tr.dataset.queue === queue);
     renderQueueSelect();
     loadDeadLetters().catch(showError);
   }

@@ -1,7 +1,8 @@
 // The operator dashboard in a real browser (Debian's chromium driven by playwright-core, no browser download):
 // the local host serves the real function table; the test publishes jobs and failing jobs, opens the page, types
 // the function key, checks the counts it shows, requeues a dead letter by clicking, and checks the queue through
-// the API. A payload and a reason holding markup must show as text. Skips (with the reason) when chromium is
+// the API. A topic with two subscriptions (one named with markup) shows with both subscriptions' counts, and a
+// subscription row selects its queue's dead letters. A payload, a reason and a name holding markup must show as text. Skips (with the reason) when chromium is
 // absent, unless REQUIRE_BROWSER=1 (set by .ci/run), which makes that a failure.
 // DASHBOARD_SCREENSHOT_DIR=docs saves the README's screenshots (dashboard.png, dashboard-narrow.png).
 import { existsSync } from 'node:fs';
@@ -23,6 +24,10 @@ const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable
 const KEY = 'dashboard-test-key-7f3a';
 const keyed = { 'x-functions-key': KEY };
 const XSS_NOTE = '<script>window.__xss = 1</script><img src=x onerror=window.__xss=2>';
+// topic and subscription names follow the queue name rules: markup is allowed (only ':' and control characters are not)
+const MARKUP_SUB = '<b>audit</b>';
+const BILLING_QUEUE = 'orders:billing';
+const MARKUP_QUEUE = `orders:${MARKUP_SUB}`;
 /** What page.evaluate sees (this project's TypeScript has no DOM library). */
 type BrowserGlobals = { __xss?: number; sessionStorage: { getItem(key: string): string | null }; document: { documentElement: { scrollWidth: number } } };
 
@@ -52,6 +57,8 @@ beforeAll(async () => {
     {
       PGLITE_DATA_DIR: 'memory://',
       QUEUES: 'worker',
+      TOPICS: 'orders',
+      TOPIC__orders__SUBSCRIPTIONS: `billing,${MARKUP_SUB}`,
       WORKER_FORWARD_URL: `http://127.0.0.1:${port}/jobs`,
       MAX_DELIVERY_ATTEMPTS: '1',
       DRAIN_WORKER_SCHEDULE: '*/1 * * * * *',
@@ -77,11 +84,14 @@ afterAll(async () => {
 });
 
 type DeadLetter = { id: string; payload: { note?: string } };
-const deadLetters = async () => ((await (await app.api('queues/worker/deadletters', { headers: keyed })).json()) as { items: DeadLetter[] }).items;
+const deadLetters = async (queue = 'worker') =>
+  ((await (await app.api(`queues/${encodeURIComponent(queue)}/deadletters`, { headers: keyed })).json()) as { items: DeadLetter[] }).items;
 const publish = (queue: string, body: unknown) => app.api(`queues/${queue}/messages`, postJson(body, keyed));
 
 /** The text of one count in the queue table. */
 const queueCell = (page: Page, queue: string, field: string) => page.locator(`#queues tr[data-queue="${queue}"] td[data-field="${field}"]`);
+/** A subscription's row in the topics table (CSS string escapes for the queue name). */
+const subscriptionRow = (page: Page, queue: string) => page.locator(`#topics tr[data-queue="${queue.replace(/["\\]/g, '\\$&')}"]`);
 
 describe.skipIf(!!missing)('operator dashboard in chromium', () => {
   it('shows the counts, keeps markup as text, requeues a dead letter by clicking; the key stays out of URLs', async () => {
@@ -92,7 +102,15 @@ describe.skipIf(!!missing)('operator dashboard in chromium', () => {
     expect((await app.api('responses', postJson({ correlationId: 'dash-stored', payload: { ok: true } }, keyed))).status).toBe(202);
     const port = (target.address() as AddressInfo).port;
     expect((await app.api('waiters', postJson({ correlationId: 'dash-registered', callbackUrl: `http://127.0.0.1:${port}/cb` }, keyed))).status).toBe(201);
+    // the topic: two delayed copies and one failing copy per subscription
+    const topicBatch = [{ payload: { t: 1 }, delaySeconds: 3600 }, { payload: { t: 2 }, delaySeconds: 3600 }, { payload: { fail: true, t: 3 } }];
+    const fanned = await app.api('topics/orders/messages', postJson(topicBatch, keyed));
+    expect(fanned.status).toBe(201);
+    expect(((await fanned.json()) as { items: Array<{ subscriptions: number }> }).items.map((i) => i.subscriptions)).toEqual([2, 2, 2]);
     await eventually(async () => ((await deadLetters()).length === 2 ? true : undefined), 'both failing jobs to be dead-lettered', 20_000);
+    for (const queue of [BILLING_QUEUE, MARKUP_QUEUE]) {
+      await eventually(async () => ((await deadLetters(queue)).length === 1 ? true : undefined), `the failing copy on ${queue} to be dead-lettered`, 20_000);
+    }
 
     const page = await browser!.newPage({ viewport: { width: 1280, height: 900 } });
     const requests: Request[] = [];
@@ -131,6 +149,22 @@ describe.skipIf(!!missing)('operator dashboard in chromium', () => {
     expect(await page.locator('#deadletters script, #deadletters img, #deadletters b').count()).toBe(0);
     expect(await page.evaluate(() => (globalThis as unknown as BrowserGlobals).__xss)).toBeUndefined();
 
+    // topics: the topic, then each subscription with its queue's counts; the markup name shows as text
+    expect(await page.locator('#topics-section').isVisible()).toBe(true);
+    expect(await page.locator('#topics tr.topic').allTextContents()).toEqual(['orders2 subscriptions']);
+    for (const queue of [BILLING_QUEUE, MARKUP_QUEUE]) {
+      const sub = subscriptionRow(page, queue);
+      await expect.poll(() => sub.count()).toBe(1);
+      const counts = await Promise.all(['ready', 'delayed', 'leased', 'deadLettered'].map((f) => sub.locator(`td[data-field="${f}"]`).textContent()));
+      expect(counts, queue).toEqual(['0', '2', '0', '1']);
+      expect(await sub.locator('td[data-field="oldestReady"]').textContent()).toBe('—');
+      expect(await sub.locator('td.queue-cell button').textContent()).toBe(queue);
+    }
+    expect(await subscriptionRow(page, BILLING_QUEUE).locator('td.name').textContent()).toBe('billing');
+    expect(await subscriptionRow(page, MARKUP_QUEUE).locator('td.name').textContent()).toBe(MARKUP_SUB);
+    expect(await page.locator('#topics b, #queues b, #dl-queue b').count()).toBe(0);
+    expect(await queueCell(page, MARKUP_QUEUE, 'deadLettered').textContent()).toBe('1');
+
     const shots = process.env.DASHBOARD_SCREENSHOT_DIR;
     if (shots) {
       // a few more samples with some movement, so the README's charts draw a line (response jobs stay ready)
@@ -159,14 +193,26 @@ describe.skipIf(!!missing)('operator dashboard in chromium', () => {
     expect(stats).toMatchObject({ ready: 0, leased: 0, delayed: 3, deadLettered: 1 });
     await expect.poll(() => queueCell(page, 'worker', 'deadLettered').textContent(), { timeout: 15_000 }).toBe('1');
 
+    // a subscription row selects its queue's dead letters, like a queue row
+    await subscriptionRow(page, MARKUP_QUEUE).locator('td.queue-cell button').click();
+    expect(await page.locator('#dl-queue').inputValue()).toBe(MARKUP_QUEUE);
+    const [copy] = await deadLetters(MARKUP_QUEUE);
+    await expect.poll(() => page.locator(`#deadletters tr[data-id="${copy!.id}"]`).count(), { timeout: 10_000 }).toBe(1);
+    expect(await page.locator('#deadletters tbody tr').count()).toBe(1);
+    expect(await page.locator(`#deadletters tr[data-id="${copy!.id}"] td[data-label="Source"]`).textContent()).toBe(MARKUP_QUEUE);
+    expect(await subscriptionRow(page, MARKUP_QUEUE).getAttribute('class')).toBe('selected');
+    expect(await page.locator('#topics tr.selected, #queues tr.selected').count()).toBe(2); // its queue row too
+    expect(await page.locator('#deadletters b').count()).toBe(0);
+
     // the key: in session storage, sent as a header on every data call, never in a URL
     expect(await page.evaluate(() => (globalThis as unknown as BrowserGlobals).sessionStorage.getItem('asyncresponse.functionKey'))).toBe(KEY);
     expect(requests.filter((r) => r.url().includes(KEY))).toEqual([]);
-    const dataCalls = requests.filter((r) => /\/api\/(queues|channel)/.test(r.url()));
+    const dataCalls = requests.filter((r) => /\/api\/(queues|channel|topics)/.test(r.url()));
     expect(dataCalls.length).toBeGreaterThan(3);
     const keyedAfterTyping = dataCalls.filter((r) => r.headers()['x-functions-key'] === KEY).map((r) => `${r.method()} ${new URL(r.url()).pathname}`);
     expect(keyedAfterTyping).toContain(`POST /api/queues/worker/deadletters/${poisoned.id}/requeue`);
     expect(keyedAfterTyping).toContain('GET /api/channel');
+    expect(keyedAfterTyping).toContain('GET /api/topics');
     expect(requests.every((r) => r.url().startsWith(app.url))).toBe(true); // nothing from another origin
 
     // a narrow window: no sideways scrolling
@@ -202,8 +248,9 @@ describe.skipIf(!!missing)('dashboard routes', () => {
     // the data routes keep their key
     expect((await app.api('queues')).status).toBe(401);
     expect((await app.api('channel')).status).toBe(401);
+    expect((await app.api('topics')).status).toBe(401);
     const queues = (await (await app.api('queues', { headers: keyed })).json()) as { items: Array<{ queue: string }> };
-    expect(queues.items.map((q) => q.queue)).toEqual(['worker', 'response', 'callbacks']);
+    expect(queues.items.map((q) => q.queue)).toEqual(['worker', BILLING_QUEUE, MARKUP_QUEUE, 'response', 'callbacks']);
     expect(Object.keys(queues.items[0]!).sort()).toEqual(['deadLettered', 'delayed', 'leased', 'oldestReadyAgeSeconds', 'queue', 'ready']);
     const channel = await app.api('channel', { headers: keyed });
     expect(channel.status).toBe(200);
