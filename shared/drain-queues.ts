@@ -22,11 +22,20 @@ export async function drainQueues(rt: Runtime, queues: readonly string[], logger
   }
   const sender = rt.drainRequests;
   if (sender) {
-    await Promise.all(
-      reports
-        .filter((r) => r.stoppedBy === 'budget')
-        .map(async (r) => logger.info(`'${r.queue}' has work left after the budget: asked for ${await sender.fanOut(r.queue)} more drain(s)`)),
-    );
+    await Promise.all(reports.filter((r) => r.stoppedBy === 'budget' && r.claimed > 0).map((r) => fanOutIfLeft(rt, r.queue, logger)));
   }
   return reports;
+}
+
+/**
+ * A drain that reached its budget may simply have idled into it (a budget shorter than the idle grace): only rows
+ * still ready ask for more drains, or requests would beget requests forever.
+ */
+async function fanOutIfLeft(rt: Runtime, queue: string, logger: Logger): Promise<void> {
+  try {
+    const { ready } = await rt.track(rt.store.queueStats(queue, rt.config.deadLetterQueue));
+    if (ready > 0) logger.info(`'${queue}' has ${ready} ready after the budget: asked for ${await rt.drainRequests!.fanOut(queue)} more drain(s)`);
+  } catch (err) {
+    logger.warn(`'${queue}' reached its budget; reading its statistics for the fan-out failed (the timers drain what is left)`, err);
+  }
 }
