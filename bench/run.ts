@@ -3,6 +3,8 @@
 // Sizes: BENCH_JOBS (default 20000), BENCH_LARGE_ROWS (default 100000). Each run uses its own schema and drops it.
 // Parts: BENCH_ONLY=publish,drain,wake,wake-across,responses,claim-flatness,ids (comma-separated; default all).
 // ids (PostgreSQL server only): BENCH_ID_ROWS (default 1000000) publishes per id mode, sequential vs random.
+// idle-cost, idle-start, scale-out (bench/drain-triggers.ts; not in the default run, name them in BENCH_ONLY):
+// local host processes in timer and queue mode (BENCH_IDLE_SECONDS, BENCH_IDLE_START_JOBS, BENCH_SCALE_JOBS).
 
 import { randomBytes, randomUUID } from 'node:crypto';
 import { silentLogger } from '../shared/log';
@@ -20,6 +22,7 @@ import { channelNames } from '../shared/sql/identifiers';
 import { DEFAULT_CHANNEL_TABLES } from '../shared/channel/types';
 import { openBenchStores, type BenchStores } from './stores';
 import { benchIds } from './ids';
+import { benchIdleCost, benchIdleStart, benchScaleOut } from './drain-triggers';
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 20_000);
 const LARGE = Number(process.env.BENCH_LARGE_ROWS ?? 100_000);
@@ -264,7 +267,12 @@ const PARTS: Record<string, (s: BenchStores) => Promise<void>> = {
   responses: benchResponses,
   'claim-flatness': benchClaimFlatness,
   ids: (s) => benchIds(s, record),
+  'idle-cost': () => benchIdleCost(record),
+  'idle-start': () => benchIdleStart(record),
+  'scale-out': () => benchScaleOut(record),
 };
+/** Long parts that run host processes: only when BENCH_ONLY names them. */
+const OPT_IN = ['idle-cost', 'idle-start', 'scale-out'];
 const ONLY = (process.env.BENCH_ONLY ?? '').split(',').map((p) => p.trim()).filter(Boolean);
 const unknownParts = ONLY.filter((p) => !(p in PARTS));
 if (unknownParts.length > 0) {
@@ -278,7 +286,7 @@ async function main() {
   console.log(`asyncresponse-functions bench — store ${s.store.kind}, schema ${schema}, ${JOBS} jobs, node ${process.version}`);
   try {
     await s.store.ensureSchema();
-    for (const [name, part] of Object.entries(PARTS)) if (ONLY.length === 0 || ONLY.includes(name)) await part(s);
+    for (const [name, part] of Object.entries(PARTS)) if (ONLY.length === 0 ? !OPT_IN.includes(name) : ONLY.includes(name)) await part(s);
     const rss = process.memoryUsage().rss / 1024 / 1024;
     record('resident memory at the end', `${fmt(rss)} MB`);
   } finally {
