@@ -6,6 +6,8 @@
 // stats (PostgreSQL server only): queueStats with 1M dead letters of other queues, without and with the dead-letter index.
 // cold-start needs no store (bench/cold-start.ts); run alone it opens none.
 // timer-drain runs the local host with the app's own runtime and store (bench/timer-drain.ts): BENCH_TIMER_JOBS (default 20000).
+// idle-cost, idle-start, scale-out (bench/drain-triggers.ts; not in the default run, name them in BENCH_ONLY):
+// local host processes in timer and queue mode (BENCH_IDLE_SECONDS, BENCH_IDLE_START_JOBS, BENCH_SCALE_JOBS).
 
 import { randomBytes, randomUUID } from 'node:crypto';
 import { silentLogger } from '../shared/log';
@@ -26,6 +28,7 @@ import { benchIds } from './ids';
 import { benchColdStart } from './cold-start';
 import { benchStats } from './stats';
 import { benchTimerDrain } from './timer-drain';
+import { benchIdleCost, benchIdleStart, benchScaleOut } from './drain-triggers';
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 20_000);
 const LARGE = Number(process.env.BENCH_LARGE_ROWS ?? 100_000);
@@ -276,7 +279,12 @@ const PARTS: Record<string, (s: BenchStores) => Promise<void>> = {
 const STORELESS: Record<string, () => Promise<void>> = {
   'cold-start': () => benchColdStart(record),
   'timer-drain': () => benchTimerDrain(record),
+  'idle-cost': () => benchIdleCost(record),
+  'idle-start': () => benchIdleStart(record),
+  'scale-out': () => benchScaleOut(record),
 };
+/** Long parts that run host processes: only when BENCH_ONLY names them. */
+const OPT_IN = ['idle-cost', 'idle-start', 'scale-out'];
 const ONLY = (process.env.BENCH_ONLY ?? '').split(',').map((p) => p.trim()).filter(Boolean);
 const unknownParts = ONLY.filter((p) => !(p in PARTS) && !(p in STORELESS));
 if (unknownParts.length > 0) {
@@ -285,7 +293,7 @@ if (unknownParts.length > 0) {
 }
 
 async function main() {
-  const selected = (name: string) => ONLY.length === 0 || ONLY.includes(name);
+  const selected = (name: string) => (ONLY.length === 0 ? !OPT_IN.includes(name) : ONLY.includes(name));
   if (ONLY.length > 0 && ONLY.every((p) => p in STORELESS)) {
     console.log(`asyncresponse-functions bench — ${ONLY.join(', ')}, node ${process.version}`);
     for (const [name, part] of Object.entries(STORELESS)) if (selected(name)) await part();

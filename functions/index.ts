@@ -18,6 +18,7 @@ import './register-waiter';
 import './delete-waiter';
 import './drain-responses';
 import './drain-callbacks';
+import './drain-requested';
 import './sweep-channel';
 import './queue-metrics';
 import './openapi';

@@ -234,6 +234,7 @@ module functionApp 'modules/function-app.bicep' = {
     identityId: identity.outputs.id
     identityClientId: identity.outputs.clientId
     storageAccountName: storage.outputs.name
+    drainRequestQueue: storage.outputs.drainRequestQueue
     deploymentContainerUrl: storage.outputs.deploymentContainerUrl
     appInsightsConnectionString: monitoring.outputs.connectionString
     instanceMemoryMB: instanceMemoryMB

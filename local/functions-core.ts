@@ -51,11 +51,18 @@ export interface TimerFunction extends FunctionBase {
   runOnStartup: boolean;
   useMonitor: boolean;
 }
+export interface QueueFunction extends FunctionBase {
+  kind: 'queue';
+  /** May hold %AppSetting% expressions, resolved when the host starts. */
+  queueName: string;
+  /** The app setting (prefix) of the storage account; the host's default is AzureWebJobsStorage. */
+  connection: string;
+}
 export interface OtherFunction extends FunctionBase {
   kind: 'other';
   triggerType: string;
 }
-export type RegisteredFunction = HttpFunction | TimerFunction | OtherFunction;
+export type RegisteredFunction = HttpFunction | TimerFunction | QueueFunction | OtherFunction;
 
 export interface RegisteredHook {
   name: string;
@@ -72,7 +79,9 @@ export interface FunctionTable {
   functions: RegisteredFunction[];
   http: HttpFunction[];
   timers: TimerFunction[];
-  /** Triggers the local host does not run (queues, blobs…); listed so they are not silently lost. */
+  /** Storage-queue triggers (local/queue-trigger.ts). */
+  queues: QueueFunction[];
+  /** Triggers the local host does not run (blobs, Service Bus…); listed so they are not silently lost. */
   other: OtherFunction[];
   hooks: RegisteredHook[];
   /** Set by @azure/functions on its first registration: proof it did not fall back to test mode. */
@@ -201,6 +210,11 @@ function describeFunction(metadata: FunctionMetadata, handler: FunctionCallback)
       useMonitor: trigger.useMonitor !== false,
     };
   }
+  if (type.toLowerCase() === 'queuetrigger') {
+    if (typeof trigger.queueName !== 'string' || trigger.queueName === '') throw new Error(`Queue function "${name}" has no queueName.`);
+    const connection = typeof trigger.connection === 'string' && trigger.connection !== '' ? trigger.connection : 'AzureWebJobsStorage';
+    return { ...base, kind: 'queue', queueName: trigger.queueName, connection };
+  }
   return { ...base, kind: 'other', triggerType: type };
 }
 
@@ -263,6 +277,7 @@ async function loadOnce(s: CoreState, entry: string | (() => unknown)): Promise<
     functions,
     http: functions.filter((f): f is HttpFunction => f.kind === 'http'),
     timers: functions.filter((f): f is TimerFunction => f.kind === 'timer'),
+    queues: functions.filter((f): f is QueueFunction => f.kind === 'queue'),
     other: functions.filter((f): f is OtherFunction => f.kind === 'other'),
     hooks,
     programmingModel: model ? { name: model.name, version: model.version } : undefined,

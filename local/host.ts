@@ -5,7 +5,9 @@ import type { AddressInfo } from 'node:net';
 import { keyMatches } from './function-key';
 import { getCoreLogSink, setCoreLogSink, type FunctionTable, type HttpFunction, type TimerFunction } from './functions-core';
 import { readBody, sendProblem, toHttpRequest, writeHandlerResult } from './http-adapter';
-import { activeHooks, invokeFunction, type InvokeEnv } from './invoke';
+import { activeHooks, invokeFunction, type InvocationRecord, type InvokeEnv } from './invoke';
+import { startQueueTrigger, HOST_QUEUE_DEFAULTS, type QueueTriggerSettings, type RunningQueueTrigger } from './queue-trigger';
+import { queueServiceClient } from '../shared/drain-requests/storage-queue';
 import { consoleLogger, logLine, type HostLogger } from './log';
 import { nextOccurrence, parseSchedule, type Schedule } from '../shared/ncrontab';
 import { requestUrl } from './request-url';
@@ -30,6 +32,12 @@ export interface LocalHostOptions {
   maxBodyBytes?: number;
   /** How long close() waits for in-flight invocations. Default 30 s. */
   drainTimeoutMs?: number;
+  /** Run storage-queue functions (default true). */
+  queueTriggers?: boolean;
+  /** host.json extensions.queues (local/settings.ts readQueueSettings); the host's defaults otherwise. */
+  queueSettings?: QueueTriggerSettings;
+  /** Told when each invocation ends (start, end, outcome). */
+  onInvocation?: (record: InvocationRecord) => void;
   /** AppStartContext.functionAppDirectory; default the cwd. */
   functionAppDirectory?: string;
 }
@@ -75,7 +83,8 @@ export async function startLocalHost(options: LocalHostOptions): Promise<LocalHo
   const timers = prepareTimers(table.timers, options.env ?? process.env);
   const routes = new RouteTable(table.http);
   const appHookData: Record<string, unknown> = {};
-  const env: InvokeEnv = { logger, hooks: table.hooks, appHookData };
+  const env: InvokeEnv = { logger, hooks: table.hooks, appHookData, onInvocation: options.onInvocation };
+  const settingsEnv = options.env ?? process.env;
   const inflight = new Set<Promise<unknown>>();
   const track = <T>(p: Promise<T>): Promise<T> => {
     inflight.add(p);
@@ -181,11 +190,30 @@ export async function startLocalHost(options: LocalHostOptions): Promise<LocalHo
         startTimer(schedule, fn.runOnStartup, ({ timer, reason }) => track(invokeFunction(fn, timer, reason, env))),
       );
 
+  const queueTriggers: RunningQueueTrigger[] = [];
+  if (options.queueTriggers !== false) {
+    for (const fn of table.queues) {
+      const name = resolveAppSettings(fn.queueName, settingsEnv, `Queue function "${fn.name}"`);
+      const service = await queueServiceClient(settingsEnv, fn.connection);
+      queueTriggers.push(
+        startQueueTrigger({
+          queue: service.getQueueClient(name),
+          poison: service.getQueueClient(`${name}-poison`),
+          settings: options.queueSettings ?? HOST_QUEUE_DEFAULTS,
+          invoke: (input, metadata) =>
+            track(invokeFunction(fn, input, `New queue message detected on '${name}'.`, env, metadata as unknown as Record<string, unknown>)),
+          onError: (err) => logLine(logger, fn.name, 'warning', [`Polling queue '${name}' failed: ${(err as Error).message}`]),
+        }),
+      );
+    }
+  }
+
   let closed: Promise<void> | undefined;
   const close = (): Promise<void> => {
     closed ??= (async () => {
       closing = true;
       running.forEach((t) => t.stop());
+      const queuesStopped = Promise.all(queueTriggers.map((t) => t.stop()));
       const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       // Like the Functions worker on WorkerTerminate, appTerminate hooks run while invocations may still be
@@ -205,6 +233,7 @@ export async function startLocalHost(options: LocalHostOptions): Promise<LocalHo
         new Promise<boolean>((resolve) => (timeout = setTimeout(() => resolve(false), drainTimeoutMs))),
       ]);
       clearTimeout(timeout);
+      if (drained) await queuesStopped; // the messages of finished invocations are deleted
       if (!drained) logLine(logger, undefined, 'warning', [`${inflight.size} invocation(s) still running after ${drainTimeoutMs} ms; closing anyway.`]);
       server.closeAllConnections();
       await serverClosed;

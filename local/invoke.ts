@@ -10,6 +10,16 @@ export interface InvokeEnv {
   hooks: readonly RegisteredHook[];
   /** Shared by every hook of the app (HookContext.appHookData). */
   appHookData: Record<string, unknown>;
+  /** Told when each invocation ends (the bench's billed-time log: LOCAL_INVOCATION_LOG). */
+  onInvocation?: (record: InvocationRecord) => void;
+}
+
+export interface InvocationRecord {
+  name: string;
+  /** epoch ms */
+  start: number;
+  end: number;
+  ok: boolean;
 }
 
 export function activeHooks(hooks: readonly RegisteredHook[], name: string): RegisteredHook[] {
@@ -22,8 +32,10 @@ export async function invokeFunction(
   triggerInput: unknown,
   reason: string,
   env: InvokeEnv,
+  triggerMetadata?: Record<string, unknown>,
 ): Promise<unknown> {
   const invocationId = randomUUID();
+  const startedAt = Date.now();
   const started = performance.now();
   logLine(env.logger, undefined, 'information', [`Executing 'Functions.${fn.name}' (Reason='${reason}', Id=${invocationId})`]);
 
@@ -32,6 +44,7 @@ export async function invokeFunction(
     functionName: fn.name,
     logHandler: (level, ...args) => logLine(env.logger, fn.name, level, args),
     options: { trigger: fn.trigger } as InvocationContextInit['options'],
+    ...(triggerMetadata ? { triggerMetadata } : {}),
   });
   const hookData: Record<string, unknown> = {};
   let result: unknown;
@@ -57,6 +70,11 @@ export async function invokeFunction(
   }
 
   const duration = Math.round(performance.now() - started);
+  try {
+    env.onInvocation?.({ name: fn.name, start: startedAt, end: Date.now(), ok: !failed });
+  } catch {
+    /* a record sink never fails an invocation */
+  }
   if (failed) {
     const detail = error instanceof Error ? (error.stack ?? error.message) : String(error);
     logLine(env.logger, fn.name, 'error', [`Exception while executing function: Functions.${fn.name}. ${detail}`]);

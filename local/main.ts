@@ -1,14 +1,27 @@
 // `npm start`: the local Functions host for dist/functions/index.js (built by tsc next to dist/local).
+import { appendFileSync } from 'node:fs';
 import * as path from 'node:path';
+import { storageConfigured } from '../shared/drain-requests/settings';
+import { startAzurite, type Azurite } from './azurite';
 import { formatFunctionList } from './banner';
 import { loadFunctionApp } from './functions-core';
 import { startLocalHost } from './host';
-import { loadLocalSettings, readRoutePrefix } from './settings';
+import { loadLocalSettings, readQueueSettings, readRoutePrefix } from './settings';
 
 async function main(): Promise<void> {
   const cwd = process.cwd();
   // Settings first: the functions entry may read its configuration while it loads.
   const settings = loadLocalSettings(cwd);
+  // Drain requests need a storage queue: without AzureWebJobsStorage the embedded Azurite is it (before the
+  // functions load: their registration reads the settings).
+  let azurite: Azurite | undefined;
+  if ((process.env.DRAIN_TRIGGER ?? '').toLowerCase() !== 'timer' && !storageConfigured(process.env) && process.env.LOCAL_AZURITE !== 'false') {
+    const location = process.env.LOCAL_AZURITE_LOCATION || path.join(cwd, '.data', 'azurite');
+    azurite = await startAzurite({ location, port: Number(process.env.LOCAL_AZURITE_PORT ?? 0) });
+    process.env.AzureWebJobsStorage = azurite.connectionString;
+    console.log(`Azurite (storage queues) on ${azurite.queueEndpoint}, data ${location === 'memory' ? 'in memory' : `in ${location}`}.`);
+  }
+  const invocationLog = process.env.LOCAL_INVOCATION_LOG;
   const table = await loadFunctionApp(path.join(__dirname, '..', 'functions', 'index'));
   const prefix = readRoutePrefix(cwd);
   const port = Number(process.env.PORT ?? settings.port ?? 7071);
@@ -20,6 +33,9 @@ async function main(): Promise<void> {
     prefix,
     functionKey: process.env.LOCAL_FUNCTION_KEY || undefined,
     timers: process.env.LOCAL_TIMERS !== 'false',
+    queueSettings: readQueueSettings(cwd),
+    // one JSON line per invocation (name, start, end, ok): bench/idle-cost.ts sums the billed periods from it
+    onInvocation: invocationLog ? (r) => appendFileSync(invocationLog, `${JSON.stringify(r)}\n`) : undefined,
   });
   console.log(`\n${formatFunctionList(table, `http://localhost:${host.port}`, prefix)}\n`);
   if (settings.applied.length > 0) console.log(`Loaded ${settings.applied.length} setting(s) from local.settings.json.`);
@@ -33,7 +49,10 @@ async function main(): Promise<void> {
     }
     stopping = true;
     console.log(`${signal}: stopping (waiting for running invocations; press Ctrl+C again to force).`);
-    host.close().then(
+    host
+      .close()
+      .then(() => azurite?.stop())
+      .then(
       () => process.exit(0),
       (err: unknown) => {
         console.error(err);

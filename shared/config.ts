@@ -16,6 +16,7 @@ import { findQueueSettings, PER_QUEUE_SETTINGS, QUEUE_SETTING_PATTERN, type PerQ
 import { idGeneration, type IdGenerationMode } from './transport/ids';
 import { loadTopics, TOPIC_SETTING_PATTERN } from './topic-settings';
 import { subscriptionQueues, topicProblems, type TopicMap } from './transport/topics';
+import { DRAIN_REQUEST_SETTINGS, loadDrainRequestConfig, QUEUE_MODE_SCHEDULE, type DrainRequestConfig } from './drain-requests/settings';
 
 export type Env = Record<string, string | undefined>;
 
@@ -59,6 +60,8 @@ export interface AppConfig {
   deadLetterRetentionMs: number | null;
   maxMessageBytes: number;
   drain: { schedule: string; budgetMs: number; idleGraceMs: number };
+  /** DRAIN_TRIGGER and the drain requests (shared/drain-requests/settings.ts). */
+  drainRequests: DrainRequestConfig;
   pruneSchedule: string;
   /** NCRONTAB schedule of the queue-metrics timer (queue depth gauges; runs only when telemetry is on). */
   queueMetricsSchedule: string;
@@ -186,11 +189,12 @@ export const SETTINGS: readonly Setting[] = [
   { name: 'SQL_RETRY_CONNECTION_MAX_MS', default: '15000', description: 'Cap of that wait.' },
   { name: 'DEAD_LETTER_RETENTION_DAYS', default: '14', description: 'Dead letters older than this are pruned (0 = keep forever).' },
   { name: 'MAX_MESSAGE_BYTES', default: '262144', description: 'Largest accepted payload (UTF-8 bytes of its JSON); larger is a 413 on publish, a 400 (field error) on POST /api/responses.' },
-  { name: 'DRAIN_WORKER_SCHEDULE', default: '*/10 * * * * *', description: 'NCRONTAB schedule (six fields, UTC) of the drain-worker timer. Every schedule setting is checked at start-up; TimeSpan schedules (hh:mm:ss) are refused (Flex Consumption runs NCRONTAB only).' },
+  { name: 'DRAIN_WORKER_SCHEDULE', default: '*/10 * * * * * (timer mode) / 0 */5 * * * * (queue mode)', description: 'NCRONTAB schedule (six fields, UTC) of the drain-worker timer (in queue mode a safety net for work no request announced, e.g. rows inserted straight in SQL). Every schedule setting is checked at start-up; TimeSpan schedules (hh:mm:ss) are refused (Flex Consumption runs NCRONTAB only).' },
   { name: 'DRAIN_BUDGET_SECONDS', default: '8', description: 'How long one drain invocation may claim work. The budget plus the longest handler timeout (WORKER_FORWARD_TIMEOUT_SECONDS and per-queue FORWARD_TIMEOUT_SECONDS, CALLBACK_TIMEOUT_SECONDS) must stay within 540 s, inside host.json\'s 10-minute functionTimeout.' },
-  { name: 'DRAIN_IDLE_GRACE_SECONDS', default: '8', description: 'A drain ends after the queue stayed empty this long (it keeps polling until then). Default: DRAIN_BUDGET_SECONDS.' },
-  { name: 'PRUNE_DEADLETTERS_SCHEDULE', default: '0 * * * * *', description: 'NCRONTAB schedule of the prune-deadletters timer.' },
-  { name: 'QUEUE_METRICS_SCHEDULE', default: '0 * * * * *', description: 'NCRONTAB schedule of the queue-metrics timer (queue depth and oldest ready age of every queue to Application Insights; idle without APPLICATIONINSIGHTS_CONNECTION_STRING).' },
+  { name: 'DRAIN_IDLE_GRACE_SECONDS', default: '8 (timer mode: DRAIN_BUDGET_SECONDS) / 0 (queue mode: one claim when idle)', description: 'A timer drain ends after the queue stayed empty this long (it keeps polling until then).' },
+  ...DRAIN_REQUEST_SETTINGS,
+  { name: 'PRUNE_DEADLETTERS_SCHEDULE', default: '0 * * * * * (timer mode) / 0 */5 * * * * (queue mode)', description: 'NCRONTAB schedule of the prune-deadletters timer.' },
+  { name: 'QUEUE_METRICS_SCHEDULE', default: '0 * * * * * (timer mode) / 0 */5 * * * * (queue mode)', description: 'NCRONTAB schedule of the queue-metrics timer (queue depth and oldest ready age of every queue to Application Insights; idle without APPLICATIONINSIGHTS_CONNECTION_STRING).' },
   { name: 'WORKER_HANDLER', default: 'echo', description: 'echo (sample: logs and returns the payload) or forward (POST to WORKER_FORWARD_URL). Default: forward when WORKER_FORWARD_URL is set, else echo.' },
   { name: 'WORKER_FORWARD_URL', default: '', description: 'When set, the worker handler POSTs each job here; 2xx = success.' },
   { name: 'WORKER_FORWARD_TIMEOUT_SECONDS', default: '30', description: 'Timeout of one forwarded job.' },
@@ -222,9 +226,9 @@ export const SETTINGS: readonly Setting[] = [
   { name: 'CALLBACK_SIGNING_SECRET', default: '', description: 'HMAC-SHA256 key of the X-Signature header on callbacks, at least 16 characters; required to register waiters. An unresolved @Microsoft.KeyVault(...) reference is not a start-up error: callbacks are off (queued ones fail and end in the callbacks dead-letter queue; requeue them) and /api/health says so.' },
   { name: 'CALLBACK_TIMEOUT_SECONDS', default: '30', description: 'Timeout of one callback POST.' },
   { name: 'CORRELATION_ID_JSON_PATHS', default: DEFAULT_CORRELATION_ID_JSON_PATHS.join(','), description: 'Where response ingress looks for the correlation id when the AR-Correlation-Id header is absent.' },
-  { name: 'DRAIN_RESPONSES_SCHEDULE', default: '*/10 * * * * *', description: 'NCRONTAB schedule of the drain-responses timer (response ingress queue).' },
-  { name: 'DRAIN_CALLBACKS_SCHEDULE', default: '*/10 * * * * *', description: 'NCRONTAB schedule of the drain-callbacks timer (recovery callbacks).' },
-  { name: 'SWEEP_CHANNEL_SCHEDULE', default: '*/5 * * * * *', description: 'NCRONTAB schedule of the sweep-channel timer.' },
+  { name: 'DRAIN_RESPONSES_SCHEDULE', default: '*/10 * * * * * (timer mode) / 0 */5 * * * * (queue mode)', description: 'NCRONTAB schedule of the drain-responses timer (response ingress queue).' },
+  { name: 'DRAIN_CALLBACKS_SCHEDULE', default: '*/10 * * * * * (timer mode) / 0 */5 * * * * (queue mode)', description: 'NCRONTAB schedule of the drain-callbacks timer (recovery callbacks).' },
+  { name: 'SWEEP_CHANNEL_SCHEDULE', default: '*/5 * * * * * (timer mode) / 0 */5 * * * * (queue mode)', description: 'NCRONTAB schedule of the sweep-channel timer.' },
 ];
 
 export class ConfigError extends Error {
@@ -308,7 +312,11 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
   }
   const retentionDays = num('DEAD_LETTER_RETENTION_DAYS', 14, { max: 3650 });
   const budgetMs = num('DRAIN_BUDGET_SECONDS', 8, { min: 0.1, max: 600 }) * 1000;
-  const idleGraceMs = num('DRAIN_IDLE_GRACE_SECONDS', budgetMs / 1000, { min: 0, max: 600 }) * 1000;
+  const drainRequests = loadDrainRequestConfig(env, str, num, problems);
+  const queueMode = drainRequests.trigger === 'queue';
+  // queue mode: the timers are a safety net; one claim finds a queue empty and the run ends
+  const idleGraceMs = num('DRAIN_IDLE_GRACE_SECONDS', queueMode ? 0 : budgetMs / 1000, { min: 0, max: 600 }) * 1000;
+  const schedule = (name: string, timerMode: string) => str(name) ?? (queueMode ? QUEUE_MODE_SCHEDULE : timerMode);
 
   const forwardUrl = str('WORKER_FORWARD_URL');
   if (forwardUrl !== undefined) {
@@ -353,9 +361,10 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     retry,
     deadLetterRetentionMs: retentionDays > 0 ? retentionDays * 86_400_000 : null,
     maxMessageBytes: num('MAX_MESSAGE_BYTES', 262144, { min: 16, max: 64 * 1024 * 1024, integer: true }),
-    drain: { schedule: str('DRAIN_WORKER_SCHEDULE') ?? '*/10 * * * * *', budgetMs, idleGraceMs },
-    pruneSchedule: str('PRUNE_DEADLETTERS_SCHEDULE') ?? '0 * * * * *',
-    queueMetricsSchedule: str('QUEUE_METRICS_SCHEDULE') ?? '0 * * * * *',
+    drain: { schedule: schedule('DRAIN_WORKER_SCHEDULE', '*/10 * * * * *'), budgetMs, idleGraceMs },
+    drainRequests,
+    pruneSchedule: schedule('PRUNE_DEADLETTERS_SCHEDULE', '0 * * * * *'),
+    queueMetricsSchedule: schedule('QUEUE_METRICS_SCHEDULE', '0 * * * * *'),
     workerHandler: handlerName === 'forward' ? 'forward' : 'echo',
     workerForwardUrl: forwardUrl,
     workerForwardTimeoutMs: num('WORKER_FORWARD_TIMEOUT_SECONDS', 30, { min: 1, max: 600 }) * 1000,
@@ -366,6 +375,11 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
   };
   if (config.pool.min > config.pool.max) problems.push('SQL_POOL_MIN must not exceed SQL_POOL_MAX');
   config.channel = loadChannelConfig(str, num, problems, dialect);
+  if (queueMode) {
+    config.channel.drainResponsesSchedule = schedule('DRAIN_RESPONSES_SCHEDULE', '');
+    config.channel.drainCallbacksSchedule = schedule('DRAIN_CALLBACKS_SCHEDULE', '');
+    config.channel.sweepSchedule = schedule('SWEEP_CHANNEL_SCHEDULE', '');
+  }
   config.routes = loadRoutes(config, env, { str, num, bool }, problems, options);
   // One drain invocation = claiming for the budget + the longest handler started at its end: it has to end inside
   // host.json's functionTimeout (10 min), or the host kills the worker mid-settlement.

@@ -8,6 +8,8 @@
 import { codeHandlers } from '../handlers';
 import type { ResponseChannel } from './channel/response-channel';
 import { engineOptions, loadConfig, type AppConfig, type Env } from './config';
+import { openDrainRequests } from './drain-requests/open';
+import type { DrainRequestSender } from './drain-requests/sender';
 import { createEngine, type Engine } from './engine/create-engine';
 import { consoleLogger, safeLogger, type Logger } from './log';
 import { openStores, type Stores } from './stores/open';
@@ -31,6 +33,8 @@ export interface Runtime {
   /** The custom metrics (noopMetrics when telemetry is off). */
   metrics: Metrics;
   telemetry: Telemetry;
+  /** DRAIN_TRIGGER=queue: sends the drain requests (publishes announce through the engine; drains fan out). */
+  drainRequests?: DrainRequestSender;
   /** Aborted at shutdown: drain loops stop claiming and hand back what they have not started. */
   stopping: AbortSignal;
   /** Registers work that must finish (settle its claims) before the pool closes at shutdown. */
@@ -77,14 +81,16 @@ export function getRuntime(overrides: RuntimeOverrides = {}): Promise<Runtime> {
     const stores = await instrumentStores(await openStores(cfg, logger), cfg.store, telemetry.dependencies);
     const notifyUrl = cfg.store.kind === 'postgres' ? cfg.store.url : undefined;
     let engine: Engine;
+    let drainRequests: DrainRequestSender | undefined;
     try {
-      engine = await createEngine(engineOptions(cfg, { store: { stores, notifyUrl }, handlers: codeHandlers, logger, metrics }));
+      drainRequests = await openDrainRequests(cfg, process.env, logger);
+      engine = await createEngine({ ...engineOptions(cfg, { store: { stores, notifyUrl }, handlers: codeHandlers, logger, metrics }), drainRequests });
     } catch (err) {
       await stores.close();
       throw err;
     }
     const { store, channel, publisher, wake } = engine;
-    return { config: cfg, engine, store, stores, channel, publisher, wake, logger, metrics, telemetry, stopping, track };
+    return { config: cfg, engine, store, stores, channel, publisher, wake, logger, metrics, telemetry, drainRequests, stopping, track };
   })().catch((err) => {
     runtime = undefined;
     throw err;
@@ -108,6 +114,7 @@ export async function shutdownRuntime(): Promise<void> {
   if (current) {
     const rt = await current.catch(() => undefined);
     try {
+      await rt?.drainRequests?.settle(FLUSH_TIMEOUT_MS); // requests still being sent
       await rt?.engine.close(); // the LISTEN session, then the pool
     } finally {
       await flushWithin(rt?.telemetry, FLUSH_TIMEOUT_MS);

@@ -61,6 +61,9 @@ param sqlServerFqdn string
 @description('Database name (SQL_DATABASE).')
 param sqlDatabaseName string
 
+@description('Storage queue of the drain requests (DRAIN_REQUEST_QUEUE), created by modules/storage.bicep.')
+param drainRequestQueue string
+
 @description('Comma-separated worker queues (QUEUES).')
 param queues string = 'worker'
 
@@ -148,6 +151,9 @@ var appSettings = {
   // needs data rights only (db_datareader + db_datawriter).
   AUTO_CREATE_SCHEMA: 'false'
   QUEUES: queues
+  // Work-driven drains: publishes send drain requests on the storage queue, the timers are a 5-minute safety net.
+  DRAIN_TRIGGER: 'queue'
+  DRAIN_REQUEST_QUEUE: drainRequestQueue
   WORKER_FORWARD_URL: workerForwardUrl
   CALLBACK_ALLOWED_HOSTS: callbackAllowedHosts
   // Resolved by the platform from Key Vault; the app sees the secret value.

@@ -6,9 +6,9 @@
 // basic needs of host storage: timer singleton leases (blob leases), the host id lock, function keys
 // (azure-webjobs-secrets) and reading the deployment package. It also gets Storage Table Data Contributor: the
 // host writes its diagnostic events to Table storage through AzureWebJobsStorage (without table rights it logs
-// AZFD0003, "unable to write diagnostic events"). Storage Queue Data Contributor is only needed
-// for the blob trigger (poison queue) and Durable Functions; this app has HTTP and timer triggers only, so it
-// is not granted.
+// AZFD0003, "unable to write diagnostic events"). And Storage Queue Data Contributor: with DRAIN_TRIGGER=queue
+// every publish sends a drain request on the `drainRequestQueue` queue and the drain-requested function's queue
+// trigger reads it (and moves a failing one to `<queue>-poison`); both queues are created here.
 
 @description('Storage account name: 3-24 lowercase letters and digits, globally unique.')
 @minLength(3)
@@ -27,9 +27,15 @@ param deploymentContainerName string
 @description('Object (principal) id of the function app identity.')
 param principalId string
 
-// Built-in roles: Storage Blob Data Owner, Storage Table Data Contributor.
+@description('Storage queue of the drain requests (DRAIN_REQUEST_QUEUE); its poison queue is <name>-poison.')
+@minLength(3)
+@maxLength(56)
+param drainRequestQueue string = 'asyncresponse-drain'
+
+// Built-in roles: Storage Blob Data Owner, Storage Table Data Contributor, Storage Queue Data Contributor.
 var storageBlobDataOwnerRoleId = 'b7e6dc6d-f1e8-4753-8033-0f276bb0955b'
 var storageTableDataContributorRoleId = '0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3'
+var storageQueueDataContributorRoleId = '974c5e8b-45b9-4653-ba55-5f855dd0fb88'
 
 resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' = {
   name: name
@@ -88,6 +94,35 @@ resource tableDataContributor 'Microsoft.Authorization/roleAssignments@2022-04-0
     description: 'Functions host diagnostic events (Table storage), by managed identity'
   }
 }
+
+resource queueService 'Microsoft.Storage/storageAccounts/queueServices@2023-05-01' = {
+  parent: storage
+  name: 'default'
+}
+
+resource drainRequests 'Microsoft.Storage/storageAccounts/queueServices/queues@2023-05-01' = {
+  parent: queueService
+  name: drainRequestQueue
+}
+
+resource drainRequestsPoison 'Microsoft.Storage/storageAccounts/queueServices/queues@2023-05-01' = {
+  parent: queueService
+  name: '${drainRequestQueue}-poison'
+}
+
+resource queueDataContributor 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(storage.id, principalId, storageQueueDataContributorRoleId)
+  scope: storage
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', storageQueueDataContributorRoleId)
+    principalId: principalId
+    principalType: 'ServicePrincipal'
+    description: 'Drain requests: the app sends them and its queue trigger reads them (and the poison queue), by managed identity'
+  }
+}
+
+@description('Storage queue of the drain requests (DRAIN_REQUEST_QUEUE).')
+output drainRequestQueue string = drainRequests.name
 
 @description('Storage account name (AzureWebJobsStorage__accountName).')
 output name string = storage.name

@@ -3,6 +3,7 @@
 
 import { ResponseChannel } from '../channel/response-channel';
 import type { ChannelConfig } from '../config';
+import { announcingStores } from '../drain-requests/announcing-stores';
 import type { FieldError } from '../http/problem';
 import { consoleLogger, safeLogger, type Logger } from '../log';
 import { BUILT_IN_QUEUES, DEFAULT_DEAD_LETTER_QUEUE, RESPONSE_QUEUE } from '../queue-names';
@@ -181,7 +182,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const problems = optionProblems(options, defaults, deadLetterQueue, schema, transportTable, channelConfig, dialect);
   if (problems.length > 0) throw new EngineOptionsError(problems);
 
-  const stores = isInjected(options.store)
+  const opened = isInjected(options.store)
     ? options.store.stores
     : await openStores(
         {
@@ -195,6 +196,8 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
         },
         logger,
       );
+  // a stored response becomes overdue (the sweep routes it to its callbacks) once the confirmation timeout passed
+  const stores = options.drainRequests ? announcingStores(opened, options.drainRequests, channelConfig.deliveryConfirmationTimeoutMs + 1000) : opened;
   const wake = new WakeSignal();
   const publishWake = options.wake?.inProcess === false ? new WakeSignal() : wake; // a signal nobody waits on
   const publisher = new Publisher(

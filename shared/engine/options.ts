@@ -7,6 +7,7 @@ import type { Logger } from '../log';
 import type { RetryPolicy } from '../sql/retry';
 import type { Stores } from '../stores/open';
 import type { Metrics } from '../telemetry/metrics';
+import type { DrainAnnouncer } from '../drain-requests/sender';
 import type { JobHandler } from '../transport/job';
 import type { QueuePolicy } from './policy';
 
@@ -77,6 +78,12 @@ export interface EngineOptions {
    * (LISTEN/NOTIFY, across processes). Both default true; without either, drains poll every emptyPollDelayMs.
    */
   wake?: { inProcess?: boolean; notify?: boolean };
+  /**
+   * Told (after the commit) whenever work becomes claimable: every publish, a retry's release with its backoff,
+   * claims handed back, a requeued dead letter, routed callbacks, and a stored response (a sweep once it is
+   * overdue). The app sends storage-queue drain requests from it (shared/drain-requests); absent: nobody is told.
+   */
+  drainRequests?: DrainAnnouncer;
 }
 
 export const DEFAULT_POOL: Readonly<PoolOptions> = Object.freeze({ max: 10, min: 0, connectTimeoutMs: 15_000, requestTimeoutMs: 30_000 });

@@ -1,0 +1,40 @@
+import { app, type InvocationContext, type Timer } from '@azure/functions';
+import { drainQueues } from '../shared/drain-queues';
+import { parseRequest } from '../shared/drain-requests/message';
+import { appConfig, getRuntime } from '../shared/runtime';
+import type { DrainReport } from '../shared/transport/drain-loop';
+import { sweepChannelTimer } from './sweep-channel';
+
+/** The timer argument of a sweep run on request (the sweep does not read it). */
+const REQUESTED: Timer = { isPastDue: false, schedule: { adjustForDST: false }, scheduleStatus: { last: '', next: '', lastUpdated: '' } };
+
+/**
+ * Storage-queue trigger (DRAIN_TRIGGER=queue): one drain request = one budgeted drain of the queues it names
+ * (ending after DRAIN_REQUEST_IDLE_GRACE_SECONDS of empty claims), a channel sweep when it asks for one. A drain
+ * stopped by its budget asks for more (drainQueues). A drain that failed throws, so the host makes the request
+ * visible again (host.json visibilityTimeout) and, after maxDequeueCount, moves it to the poison queue; the
+ * timers drain what it was for either way.
+ */
+export async function drainRequested(message: unknown, context: InvocationContext): Promise<DrainReport[]> {
+  const request = parseRequest(message);
+  if (typeof request === 'string') {
+    context.warn(`drain request ignored: ${request}`);
+    return [];
+  }
+  const rt = await getRuntime();
+  const unknown = request.queues.filter((q) => rt.engine.route(q) === undefined);
+  if (unknown.length > 0) context.warn(`drain request names queues without a route (ignored): ${unknown.join(', ')}`);
+  const queues = request.queues.filter((q) => rt.engine.route(q) !== undefined);
+  const [reports] = await Promise.all([
+    drainQueues(rt, queues, context, { idleGraceMs: rt.config.drainRequests.idleGraceMs }),
+    request.sweep ? sweepChannelTimer(REQUESTED, context) : undefined,
+  ]);
+  const failed = reports.filter((r) => r.stoppedBy === 'error').map((r) => r.queue);
+  if (failed.length > 0) throw new Error(`draining ${failed.join(', ')} failed; the request comes back after the visibility timeout`);
+  return reports;
+}
+
+const requests = appConfig().drainRequests;
+if (requests.trigger === 'queue') {
+  app.storageQueue('drain-requested', { queueName: requests.queueName, connection: requests.connection, handler: drainRequested });
+}

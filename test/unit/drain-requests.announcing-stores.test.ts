@@ -1,0 +1,63 @@
+// Every store write that makes work claimable announces it (after it committed), once per queue and delay; writes
+// that inserted nothing announce nothing. Reads and other methods pass through to the store untouched.
+import { describe, expect, it } from 'vitest';
+import type { ChannelStore } from '../../shared/channel/types';
+import { announcingStores } from '../../shared/drain-requests/announcing-stores';
+import { SWEEP_TARGET } from '../../shared/drain-requests/message';
+import type { Stores } from '../../shared/stores/open';
+import type { TransportStore } from '../../shared/transport/types';
+
+function fakeStores() {
+  const transport = {
+    kind: 'postgres',
+    publish: async (ms: { id: string }[]) => ms.map((m) => ({ id: m.id, inserted: m.id !== 'dup', availableAt: null })),
+    release: async () => true,
+    releaseUnstarted: async (s: unknown[]) => s.length,
+    requeueDeadLetter: async (_dl: string, _q: string, id: string) => id === 'there',
+    queueStats: async (queue: string) => ({ queue, ready: 7 }),
+  } as unknown as TransportStore;
+  const channel = {
+    insertMessage: async (id: string, correlationId: string) => ({ id, inserted: id !== 'dup', correlationId }),
+    routeToCallbacks: async (id: string) => (id === 'none' ? null : 2),
+  } as unknown as ChannelStore;
+  let closed = 0;
+  const stores: Stores = { transport, channel, close: async () => void closed++ };
+  return { stores, closed: () => closed };
+}
+
+describe('announcing stores', () => {
+  it('announces publishes (per queue and delay, inserted rows only), releases, hand-backs, requeues, callbacks and sweeps', async () => {
+    const calls: [string, number][] = [];
+    const f = fakeStores();
+    const s = announcingStores(f.stores, { announce: (t, d) => void calls.push([t, d]) }, 6000);
+    const msg = (id: string, queue: string, delayMs: number) => ({ id, queue, delayMs }) as never;
+    await s.transport.publish([msg('a', 'worker', 0), msg('b', 'worker', 0), msg('c', 'worker', 5000), msg('dup', 'other', 0), msg('d', 'topic:sub', 0)]);
+    await s.transport.release({ id: 'a', lockId: 'l', queue: 'worker' } as never, 4000);
+    await s.transport.releaseUnstarted([{ id: 'a', lockId: 'l', queue: 'worker' }, { id: 'b', lockId: 'l', queue: 'worker' }] as never);
+    await s.transport.requeueDeadLetter('deadletter', 'worker', 'there');
+    await s.transport.requeueDeadLetter('deadletter', 'worker', 'gone');
+    await s.channel.insertMessage('r1', 'c1', '{}', 1000);
+    await s.channel.insertMessage('dup', 'c1', '{}', 1000);
+    await s.channel.routeToCallbacks('r1', 'c1', true);
+    await s.channel.routeToCallbacks('none', 'c1', true);
+    expect(calls).toEqual([
+      ['worker', 0],
+      ['worker', 5000],
+      ['topic:sub', 0],
+      ['worker', 4000],
+      ['worker', 0],
+      ['worker', 0],
+      [SWEEP_TARGET, 6000],
+      ['callbacks', 0],
+    ]);
+  });
+
+  it('passes everything else through to the store', async () => {
+    const f = fakeStores();
+    const s = announcingStores(f.stores, { announce: () => undefined }, 6000);
+    expect(s.transport.kind).toBe('postgres');
+    expect(await s.transport.queueStats('worker', 'deadletter')).toEqual({ queue: 'worker', ready: 7 });
+    await s.close();
+    expect(f.closed()).toBe(1);
+  });
+});
