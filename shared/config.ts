@@ -612,6 +612,7 @@ export function engineOptions(
     emptyPollDelayMs: c.emptyPollDelayMs,
     retry: c.retry,
     publishMaxAttempts: c.publish.maxAttempts,
+    idGeneration: c.publish.idGeneration,
     maxMessageBytes: c.maxMessageBytes,
     channel: c.channel,
     logger: parts.logger,

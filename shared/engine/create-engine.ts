@@ -203,7 +203,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const publisher = new Publisher(
     stores.transport,
     publishWake,
-    { maxAttempts: options.publishMaxAttempts ?? DEFAULT_PUBLISH_MAX_ATTEMPTS, classes: retry },
+    { maxAttempts: options.publishMaxAttempts ?? DEFAULT_PUBLISH_MAX_ATTEMPTS, classes: retry, idGeneration: options.idGeneration ?? 'sequential' },
     logger,
   );
   const channel = new ResponseChannel(stores.channel, publishWake, channelConfig, logger, retry);
@@ -277,7 +277,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const parseAll = (messages: readonly PublishInput[], queue: string): OutgoingMessage[][] => {
     const chunks: OutgoingMessage[][] = [];
     for (let i = 0; i < messages.length; i += MAX_BATCH) {
-      const parsed = parsePublishBody(messages.slice(i, i + MAX_BATCH), queue, maxMessageBytes);
+      const parsed = parsePublishBody(messages.slice(i, i + MAX_BATCH), queue, maxMessageBytes, publisher.newId);
       if (!parsed.ok) {
         const at = (field: string) => field.replace(/^\[(\d+)\]/, (_, n: string) => `[${Number(n) + i}]`);
         throw new PublishRejectedError(parsed.status, parsed.detail, parsed.errors.map((e) => ({ ...e, field: at(e.field) })));
@@ -300,7 +300,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
 
     async publish(queue, message, o = {}) {
       publishable(queue);
-      const parsed = parsePublishBody(message, queue, maxMessageBytes);
+      const parsed = parsePublishBody(message, queue, maxMessageBytes, publisher.newId);
       if (!parsed.ok) throw new PublishRejectedError(parsed.status, parsed.detail, parsed.errors);
       const [result] = await insert(queue, parsed.messages, o);
       return result!;
@@ -318,7 +318,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
 
     async publishToTopic(topic, message, o = {}) {
       topicOf(topic);
-      const parsed = parsePublishBody(message, topic, maxMessageBytes);
+      const parsed = parsePublishBody(message, topic, maxMessageBytes, publisher.newId);
       if (!parsed.ok) throw new PublishRejectedError(parsed.status, parsed.detail, parsed.errors);
       const [result] = await fanOut(topic, parsed.messages, o);
       return result!;

@@ -9,6 +9,7 @@ import type { Stores } from '../stores/open';
 import type { Metrics } from '../telemetry/metrics';
 import type { DrainAnnouncer } from '../drain-requests/sender';
 import type { JobHandler } from '../transport/job';
+import type { IdGenerationMode } from '../transport/ids';
 import type { QueuePolicy } from './policy';
 
 export interface PoolOptions {
@@ -67,6 +68,8 @@ export interface EngineOptions {
   retry?: RetryPolicy;
   /** Attempts of one publish on transient faults (same ids every attempt). Default 3. */
   publishMaxAttempts?: number;
+  /** Ids generated for messages published without one: time-ordered for index locality (default) or random v4. */
+  idGeneration?: IdGenerationMode;
   /** Largest payload accepted by publish (UTF-8 bytes of its JSON). Default 262144. */
   maxMessageBytes?: number;
   /** Response channel tables and timings; the app settings' defaults otherwise. */
