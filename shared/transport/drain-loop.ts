@@ -106,6 +106,10 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
   let lastActivity = now();
   let claimErrors = 0;
   let emptyAt: number | undefined; // when the last claim came back empty
+  let retryAt = 0; // after a transient claim failure, no claim before this
+  let failed = false; // a claim failed for good (or its retry would outlive the budget)
+  // One claim at a time runs in the background, so handlers keep starting from the buffer during its round trip.
+  let claiming: { done: Promise<void>; rows: number } | undefined;
 
   const start = (msg: ClaimedMessage) => {
     const p: Promise<void> = dispatchDelivery(msg, o.handler, deps)
@@ -124,14 +128,47 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
       o.logger.error(`failed to release ${msgs.length} unstarted jobs of '${o.queue}'; their leases will lapse`, err);
     }
   };
+  const claimInBackground = (rows: number) => {
+    const claimedAt = now();
+    const done = (async () => {
+      try {
+        const batch = await o.store.claim(o.queue, rows, o.lockTimeoutMs);
+        claimErrors = 0;
+        emptyAt = batch.length === 0 ? now() : undefined;
+        if (batch.length > 0) {
+          report.claimed += batch.length;
+          lastActivity = now();
+          buffer.add(batch, claimedAt);
+        }
+      } catch (err) {
+        report.claimFailures++;
+        claimErrors++;
+        // The class of the fault picks the wait (a deadlock: ms; throttling / failover: seconds); the exponent
+        // counts consecutive claim failures. No wait may run past the claim budget: give up and let the next run retry.
+        const cls = classifyTransient(err);
+        const delay = cls === null ? 0 : classDelay(cls, claimErrors, o.claimRetry ?? DEFAULT_RETRY_CLASSES);
+        if (cls === null || now() + delay >= claimDeadline) {
+          o.logger.error(`claiming from '${o.queue}' failed${cls ? ` (transient: ${cls}; the next run retries)` : ''}`, err);
+          failed = true;
+          return;
+        }
+        o.logger.warn(`claiming from '${o.queue}' failed transiently (${cls}); retrying in ${Math.round(delay)} ms`, err);
+        retryAt = now() + delay;
+      }
+    })();
+    claiming = { done: done.finally(() => (claiming = undefined)), rows };
+  };
 
   for (;;) {
+    if (failed) {
+      report.stoppedBy = 'error';
+      break;
+    }
     if (o.stopping?.aborted) {
       report.stoppedBy = 'shutdown';
       break;
     }
-    const t = now();
-    if (t >= claimDeadline) {
+    if (now() >= claimDeadline) {
       report.stoppedBy = 'budget';
       break;
     }
@@ -145,60 +182,39 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
     await handBack(stale);
     if (o.stopping?.aborted || now() >= claimDeadline) continue;
 
-    const room = capacity - inFlight.size - buffer.size;
     const free = o.concurrency - inFlight.size;
-    // The queue looked empty a moment ago and held rows fill every free slot: claiming again would find nothing.
-    const seenEmpty = emptyAt !== undefined && buffer.size > 0 && now() - emptyAt < o.emptyPollDelayMs;
-    if (room <= 0 || seenEmpty || (room < refillAt && !(buffer.size === 0 && free > 0))) {
-      // Full: wait for a handler to finish, a held row to go stale, or the budget to end.
-      const until = Math.min(buffer.nextStaleAt() ?? Infinity, claimDeadline, seenEmpty ? emptyAt! + o.emptyPollDelayMs : Infinity);
-      const cancel = new AbortController();
-      await Promise.race([sleep(Math.max(0, until - now()), cancel.signal).catch(() => undefined), ...inFlight]);
-      cancel.abort();
-      lastActivity = now();
+    const room = capacity - inFlight.size - buffer.size - (claiming?.rows ?? 0);
+    // The queue looked empty a moment ago: wait for a wake or the poll delay before asking again.
+    const pollAt = emptyAt === undefined ? 0 : emptyAt + o.emptyPollDelayMs;
+    const wantClaim = !claiming && room > 0 && now() >= retryAt && (room >= refillAt || (buffer.size === 0 && free > 0));
+    if (wantClaim && now() >= pollAt) {
+      claimInBackground(Math.min(o.batchSize, room));
       continue;
     }
-    let batch;
-    const claimedAt = now();
-    try {
-      batch = await o.store.claim(o.queue, Math.min(o.batchSize, room), o.lockTimeoutMs);
-      claimErrors = 0;
-    } catch (err) {
-      report.claimFailures++;
-      claimErrors++;
-      // The class of the fault picks the wait (a deadlock: ms; throttling / failover: seconds); the exponent
-      // counts consecutive claim failures. No wait may run past the claim budget: give up and let the next run retry.
-      const cls = classifyTransient(err);
-      const delay = cls === null ? 0 : classDelay(cls, claimErrors, o.claimRetry ?? DEFAULT_RETRY_CLASSES);
-      if (cls === null || now() + delay >= claimDeadline) {
-        o.logger.error(`claiming from '${o.queue}' failed${cls ? ` (transient: ${cls}; the next run retries)` : ''}`, err);
-        report.stoppedBy = 'error';
-        break;
-      }
-      o.logger.warn(`claiming from '${o.queue}' failed transiently (${cls}); retrying in ${Math.round(delay)} ms`, err);
-      await sleep(delay, o.stopping).catch(() => undefined);
-      continue;
+    if (!claiming && inFlight.size === 0 && buffer.size === 0 && emptyAt !== undefined && now() - lastActivity >= o.idleGraceMs) {
+      report.stoppedBy = 'idle';
+      break;
     }
-    emptyAt = batch.length === 0 ? now() : undefined;
-    if (batch.length === 0) {
-      if (inFlight.size === 0 && buffer.size === 0 && now() - lastActivity >= o.idleGraceMs) {
-        report.stoppedBy = 'idle';
-        break;
-      }
-      const wait = Math.min(o.emptyPollDelayMs, Math.max(0, Math.min(claimDeadline, buffer.nextStaleAt() ?? Infinity) - now()));
-      // The wait is cancelled when a handler finishes first, so no stale waiter swallows the next wake.
-      const cancel = new AbortController();
-      await Promise.race([o.wake.wait(o.queue, wait, [o.stopping, cancel.signal]), ...inFlight]);
-      cancel.abort();
-      if (inFlight.size > 0) lastActivity = now();
-      continue;
+    // Wait for what comes first: a handler finishing, the claim answering, a held row going stale, a retry or poll
+    // coming due (a same-process publish wakes an empty-queue wait at once), or the budget ending.
+    const until = Math.min(buffer.nextStaleAt() ?? Infinity, claimDeadline, retryAt > now() ? retryAt : Infinity, wantClaim ? pollAt : Infinity);
+    const cancel = new AbortController();
+    const waits: Array<Promise<unknown>> = [...inFlight];
+    if (claiming) waits.push(claiming.done);
+    if (wantClaim && pollAt > now()) {
+      waits.push(o.wake.wait(o.queue, Math.max(0, until - now()), [o.stopping, cancel.signal]).then((woken) => woken && (emptyAt = undefined)));
+    } else if (until !== Infinity) {
+      waits.push(sleep(Math.max(0, until - now()), cancel.signal).catch(() => undefined));
     }
-    report.claimed += batch.length;
-    lastActivity = now();
-    buffer.add(batch, claimedAt);
+    const handlersBefore = inFlight.size;
+    if (waits.length > 0) await Promise.race(waits);
+    cancel.abort();
+    if (inFlight.size < handlersBefore) lastActivity = now();
   }
 
-  // Claimed but not started: hand back at once (no attempt spent, place in line kept).
+  // Claimed but not started: hand back at once (no attempt spent, place in line kept). A claim still answering
+  // is awaited first, so its rows go back too.
+  if (claiming) await claiming.done;
   await handBack(buffer.takeAll());
   await Promise.all(inFlight);
   await acks.drain();
