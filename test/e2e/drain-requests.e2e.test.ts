@@ -118,7 +118,11 @@ describe('drain requests on Azurite (DRAIN_TRIGGER=queue, timers off)', () => {
     const ns = [...(await publish(100)), ...(await publish(100))]; // ~80 jobs/s per drain: about 3 budgets
     await eventually(() => ns.every((n) => runs.has(n)) || undefined, 'the backlog ran', 30_000);
     expect(logs.some((l) => /ready after the budget: asked for 2 more drain/.test(l))).toBe(true);
-    expect(requested().length - before).toBeGreaterThanOrEqual(3);
+    // the two requests it fanned out into reach the trigger (the publish's own request may have been coalesced
+    // into a drain still running from the test before; a faster drain may clear the backlog before the fan-out
+    // requests run: they still run, and find little or nothing)
+    await eventually(() => requested().length - before >= 2 || undefined, 'the fan-out requests to run', 20_000);
+    expect(requested().length - before).toBeGreaterThanOrEqual(2);
   });
 
   it('a lost request is caught by the safety-net timer', async () => {
