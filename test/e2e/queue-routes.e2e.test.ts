@@ -1,9 +1,8 @@
 // Per-queue routes and policies through the local host: two queues forward to their own receivers with their own
 // attempt limits, a third drops instead of dead-lettering, and `orders` runs the in-code handler of
 // handlers/orders.ts (the README example). GET /api/queues/{queue} shows each route and policy.
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startJobReceiver, type JobReceiver } from '../support/job-receiver';
 import { eventually } from '../support/messages';
 import { postJson, startApp, type RunningApp } from './app-harness';
 
@@ -13,33 +12,16 @@ interface Received {
   attempt: number;
 }
 
-function receiver(log: Received[]): Server {
-  return createServer((req, res) => {
-    let body = '';
-    req.on('data', (c) => (body += c));
-    req.on('end', () => {
-      const job = JSON.parse(body) as Received;
-      log.push({ id: job.id, queue: job.queue, attempt: job.attempt });
-      res.writeHead(503, { 'content-type': 'application/json' }).end('{"error":"busy"}');
-    });
-  });
-}
-
-const listen = async (s: Server) => {
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  return (s.address() as AddressInfo).port;
-};
-
 const atAlpha: Received[] = [];
 const atBeta: Received[] = [];
-let alpha: Server;
-let beta: Server;
+let alpha: JobReceiver | undefined;
+let beta: JobReceiver | undefined;
 let app: RunningApp;
 
 beforeAll(async () => {
-  alpha = receiver(atAlpha);
-  beta = receiver(atBeta);
-  const [a, b] = [await listen(alpha), await listen(beta)];
+  alpha = await startJobReceiver((job: Received) => atAlpha.push({ id: job.id, queue: job.queue, attempt: job.attempt }), { status: 503, body: '{"error":"busy"}' });
+  beta = await startJobReceiver((job: Received) => atBeta.push({ id: job.id, queue: job.queue, attempt: job.attempt }), { status: 503, body: '{"error":"busy"}' });
+  const [a, b] = [alpha.port, beta.port];
   app = await startApp({
     PGLITE_DATA_DIR: 'memory://',
     QUEUES: 'alpha,beta.jobs,quiet,orders',
@@ -61,7 +43,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await app?.close();
-  for (const s of [alpha, beta]) await new Promise((r) => s?.close(r));
+  for (const r of [alpha, beta]) await r?.close();
 });
 
 const get = async (path: string) => (await app.api(path)).json() as Promise<Record<string, unknown>>;

@@ -1,11 +1,10 @@
 // Topics through the local host (issue 8 §2): a topic with two subscriptions, each forwarding to its own receiver
 // on loopback, gets every message exactly once per subscription (single and batch publishes); republishing an id
 // delivers nothing twice; an unknown topic is a 404; a topic without subscriptions accepts and drops (subscriptions 0).
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { topicCopyId } from '../../shared/transport/topic-names';
+import { startJobReceiver, type JobReceiver } from '../support/job-receiver';
 import { eventually, sleep } from '../support/messages';
 import { postJson, startApp, type RunningApp } from './app-harness';
 
@@ -15,33 +14,16 @@ interface Received {
   payload: { n: number };
 }
 
-function receiver(log: Received[]): Server {
-  return createServer((req, res) => {
-    let body = '';
-    req.on('data', (c) => (body += c));
-    req.on('end', () => {
-      const job = JSON.parse(body) as Received;
-      log.push({ id: job.id, queue: job.queue, payload: job.payload });
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-    });
-  });
-}
-
-const listen = async (s: Server) => {
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  return (s.address() as AddressInfo).port;
-};
-
 const atBilling: Received[] = [];
 const atShipping: Received[] = [];
-let billing: Server;
-let shipping: Server;
+let billing: JobReceiver | undefined;
+let shipping: JobReceiver | undefined;
 let app: RunningApp;
 
 beforeAll(async () => {
-  billing = receiver(atBilling);
-  shipping = receiver(atShipping);
-  const [b, s] = [await listen(billing), await listen(shipping)];
+  billing = await startJobReceiver((job: Received) => atBilling.push({ id: job.id, queue: job.queue, payload: job.payload }), { status: 200, body: '{}' });
+  shipping = await startJobReceiver((job: Received) => atShipping.push({ id: job.id, queue: job.queue, payload: job.payload }), { status: 200, body: '{}' });
+  const [b, s] = [billing.port, shipping.port];
   app = await startApp({
     PGLITE_DATA_DIR: 'memory://',
     QUEUES: 'worker',
@@ -57,7 +39,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await app?.close();
-  for (const s of [billing, shipping]) await new Promise((r) => s?.close(r));
+  for (const r of [billing, shipping]) await r?.close();
 });
 
 const post = (path: string, body: unknown) => app.api(path, postJson(body));
