@@ -45,6 +45,7 @@ function add(total: DrainReport, r: DrainReport): void {
   total.deadLettered += r.deadLettered;
   total.dropped += r.dropped;
   total.released += r.released;
+  total.releaseFailures += r.releaseFailures;
   total.ackFailures += r.ackFailures;
   total.claimFailures += r.claimFailures;
 }

@@ -1,5 +1,5 @@
 import type { Logger } from '../log';
-import { classDelay, DEFAULT_RETRY_CLASSES, sleep, type RetryPolicy } from '../sql/retry';
+import { classDelay, DEFAULT_RETRY_CLASSES, sleep, withRetry, type RetryPolicy } from '../sql/retry';
 import { classifyTransient } from '../sql/transient';
 import { AckBatcher } from './ack-batcher';
 import { ClaimBuffer } from './claim-buffer';
@@ -53,6 +53,8 @@ export interface DrainReport {
   /** Jobs out of attempts deleted instead of dead-lettered (the queue's policy has dead-lettering off). */
   dropped: number;
   released: number;
+  /** Hand-backs that failed for good (their rows wait out the lease, and that claim counts as an attempt). */
+  releaseFailures: number;
   ackFailures: number;
   claimFailures: number;
   durationMs: number;
@@ -61,7 +63,7 @@ export interface DrainReport {
 
 /** A report with every count zero (a drain that has not claimed anything yet). */
 export function emptyDrainReport(queue: string): DrainReport {
-  return { queue, claimed: 0, completed: 0, retried: 0, deadLettered: 0, dropped: 0, released: 0, ackFailures: 0, claimFailures: 0, durationMs: 0, stoppedBy: 'idle' };
+  return { queue, claimed: 0, completed: 0, retried: 0, deadLettered: 0, dropped: 0, released: 0, releaseFailures: 0, ackFailures: 0, claimFailures: 0, durationMs: 0, stoppedBy: 'idle' };
 }
 
 /**
@@ -119,14 +121,27 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
       .finally(() => inFlight.delete(p));
     inFlight.add(p);
   };
-  const handBack = async (msgs: ClaimedMessage[]) => {
+  // A hand-back lost to a fault costs the rows an attempt (their lease lapses with the claim counted), so it is
+  // retried on transient faults like an ack; it is fenced on the claim, so a retry after a lost answer no-ops.
+  // Hand-backs run beside the loop; the drain awaits them before it ends.
+  const releasing = new Set<Promise<void>>();
+  const handBack = (msgs: ClaimedMessage[]) => {
     if (msgs.length === 0) return;
     report.released += msgs.length;
-    try {
-      await o.store.releaseUnstarted(msgs);
-    } catch (err) {
-      o.logger.error(`failed to release ${msgs.length} unstarted jobs of '${o.queue}'; their leases will lapse`, err);
-    }
+    const p: Promise<void> = withRetry(() => o.store.releaseUnstarted(msgs), {
+      policy: o.claimRetry ?? DEFAULT_RETRY_CLASSES,
+      maxAttempts: 3,
+      deadline: claimDeadline + SETTLE_GRACE_MS,
+    })
+      .then(
+        () => undefined,
+        (err) => {
+          report.releaseFailures++;
+          o.logger.error(`failed to release ${msgs.length} unstarted jobs of '${o.queue}'; their leases will lapse`, err);
+        },
+      )
+      .finally(() => releasing.delete(p));
+    releasing.add(p);
   };
   const claimInBackground = (rows: number) => {
     const claimedAt = now();
@@ -179,7 +194,7 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
       start(msg); // a handler that starts synchronously may signal shutdown before the next one starts
     }
     stale.push(...buffer.takeStale(now()));
-    await handBack(stale);
+    handBack(stale);
     if (o.stopping?.aborted || now() >= claimDeadline) continue;
 
     const free = o.concurrency - inFlight.size;
@@ -215,8 +230,8 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
   // Claimed but not started: hand back at once (no attempt spent, place in line kept). A claim still answering
   // is awaited first, so its rows go back too.
   if (claiming) await claiming.done;
-  await handBack(buffer.takeAll());
-  await Promise.all(inFlight);
+  handBack(buffer.takeAll());
+  await Promise.all([...inFlight, ...releasing]);
   await acks.drain();
   report.ackFailures = acks.failed;
   report.durationMs = now() - started;

@@ -117,12 +117,16 @@ describe.skipIf(!runs)('drains under killed PostgreSQL sessions', () => {
     const twice = [...handled.values()].filter((n) => n > 1).length;
     const claimFailures = reports.reduce((n, r) => n + r.claimFailures, 0);
     const ackFailures = reports.reduce((n, r) => n + r.ackFailures, 0);
+    const released = reports.reduce((n, r) => n + r.released, 0);
+    const releaseFailures = reports.reduce((n, r) => n + r.releaseFailures, 0);
     console.info(
-      `[fault:postgres-chaos] ${killed} busy sessions killed; drains saw ${claimFailures} failed claims and ${ackFailures} failed ack batches; ` +
+      `[fault:postgres-chaos] ${killed} busy sessions killed; drains saw ${claimFailures} failed claims and ${ackFailures} failed ack batches; ${released} rows handed back unstarted (${releaseFailures} hand-backs failed); ` +
         `${JOBS} jobs ran, ${twice} more than once (at-least-once), highest attempt ${maxAttempt}`,
     );
     expect(claimFailures + ackFailures, 'faults that reached the drains').toBeGreaterThan(0);
     expect(missing).toEqual([]);
-    expect(await rowsLeft()).toEqual([]); // nothing waiting, leased or dead-lettered
+    const deadLetters = (await admin.query(`SELECT attempts, dead_letter_reason AS reason FROM "${schema}"."${TABLE}" WHERE queue = 'chaos_dlq' LIMIT 5`)).rows;
+    expect(deadLetters, 'dead letters (attempts, reason)').toEqual([]);
+    expect(await rowsLeft()).toEqual([]); // nothing waiting or leased
   }, 120_000);
 });

@@ -21,6 +21,8 @@ export class MemoryStore implements Pick<TransportStore, 'publish' | 'claim' | '
   rows = new Map<string, Row>();
   calls = { claim: 0, ack: 0, release: [] as Array<{ id: string; delayMs: number }>, releaseUnstarted: [] as string[], renew: 0, deadLetter: 0 };
   failClaims = 0;
+  /** The next hand-backs fail with claimError before committing. */
+  failReleases = 0;
   claimError: Error = Object.assign(new Error('connection reset'), { code: 'ECONNRESET' });
   /**
    * Scripted faults of the next dead-letter moves: 'before' fails without committing; 'after' commits and then
@@ -88,6 +90,10 @@ export class MemoryStore implements Pick<TransportStore, 'publish' | 'claim' | '
   }
 
   async releaseUnstarted(settlements: readonly Settlement[]) {
+    if (this.failReleases > 0) {
+      this.failReleases--;
+      throw this.claimError;
+    }
     let n = 0;
     for (const s of settlements) {
       this.calls.releaseUnstarted.push(s.id);

@@ -138,6 +138,39 @@ describe('drain loop', () => {
     ]);
   });
 
+  it('a hand-back that fails transiently is retried, so the rows still spend no attempt', async () => {
+    const store = new MemoryStore();
+    await store.publish(Array.from({ length: 3 }, (_, i) => message('q', i)));
+    const realClaim = store.claim.bind(store);
+    store.claim = async (...args) => {
+      const batch = await realClaim(...args);
+      await sleep(120); // back after the budget: the rows go back unstarted
+      return batch;
+    };
+    store.failReleases = 2;
+    const fast = { baseMs: 1, maxMs: 5 };
+    const claimRetry = { lock: fast, throttling: fast, failover: fast, connection: fast };
+    const report = await drainQueue(options(store, { budgetMs: 50, claimRetry }));
+    expect(report).toMatchObject({ released: 3, releaseFailures: 0, completed: 0 });
+    expect(store.inQueue('q').map((r) => [r.attempts, r.lockId])).toEqual([
+      [0, null],
+      [0, null],
+      [0, null],
+    ]);
+
+    const worse = new MemoryStore();
+    await worse.publish([message('q')]);
+    worse.claim = async (...args) => {
+      const batch = await MemoryStore.prototype.claim.apply(worse, args);
+      await sleep(120);
+      return batch;
+    };
+    worse.failReleases = 3; // every try fails: reported, and the row waits out its lease
+    const failed = await drainQueue(options(worse, { budgetMs: 50, claimRetry }));
+    expect(failed).toMatchObject({ released: 1, releaseFailures: 1 });
+    expect(worse.inQueue('q').map((r) => r.attempts)).toEqual([1]);
+  });
+
   it('prefetch: claims ahead of free slots in fewer statements, still never more handlers than the concurrency', async () => {
     const store = new MemoryStore();
     await store.publish(Array.from({ length: 200 }, (_, i) => message('q', i)));
