@@ -41,6 +41,9 @@ export interface DrainOptions {
   now?: () => number;
 }
 
+/** Claims at once while the queue has a backlog (each full claim says there is more). */
+const MAX_PARALLEL_CLAIMS = 2;
+
 /** How long after the claim budget acks may still be retried. */
 const SETTLE_GRACE_MS = 10_000;
 
@@ -110,8 +113,11 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
   let emptyAt: number | undefined; // when the last claim came back empty
   let retryAt = 0; // after a transient claim failure, no claim before this
   let failed = false; // a claim failed for good (or its retry would outlive the budget)
-  // One claim at a time runs in the background, so handlers keep starting from the buffer during its round trip.
-  let claiming: { done: Promise<void>; rows: number } | undefined;
+  // Claims run in the background, so handlers keep starting from the buffer during their round trips. While the
+  // last claim came back full (a backlog), a second may run beside it: SKIP LOCKED hands them disjoint rows.
+  const claims = new Set<{ done: Promise<void>; rows: number }>();
+  let claimingRows = 0;
+  let backlog = false;
 
   const start = (msg: ClaimedMessage) => {
     const p: Promise<void> = dispatchDelivery(msg, o.handler, deps)
@@ -149,6 +155,7 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
       try {
         const batch = await o.store.claim(o.queue, rows, o.lockTimeoutMs);
         claimErrors = 0;
+        backlog = batch.length === rows;
         emptyAt = batch.length === 0 ? now() : undefined;
         if (batch.length > 0) {
           report.claimed += batch.length;
@@ -156,6 +163,7 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
           buffer.add(batch, claimedAt);
         }
       } catch (err) {
+        backlog = false;
         report.claimFailures++;
         claimErrors++;
         // The class of the fault picks the wait (a deadlock: ms; throttling / failover: seconds); the exponent
@@ -171,7 +179,12 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
         retryAt = now() + delay;
       }
     })();
-    claiming = { done: done.finally(() => (claiming = undefined)), rows };
+    const claim = { done: done.finally(() => {
+      claims.delete(claim);
+      claimingRows -= rows;
+    }), rows };
+    claims.add(claim);
+    claimingRows += rows;
   };
 
   for (;;) {
@@ -198,15 +211,15 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
     if (o.stopping?.aborted || now() >= claimDeadline) continue;
 
     const free = o.concurrency - inFlight.size;
-    const room = capacity - inFlight.size - buffer.size - (claiming?.rows ?? 0);
+    const room = capacity - inFlight.size - buffer.size - claimingRows;
     // The queue looked empty a moment ago: wait for a wake or the poll delay before asking again.
     const pollAt = emptyAt === undefined ? 0 : emptyAt + o.emptyPollDelayMs;
-    const wantClaim = !claiming && room > 0 && now() >= retryAt && (room >= refillAt || (buffer.size === 0 && free > 0));
+    const wantClaim = claims.size < (backlog ? MAX_PARALLEL_CLAIMS : 1) && room > 0 && now() >= retryAt && (room >= refillAt || (buffer.size === 0 && free > 0));
     if (wantClaim && now() >= pollAt) {
       claimInBackground(Math.min(o.batchSize, room));
       continue;
     }
-    if (!claiming && inFlight.size === 0 && buffer.size === 0 && emptyAt !== undefined && now() - lastActivity >= o.idleGraceMs) {
+    if (claims.size === 0 && inFlight.size === 0 && buffer.size === 0 && emptyAt !== undefined && now() - lastActivity >= o.idleGraceMs) {
       report.stoppedBy = 'idle';
       break;
     }
@@ -215,7 +228,7 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
     const until = Math.min(buffer.nextStaleAt() ?? Infinity, claimDeadline, retryAt > now() ? retryAt : Infinity, wantClaim ? pollAt : Infinity);
     const cancel = new AbortController();
     const waits: Array<Promise<unknown>> = [...inFlight];
-    if (claiming) waits.push(claiming.done);
+    for (const c of claims) waits.push(c.done);
     if (wantClaim && pollAt > now()) {
       waits.push(o.wake.wait(o.queue, Math.max(0, until - now()), [o.stopping, cancel.signal]).then((woken) => woken && (emptyAt = undefined)));
     } else if (until !== Infinity) {
@@ -229,7 +242,7 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
 
   // Claimed but not started: hand back at once (no attempt spent, place in line kept). A claim still answering
   // is awaited first, so its rows go back too.
-  if (claiming) await claiming.done;
+  await Promise.all([...claims].map((c) => c.done));
   handBack(buffer.takeAll());
   await Promise.all([...inFlight, ...releasing]);
   await acks.drain();

@@ -197,6 +197,40 @@ describe('drain loop', () => {
     expect(store.inQueue('q')).toHaveLength(0);
   });
 
+  it('prefetch with a backlog: two claims run at once (never more); an idle queue is polled by one', async () => {
+    const store = new MemoryStore();
+    await store.publish(Array.from({ length: 400 }, (_, i) => message('q', i)));
+    const realClaim = store.claim.bind(store);
+    let open = 0;
+    let peak = 0;
+    store.claim = async (...args) => {
+      peak = Math.max(peak, ++open);
+      await sleep(15);
+      const batch = await realClaim(...args);
+      open--;
+      return batch;
+    };
+    const report = await drainQueue(options(store, { concurrency: 4, batchSize: 40, prefetch: 200, handler: () => sleep(1) }));
+    expect(report).toMatchObject({ claimed: 400, completed: 400, released: 0 });
+    expect(peak).toBe(2);
+    expect(store.inQueue('q')).toHaveLength(0);
+
+    const idle = new MemoryStore();
+    let idleOpen = 0;
+    let idlePeak = 0;
+    const idleClaim = idle.claim.bind(idle);
+    idle.claim = async (...args) => {
+      idlePeak = Math.max(idlePeak, ++idleOpen);
+      await sleep(5);
+      const batch = await idleClaim(...args);
+      idleOpen--;
+      return batch;
+    };
+    await drainQueue(options(idle, { concurrency: 4, batchSize: 40, prefetch: 200, idleGraceMs: 150 }));
+    expect(idle.calls.claim).toBeGreaterThan(1);
+    expect(idlePeak).toBe(1);
+  });
+
   it('prefetch under a slow handler: no job starts on a lease past half its time; stale rows go back unstarted', async () => {
     const store = new MemoryStore();
     await store.publish(Array.from({ length: 8 }, (_, i) => message('q', i)));
