@@ -42,10 +42,16 @@ export class RawJson {
   }
 }
 
+// The placeholder marker holds a random UUID drawn at start-up and never written out (every placeholder is
+// replaced), so no string a caller sends can look like a placeholder. One marker and one pattern per process:
+// drawing a UUID and compiling a pattern per call cost more than the JSON.stringify of a small job.
+const MARKER = `rawjson:${randomUUID()}:`;
+const PLACEHOLDER = new RegExp(`"${MARKER}(\\d+)"`, 'g');
+
 /** JSON.stringify, with every RawJson inside the value written as its own text. */
 export function stringifyJson(value: unknown): string {
   const outer = splicing;
-  const context = { marker: `rawjson:${randomUUID()}:`, texts: [] as string[] };
+  const context = { marker: MARKER, texts: [] as string[] };
   splicing = context;
   let text: string;
   try {
@@ -54,8 +60,7 @@ export function stringifyJson(value: unknown): string {
     splicing = outer;
   }
   if (context.texts.length === 0 || text === undefined) return text;
-  // The marker holds a fresh random UUID, so no string the caller sent can look like a placeholder.
-  return text.replace(new RegExp(`"${context.marker}(\\d+)"`, 'g'), (_, n: string) => context.texts[Number(n)]!);
+  return text.replace(PLACEHOLDER, (_, n: string) => context.texts[Number(n)]!);
 }
 
 /** The JSON text of a payload: a RawJson's own text, anything else serialised (undefined counts as null). */
