@@ -28,11 +28,14 @@
 //   configuration loader, and three OpenTelemetry release trains are installed side by side. Two levers, neither
 //   changing what is sent: the packages the SDK requires but never runs with these options are deferred to their
 //   first use (isUnusedSdkPackage, lazy-require.ts; the managed identity credential likewise), and package.json
-//   `overrides` keep one copy of each stable (2.x) OpenTelemetry package. That leaves ~740 modules;
+//   `overrides` keep one copy of each stable (2.x) OpenTelemetry package. That leaves ~670 modules of the SDK, which
+//   the build bundles into one file (scripts/bundle-telemetry.mjs, loadSdk below);
 //   `BENCH_ONLY=cold-start npm run bench` measures it (README, Benchmarks). Starting the SDK later (after the
 //   first invocation) is not an option: the preInvocation hook must be registered and the pg instrumentation in
 //   place before the first invocation, or its dependencies lose their parent or are not recorded at all.
 
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import type { TokenCredential } from '@azure/identity';
 import type { AzureMonitorOpenTelemetryOptions } from 'applicationinsights';
 import type { Env } from '../config';
@@ -88,6 +91,8 @@ export interface TelemetryOptions {
    * `disableOfflineStorage` and full sampling; the app passes nothing.
    */
   azureMonitor?: AzureMonitorOpenTelemetryOptions;
+  /** The file to load the SDK from (tests: a bundle they built); default the build's bundle, else the package. */
+  sdkPath?: string;
 }
 
 const off: Telemetry = {
@@ -99,6 +104,20 @@ const off: Telemetry = {
 };
 
 let current: Telemetry | undefined;
+
+/**
+ * The SDK as one bundled file when the build made it (dist/vendor/applicationinsights.js, see
+ * scripts/bundle-telemetry.mjs: about two thirds of the load time of ~670 separate modules), else the package.
+ */
+export function loadSdk(from: string | undefined = sdkBundlePath()): typeof import('applicationinsights') {
+  return (from ? require(from) : require('applicationinsights')) as typeof import('applicationinsights');
+}
+
+/** The build's bundle next to the compiled code (dist/shared/telemetry → dist/vendor), when it exists. */
+export function sdkBundlePath(): string | undefined {
+  const bundled = path.join(__dirname, '../../vendor/applicationinsights.js');
+  return existsSync(bundled) ? bundled : undefined;
+}
 
 /** Starts the Application Insights SDK once when APPLICATIONINSIGHTS_CONNECTION_STRING is set; otherwise telemetry is off. */
 export function startTelemetry(env: Env = process.env, options: TelemetryOptions = {}): Telemetry {
@@ -117,7 +136,7 @@ export function startTelemetry(env: Env = process.env, options: TelemetryOptions
 function start(connectionString: string, env: Env, options: TelemetryOptions): Telemetry {
   // Required here, not at the top: without a connection string the SDK is never loaded. The packages the SDK
   // requires but (with the options below) never uses are deferred until something uses them.
-  const appInsights = requireDeferring(() => require('applicationinsights') as typeof import('applicationinsights'), isUnusedSdkPackage);
+  const appInsights = requireDeferring(() => loadSdk(options.sdkPath ?? sdkBundlePath()), isUnusedSdkPackage);
   const credential = aadClientId(env.APPLICATIONINSIGHTS_AUTHENTICATION_STRING);
   const { azureMonitorExporterOptions: exporterOverrides, ...overrides } = options.azureMonitor ?? {};
   const azureMonitor: AzureMonitorOpenTelemetryOptions = {
