@@ -5,7 +5,7 @@
 // concurrency 16, PREFETCH 16) finds them all waiting. Reported: jobs/s from the first receipt to the last, the
 // jobs received twice and never, and the drain-worker invocations that started before the last receipt.
 // Store: the PostgreSQL server of PG_URL / DATABASE_URL in a schema of its own (dropped at the end), else PGlite in
-// memory. It sets the app's settings in process.env, so it runs after every other part.
+// memory. It sets the app's settings in process.env while it runs (and puts them back), after the other in-process parts.
 
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
@@ -63,16 +63,24 @@ export async function benchTimerDrain(record: Recorder): Promise<void> {
   const receiver = countingReceiver();
   await new Promise<void>((r) => receiver.server.listen(0, '127.0.0.1', r));
   const port = (receiver.server.address() as AddressInfo).port;
-  Object.assign(process.env, {
+  const settings: Record<string, string> = {
     QUEUES: QUEUE,
     WORKER_FORWARD_URL: `http://127.0.0.1:${port}/jobs`,
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
     ...(pgUrl ? { DATABASE_URL: pgUrl, SQL_SCHEMA: schema } : { PGLITE_DATA_DIR: 'memory://' }),
-  });
+  };
+  // The app reads its settings from process.env; they are put back afterwards, so the parts after this one (host
+  // processes spawned with process.env) do not inherit them.
+  const saved = Object.fromEntries(Object.keys(settings).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, settings);
 
   try {
     await drainThroughTimer(jobs, receiver, record);
   } finally {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
     await new Promise((r) => receiver.server.close(r));
     if (pgUrl) await dropSchema(pgUrl, schema);
   }

@@ -135,6 +135,9 @@ export interface Engine {
   close(): Promise<void>;
 }
 
+/** Rows per insert statement of engine.publishBatch (validation still goes 100 at a time). */
+export const INSERT_BATCH = 1000;
+
 export class EngineOptionsError extends Error {
   constructor(readonly problems: string[]) {
     super(`Invalid engine options:\n- ${problems.join('\n- ')}`);
@@ -309,7 +312,10 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     async publishBatch(queue, messages, o = {}) {
       publishable(queue);
       const results: PublishResult[] = [];
-      for (const chunk of parseAll(messages, queue)) results.push(...(await insert(queue, chunk, o)));
+      // validated 100 at a time (the HTTP batch rules), inserted up to INSERT_BATCH per statement: each statement
+      // is a round trip, and a bulk load of 500 in five statements trailed a peer's one
+      const rows = parseAll(messages, queue).flat();
+      for (let i = 0; i < rows.length; i += INSERT_BATCH) results.push(...(await insert(queue, rows.slice(i, i + INSERT_BATCH), o)));
       return results;
     },
 

@@ -139,6 +139,27 @@ for (const target of TARGETS) {
       await expect(engine.publish('nowhere', { payload: 1 })).rejects.toThrow(/no route/);
     });
 
+    it('publishBatch inserts up to 1,000 rows per statement, results in the order given', async () => {
+      const batch = Array.from({ length: 2_500 }, (_, n) => ({ payload: { n } }));
+      const store = engine.store as { publish: (rows: readonly unknown[]) => Promise<unknown> };
+      const real = store.publish;
+      const sizes: number[] = [];
+      store.publish = async (rows) => {
+        sizes.push(rows.length);
+        return real.call(store, rows);
+      };
+      try {
+        const results = await engine.publishBatch('fine', batch);
+        expect(sizes).toEqual([1000, 1000, 500]);
+        expect(results).toHaveLength(2_500);
+        expect(results.every((r) => !r.duplicate && r.queue === 'fine')).toBe(true);
+        expect(new Set(results.map((r) => r.id)).size).toBe(2_500);
+        expect((await engine.stats('fine')).ready).toBe(2_500);
+      } finally {
+        store.publish = real;
+      }
+    });
+
     it('refuses bad options with every problem listed', async () => {
       const err = await createEngine({
         store: target.store(),
