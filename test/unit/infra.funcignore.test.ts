@@ -54,6 +54,7 @@ describe('.funcignore', () => {
       'dist/functions/publish-message.js',
       'dist/shared/config.js',
       'dist/shared/stores/sqlserver/statements.js',
+      'dist/vendor/applicationinsights.js', // the bundled SDK (npm run build) that setup.ts loads
       ...Object.keys(pkg.dependencies).map((d) => `node_modules/${d}/package.json`),
       'node_modules/@azure/functions/package.json',
     ]) {
@@ -81,6 +82,8 @@ describe('.funcignore', () => {
       'azure.yaml',
       'dist/local/main.js',
       'dist/bench/run.js',
+      'scripts/bundle-telemetry.mjs',
+      'node_modules/@esbuild/linux-x64/package.json',
     ]) {
       expect(ignored(rules, left), left).toBe(true);
     }
