@@ -11,24 +11,53 @@ export interface PostAnswer {
 /** POSTs `body` to `url`; rejects on a network fault or when `signal` aborts (with the signal's reason). */
 export type HttpPost = (url: URL, headers: Record<string, string>, body: string, signal: AbortSignal) => Promise<PostAnswer>;
 
+/**
+ * Idle kept-alive connections are closed after this long (fetch's pool: 4 s), before a server's own idle timeout
+ * (commonly 5 s) closes them under a request; the agent applies it to free sockets only.
+ */
+export const IDLE_SOCKET_TIMEOUT_MS = 4_000;
+
 // Kept-alive connections per origin, like fetch's pool. node:http rather than fetch: at thousands of forwards a
 // second, fetch (undici's WHATWG layer: Request/Response objects, web streams, an AbortController per request) cost
 // about as much CPU as everything else a drain does per job together.
 const agents = {
-  'http:': new http.Agent({ keepAlive: true }),
-  'https:': new https.Agent({ keepAlive: true }),
+  'http:': new http.Agent({ keepAlive: true, timeout: IDLE_SOCKET_TIMEOUT_MS }),
+  'https:': new https.Agent({ keepAlive: true, timeout: IDLE_SOCKET_TIMEOUT_MS }),
 };
 
-/** One POST over a kept-alive connection. Redirects are answers like any other (not followed). */
-export const httpPost: HttpPost = (url, headers, body, signal) =>
-  new Promise((resolve, reject) => {
+/**
+ * One POST over a kept-alive connection. Redirects are answers like any other (not followed). A kept-alive
+ * connection the server closed just as it was reused fails before any answer: that request is sent once more on a
+ * new connection (the server never read it), as Node's documentation advises.
+ */
+export const httpPost: HttpPost = async (url, headers, body, signal) => {
+  const payload = Buffer.from(body, 'utf8');
+  try {
+    return await postOnce(url, headers, payload, signal);
+  } catch (err) {
+    if (!(err instanceof StaleSocketError) || signal.aborted) throw err instanceof StaleSocketError ? err.cause : err;
+    return postOnce(url, headers, payload, signal).catch((again: unknown) => {
+      throw again instanceof StaleSocketError ? again.cause : again;
+    });
+  }
+};
+
+class StaleSocketError extends Error {
+  constructor(override readonly cause: unknown) {
+    super('a reused connection was closed before the request was answered');
+  }
+}
+
+function postOnce(url: URL, headers: Record<string, string>, payload: Buffer, signal: AbortSignal): Promise<PostAnswer> {
+  return new Promise((resolve, reject) => {
     if (signal.aborted) return reject(signal.reason);
     const secure = url.protocol === 'https:';
-    const payload = Buffer.from(body, 'utf8');
+    let answered = false;
     const req = (secure ? https : http).request(
       url,
       { method: 'POST', headers: { ...headers, 'content-length': String(payload.length) }, agent: agents[secure ? 'https:' : 'http:'] },
       (res) => {
+        answered = true;
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => {
@@ -41,7 +70,8 @@ export const httpPost: HttpPost = (url, headers, body, signal) =>
     );
     function fail(err: unknown) {
       signal.removeEventListener('abort', onAbort);
-      reject(err);
+      const stale = !answered && req.reusedSocket && (err as NodeJS.ErrnoException)?.code === 'ECONNRESET' && !signal.aborted;
+      reject(stale ? new StaleSocketError(err) : err);
     }
     function onAbort() {
       req.destroy();
@@ -51,3 +81,4 @@ export const httpPost: HttpPost = (url, headers, body, signal) =>
     req.on('error', fail);
     req.end(payload);
   });
+}

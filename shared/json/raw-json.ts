@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { scanJson, type JsonPath } from './scan';
 
 /** Set while stringifyJson runs: RawJson.toJSON leaves a placeholder that is replaced by its text afterwards. */
-let splicing: { marker: string; texts: string[] } | undefined;
+let splicing: { marker: string; call: string; texts: string[] } | undefined;
 
 export class RawJson {
   #parsed: { value: unknown } | undefined;
@@ -44,14 +44,17 @@ export class RawJson {
 
 // The placeholder marker holds a random UUID drawn at start-up and never written out (every placeholder is
 // replaced), so no string a caller sends can look like a placeholder. One marker and one pattern per process:
-// drawing a UUID and compiling a pattern per call cost more than the JSON.stringify of a small job.
+// drawing a UUID and compiling a pattern per call cost more than the JSON.stringify of a small job. Each call
+// numbers its placeholders with its own call number, and replaces only its own: a placeholder that escaped into a
+// string some other way (a plain JSON.stringify of a RawJson inside a toJSON) is never filled with another text.
 const MARKER = `rawjson:${randomUUID()}:`;
-const PLACEHOLDER = new RegExp(`"${MARKER}(\\d+)"`, 'g');
+const PLACEHOLDER = new RegExp(`"${MARKER}(\\d+):(\\d+)"`, 'g');
+let calls = 0;
 
 /** JSON.stringify, with every RawJson inside the value written as its own text. */
 export function stringifyJson(value: unknown): string {
   const outer = splicing;
-  const context = { marker: MARKER, texts: [] as string[] };
+  const context = { marker: `${MARKER}${++calls}:`, call: String(calls), texts: [] as string[] };
   splicing = context;
   let text: string;
   try {
@@ -60,7 +63,7 @@ export function stringifyJson(value: unknown): string {
     splicing = outer;
   }
   if (context.texts.length === 0 || text === undefined) return text;
-  return text.replace(PLACEHOLDER, (_, n: string) => context.texts[Number(n)]!);
+  return text.replace(PLACEHOLDER, (match, call: string, n: string) => (call === context.call ? context.texts[Number(n)]! : match));
 }
 
 /** The JSON text of a payload: a RawJson's own text, anything else serialised (undefined counts as null). */

@@ -20,8 +20,11 @@ export class ClaimBuffer {
     return this.held.length;
   }
 
+  /** Keeps the rows ordered by claim time: two claims in flight may answer out of order. */
   add(batch: readonly ClaimedMessage[], claimedAt: number): void {
-    for (const msg of batch) this.held.push({ msg, claimedAt });
+    let at = this.held.length;
+    while (at > 0 && this.held[at - 1]!.claimedAt > claimedAt) at--;
+    this.held.splice(at, 0, ...batch.map((msg) => ({ msg, claimedAt })));
   }
 
   /** The next row that may still start; rows too old to start are moved to `stale` on the way. */

@@ -57,8 +57,9 @@ export interface DrainReport {
   deadLettered: number;
   /** Jobs out of attempts deleted instead of dead-lettered (the queue's policy has dead-lettering off). */
   dropped: number;
+  /** Rows handed back unstarted (no attempt spent). */
   released: number;
-  /** Hand-backs that failed for good (their rows wait out the lease, and that claim counts as an attempt). */
+  /** Rows whose hand-back failed for good (they wait out the lease, and that claim counts as an attempt). */
   releaseFailures: number;
   ackFailures: number;
   claimFailures: number;
@@ -144,7 +145,8 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
       .then(
         () => undefined,
         (err) => {
-          report.releaseFailures++;
+          report.released -= msgs.length;
+          report.releaseFailures += msgs.length;
           o.logger.error(`failed to release ${msgs.length} unstarted jobs of '${o.queue}'; their leases will lapse`, err);
         },
       )
@@ -228,8 +230,8 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
     // Wait for what comes first: a handler finishing, the claim answering, a held row going stale, a retry or poll
     // coming due (a same-process publish wakes an empty-queue wait at once), or the budget ending.
     const until = Math.min(buffer.nextStaleAt() ?? Infinity, claimDeadline, retryAt > now() ? retryAt : Infinity, wantClaim ? pollAt : Infinity);
-    // A timed wait gets a controller to end it once something else came first (only then: one per loop turn is
-    // measurable CPU at thousands of jobs a second), aborted with a fixed reason (no DOMException per turn).
+    // A timed wait gets a controller to end it once something else came first, aborted with a fixed reason: the
+    // default reason is a new DOMException per loop turn, measurable CPU at thousands of jobs a second.
     let cancel: AbortController | undefined;
     const waits: Array<Promise<unknown>> = [...inFlight];
     for (const c of claims) waits.push(c.done);

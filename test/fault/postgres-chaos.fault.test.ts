@@ -123,7 +123,7 @@ describe.skipIf(!runs)('drains under killed PostgreSQL sessions', () => {
     const released = reports.reduce((n, r) => n + r.released, 0);
     const releaseFailures = reports.reduce((n, r) => n + r.releaseFailures, 0);
     console.info(
-      `[fault:postgres-chaos] ${killed} busy sessions killed; drains saw ${claimFailures} failed claims and ${ackFailures} failed ack batches; ${released} rows handed back unstarted (${releaseFailures} hand-backs failed); ` +
+      `[fault:postgres-chaos] ${killed} busy sessions killed; drains saw ${claimFailures} failed claims and ${ackFailures} failed ack batches; ${released} rows handed back unstarted (${releaseFailures} more whose hand-back failed); ` +
         `${JOBS} jobs ran, ${twice} more than once (at-least-once), highest attempt ${maxAttempt}`,
     );
     expect(claimFailures + ackFailures, 'faults that reached the drains').toBeGreaterThan(0);

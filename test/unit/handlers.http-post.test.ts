@@ -65,3 +65,33 @@ describe('httpPost (the forward handler transport)', () => {
     await expect(httpPost(reset, {}, '{}', aborted.signal)).rejects.toThrow('already gone');
   });
 });
+
+describe('httpPost and kept-alive connections', () => {
+  it('sends a request once more when the server closed the reused connection before reading it', async () => {
+    let requests = 0;
+    let closeNext = false;
+    const url = await serve((req, _body, res) => {
+      requests++;
+      if (closeNext) {
+        closeNext = false;
+        req.socket.destroy(); // as a server whose idle timeout fired just as the request arrived
+        return;
+      }
+      res.end('ok');
+    });
+    expect((await httpPost(url, {}, '{}', new AbortController().signal)).text).toBe('ok');
+    closeNext = true;
+    expect((await httpPost(url, {}, '{}', new AbortController().signal)).text).toBe('ok');
+    expect(requests).toBe(3); // the first, the one on the reused connection that was reset, and its resend
+  });
+
+  it('a new connection reset before any answer is not sent again', async () => {
+    let requests = 0;
+    const url = await serve((req) => {
+      requests++;
+      req.socket.destroy();
+    });
+    await expect(httpPost(url, {}, '{}', new AbortController().signal)).rejects.toThrow(/socket hang up|ECONNRESET/);
+    expect(requests).toBe(1);
+  });
+});

@@ -47,3 +47,14 @@ describe('RawJson', () => {
     expect(rawJsonAt('{"a":', ['a'])).toBeUndefined();
   });
 });
+
+describe('stringifyJson placeholders', () => {
+  it('a placeholder that escaped into a string is never filled with another call\'s text', () => {
+    // a toJSON that serialises a RawJson with plain JSON.stringify leaks the placeholder as text
+    const leakedJson = stringifyJson({ toJSON: () => JSON.stringify(new RawJson('7')) });
+    const leaked = JSON.parse(JSON.parse(leakedJson) as string) as string;
+    expect(leaked).toMatch(/^rawjson:/);
+    // fed back as a plain string beside a RawJson of a later call, it stays the string it is
+    expect(stringifyJson([leaked, new RawJson('2')])).toBe(`[${JSON.stringify(leaked)},2]`);
+  });
+});
