@@ -241,7 +241,12 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   let listener: NotifyListener | undefined;
   if (notifyUrl !== undefined && options.wake?.notify !== false) {
     try {
-      listener = await startWakeListener(notifyUrl, schema, transportTable, channelConfig, wake, channel, logger);
+      // With drain requests, a NOTIFY no drain loop here was waiting for (a publish from SQL, or from another
+      // instance) becomes a drain request: rows a business transaction published through the SQL function are
+      // drained at once instead of at the next safety-net timer, whenever some instance is up. The sender
+      // coalesces (one request per queue and second), so this instance's own publishes add nothing.
+      const unheard = options.drainRequests;
+      listener = await startWakeListener(notifyUrl, schema, transportTable, channelConfig, wake, channel, logger, unheard && ((queue) => unheard.announce(queue, 0)));
     } catch (err) {
       await stores.close();
       throw err;
@@ -508,6 +513,7 @@ async function startWakeListener(
   wake: WakeSignal,
   channel: ResponseChannel,
   logger: Logger,
+  onUnheard?: (queue: string) => void,
 ): Promise<NotifyListener> {
   const { startNotifyListener } = await import('../stores/postgres/notify-listener');
   const { notifyPrefix } = await import('../stores/postgres/statements');
@@ -515,7 +521,7 @@ async function startWakeListener(
   return startNotifyListener(
     url,
     {
-      transport: { prefix: notifyPrefix(transportNames(schema, table, 'postgres')), wake: (queue) => wake.notify(queue) },
+      transport: { prefix: notifyPrefix(transportNames(schema, table, 'postgres')), wake: (queue) => void (wake.notify(queue) || onUnheard?.(queue)) },
       channel: { prefix: channelNotifyPrefix(channelNames(schema, channelConfig, 'postgres')), wake: (id) => channel.local.notify(id) },
     },
     logger,

@@ -8,14 +8,16 @@ export class WakeSignal {
   /** Queues notified while nobody waited (the loop was busy claiming): the next wait returns at once. */
   private readonly pending = new Set<string>();
 
-  notify(queue: string): void {
+  /** Wakes the queue's waiting drain loops; false when none was waiting (the wake is kept for the next wait). */
+  notify(queue: string): boolean {
     const set = this.waiters.get(queue);
     if (!set || set.size === 0) {
       this.pending.add(queue);
-      return;
+      return false;
     }
     this.waiters.delete(queue);
     for (const wake of set) wake();
+    return true;
   }
 
   /**
