@@ -239,14 +239,18 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const workerQueues = Object.keys(options.queues);
   const notifyUrl = isInjected(options.store) ? options.store.notifyUrl : options.store.kind === 'postgres' ? options.store.url : undefined;
   let listener: NotifyListener | undefined;
+  const activeDrains = new Map<string, number>(); // queue → drains running in this engine
   if (notifyUrl !== undefined && options.wake?.notify !== false) {
     try {
-      // With drain requests, a NOTIFY no drain loop here was waiting for (a publish from SQL, or from another
-      // instance) becomes a drain request: rows a business transaction published through the SQL function are
-      // drained at once instead of at the next safety-net timer, whenever some instance is up. The sender
-      // coalesces (one request per queue and second), so this instance's own publishes add nothing.
-      const unheard = options.drainRequests;
-      listener = await startWakeListener(notifyUrl, schema, transportTable, channelConfig, wake, channel, logger, unheard && ((queue) => unheard.announce(queue, 0)));
+      // With drain requests, a NOTIFY for a queue this instance is not draining (a publish from SQL, or from
+      // another instance) becomes a drain request: rows a business transaction published through the SQL function
+      // are drained at once instead of at the next safety-net timer, whenever some instance is up. Only while no
+      // drain of that queue runs here: busy instances under load add no requests (which would feed the scale
+      // controller's queue length). The sender coalesces (one request per queue and second), so this instance's
+      // own publishes add nothing.
+      const requests = options.drainRequests;
+      const unheard = requests && ((queue: string) => void (activeDrains.has(queue) || requests.announce(queue, 0)));
+      listener = await startWakeListener(notifyUrl, schema, transportTable, channelConfig, wake, channel, logger, unheard);
     } catch (err) {
       await stores.close();
       throw err;
@@ -389,6 +393,13 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       if (recording === undefined) recordSubscriptions().catch((err: unknown) => logger.warn('recording the topic subscriptions failed; the next drain retries', err));
       const stop = linkedSignal([request.signal, closing.signal]);
       const p = route.policy;
+      activeDrains.set(queue, (activeDrains.get(queue) ?? 0) + 1);
+      const ended = () => {
+        stop.dispose();
+        const n = (activeDrains.get(queue) ?? 1) - 1;
+        if (n > 0) activeDrains.set(queue, n);
+        else activeDrains.delete(queue);
+      };
       return track(
         drainQueue({
           store: stores.transport,
@@ -408,7 +419,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
           logger: request.logger ?? logger,
           stopping: stop.signal,
           claimRetry: retry,
-        }).finally(stop.dispose),
+        }).finally(ended),
       );
     },
 
