@@ -242,15 +242,15 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const activeDrains = new Map<string, number>(); // queue → drains running in this engine
   if (notifyUrl !== undefined && options.wake?.notify !== false) {
     try {
-      // With drain requests, a NOTIFY for a queue this instance is not draining (a publish from SQL, or from
+      // With drain requests, a NOTIFY for a queue no drain of this instance is running (a publish from SQL, or from
       // another instance) becomes a drain request: rows a business transaction published through the SQL function
-      // are drained at once instead of at the next safety-net timer, whenever some instance is up. Only while no
-      // drain of that queue runs here: busy instances under load add no requests (which would feed the scale
-      // controller's queue length). The sender coalesces (one request per queue and second), so this instance's
-      // own publishes add nothing.
+      // are drained at once instead of at the next safety-net timer, whenever some instance is up. Every drain
+      // loop, waiting or busy, runs through engine.drain and is counted in activeDrains; busy instances under load
+      // add no requests (which would feed the scale controller's queue length). The sender coalesces (one request
+      // per queue and second), so this instance's own publishes add nothing.
       const requests = options.drainRequests;
-      const unheard = requests && ((queue: string) => void (activeDrains.has(queue) || requests.announce(queue, 0)));
-      listener = await startWakeListener(notifyUrl, schema, transportTable, channelConfig, wake, channel, logger, unheard);
+      const announceIdle = requests && ((queue: string) => void (activeDrains.has(queue) || requests.announce(queue, 0)));
+      listener = await startWakeListener(notifyUrl, schema, transportTable, channelConfig, wake, channel, logger, announceIdle);
     } catch (err) {
       await stores.close();
       throw err;
@@ -524,7 +524,8 @@ async function startWakeListener(
   wake: WakeSignal,
   channel: ResponseChannel,
   logger: Logger,
-  onUnheard?: (queue: string) => void,
+  /** Called for every transport NOTIFY after the local wake (queue mode: may become a drain request). */
+  onNotified?: (queue: string) => void,
 ): Promise<NotifyListener> {
   const { startNotifyListener } = await import('../stores/postgres/notify-listener');
   const { notifyPrefix } = await import('../stores/postgres/statements');
@@ -532,7 +533,13 @@ async function startWakeListener(
   return startNotifyListener(
     url,
     {
-      transport: { prefix: notifyPrefix(transportNames(schema, table, 'postgres')), wake: (queue) => void (wake.notify(queue) || onUnheard?.(queue)) },
+      transport: {
+        prefix: notifyPrefix(transportNames(schema, table, 'postgres')),
+        wake: (queue) => {
+          wake.notify(queue);
+          onNotified?.(queue);
+        },
+      },
       channel: { prefix: channelNotifyPrefix(channelNames(schema, channelConfig, 'postgres')), wake: (id) => channel.local.notify(id) },
     },
     logger,

@@ -8,16 +8,14 @@ export class WakeSignal {
   /** Queues notified while nobody waited (the loop was busy claiming): the next wait returns at once. */
   private readonly pending = new Set<string>();
 
-  /** Wakes the queue's waiting drain loops; false when none was waiting (the wake is kept for the next wait). */
-  notify(queue: string): boolean {
+  notify(queue: string): void {
     const set = this.waiters.get(queue);
     if (!set || set.size === 0) {
       this.pending.add(queue);
-      return false;
+      return;
     }
     this.waiters.delete(queue);
     for (const wake of set) wake();
-    return true;
   }
 
   /**
