@@ -1,6 +1,7 @@
 // Settings from the environment → validated, typed options with the spec's defaults.
 // Every setting the app reads is listed in SETTINGS (the README table and the infra drift check use it).
 
+import { DEFAULT_CORRELATION_ID_JSON_PATHS } from './channel/correlation-extractor';
 import { parseSchedule } from './ncrontab';
 import { validateQueueName, validateIdentifier, type Dialect } from './sql/identifiers';
 import type { Logger, LogLevel } from './log';
@@ -122,14 +123,7 @@ export interface ChannelConfig {
 }
 
 export { CALLBACK_QUEUE, RESPONSE_QUEUE };
-export const DEFAULT_CORRELATION_ID_JSON_PATHS = [
-  'CorrelationId',
-  'CustomParameters',
-  'CustomParameters.CorrelationId',
-  'PubSubParams.CustomParameters',
-  'PubSubParams.CustomParameters.CorrelationId',
-  'DagJsonParameters.CorrelationId',
-];
+export { DEFAULT_CORRELATION_ID_JSON_PATHS };
 
 interface Setting {
   name: string;

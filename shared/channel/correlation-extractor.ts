@@ -9,6 +9,16 @@ import { RawJson, rawJsonAt } from '../json/raw-json';
 import { getHeader } from '../transport/headers';
 import type { Headers } from '../transport/types';
 
+/** The paths tried when none are configured (CORRELATION_ID_JSON_PATHS, the engine's channel options). */
+export const DEFAULT_CORRELATION_ID_JSON_PATHS: readonly string[] = [
+  'CorrelationId',
+  'CustomParameters',
+  'CustomParameters.CorrelationId',
+  'PubSubParams.CustomParameters',
+  'PubSubParams.CustomParameters.CorrelationId',
+  'DagJsonParameters.CorrelationId',
+];
+
 /** The JSON document a value was read from (the payload, or a nested JSON string) and its path in it. */
 interface Source {
   text: string | undefined;

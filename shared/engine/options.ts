@@ -1,6 +1,7 @@
 // What createEngine takes: explicit values only (no environment reads). shared/config.ts turns app settings into
 // these; a program of its own writes them directly. Everything optional has the app settings' default.
 
+import { DEFAULT_CORRELATION_ID_JSON_PATHS } from '../channel/correlation-extractor';
 import type { ChannelConfig, StoreSelection } from '../config';
 import type { HandlerSpec } from '../handlers/registry';
 import type { Logger } from '../log';
@@ -111,14 +112,7 @@ export const DEFAULT_CHANNEL: Readonly<ChannelConfig> = Object.freeze({
   callbackAllowedHosts: [],
   callbackTimeoutMs: 30_000,
   maxRegistrationsPerCorrelationId: 32,
-  correlationIdJsonPaths: [
-    'CorrelationId',
-    'CustomParameters',
-    'CustomParameters.CorrelationId',
-    'PubSubParams.CustomParameters',
-    'PubSubParams.CustomParameters.CorrelationId',
-    'DagJsonParameters.CorrelationId',
-  ],
+  correlationIdJsonPaths: [...DEFAULT_CORRELATION_ID_JSON_PATHS],
   drainResponsesSchedule: '*/10 * * * * *',
   drainCallbacksSchedule: '*/10 * * * * *',
   sweepSchedule: '*/5 * * * * *',

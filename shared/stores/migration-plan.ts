@@ -80,6 +80,16 @@ export interface SchemaLocation {
 
 export const APPLY_COMMAND = 'npm run schema -- apply';
 
+/**
+ * The start of every apply(): refuses a schema newer than the app, and answers the common case (every instance
+ * start with AUTO_CREATE_SCHEMA: up to date) without a lock or DDL; undefined when there is work to do.
+ */
+export function upToDateReport(plan: MigrationPlan, at: SchemaLocation): ApplyReport | undefined {
+  if (plan.newerThanApp) throw new Error(newerThanAppMessage(plan, at));
+  if (plan.recordBaseline || plan.pending.length > 0) return undefined;
+  return { from: plan.current, to: plan.current, baselineRecorded: false, applied: [] };
+}
+
 export function newerThanAppMessage(plan: MigrationPlan, at: SchemaLocation): string {
   return (
     `the database schema '${at.schema}' is at version ${plan.current} (table ${at.migrationsTable}), newer than this app, ` +

@@ -26,6 +26,13 @@ export async function startApp(settings: Record<string, string>, options: { func
   return { url: host.url, api, logs, host, close: () => host.close() };
 }
 
+/** Settings for a timer drain every second that ends soon after the queue runs dry: what most e2e files want. */
+export const TIMER_DRAIN_EVERY_SECOND: Readonly<Record<string, string>> = {
+  DRAIN_WORKER_SCHEDULE: '*/1 * * * * *',
+  DRAIN_BUDGET_SECONDS: '5',
+  DRAIN_IDLE_GRACE_SECONDS: '0.5',
+};
+
 export const postJson = (body: unknown, extra: Record<string, string> = {}): RequestInit => ({
   method: 'POST',
   headers: { 'content-type': 'application/json', ...extra },

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_CHANNEL_TABLES } from '../../shared/channel/types';
 import { newSchema } from '../contract/fixtures';
 import { eventually, sleep } from '../support/messages';
-import { checkedFetch } from './app-harness';
+import { checkedFetch, TIMER_DRAIN_EVERY_SECOND } from './app-harness';
 
 const PG_URL = process.env.PG_URL;
 if (!PG_URL) console.warn('[e2e:cross-process] skipped: PG_URL is not set (two processes need a shared database server)');
@@ -41,9 +41,7 @@ async function startHost(schema: string): Promise<Host> {
       PORT: String(port),
       DATABASE_URL: PG_URL,
       SQL_SCHEMA: schema,
-      DRAIN_WORKER_SCHEDULE: '*/1 * * * * *',
-      DRAIN_BUDGET_SECONDS: '5',
-      DRAIN_IDLE_GRACE_SECONDS: '0.5',
+      ...TIMER_DRAIN_EVERY_SECOND,
       LOG_LEVEL: 'warn',
       LOCAL_FUNCTION_KEY: '',
     },

@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../support/messages';
-import { postJson, startApp, type RunningApp } from './app-harness';
+import { postJson, startApp, type RunningApp, TIMER_DRAIN_EVERY_SECOND } from './app-harness';
 
 // The worker forwards each job to this server; it fails while `failing` is true.
 let failing = true;
@@ -28,9 +28,7 @@ beforeAll(async () => {
     WORKER_FORWARD_URL: `http://127.0.0.1:${port}/jobs`,
     MAX_DELIVERY_ATTEMPTS: '2',
     REDELIVERY_DELAY_SECONDS: '0',
-    DRAIN_WORKER_SCHEDULE: '*/1 * * * * *',
-    DRAIN_BUDGET_SECONDS: '5',
-    DRAIN_IDLE_GRACE_SECONDS: '0.5',
+    ...TIMER_DRAIN_EVERY_SECOND,
     LOG_LEVEL: 'warn',
   });
 });

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startJobReceiver, type JobReceiver } from '../support/job-receiver';
 import { eventually } from '../support/messages';
-import { postJson, startApp, type RunningApp } from './app-harness';
+import { postJson, startApp, type RunningApp, TIMER_DRAIN_EVERY_SECOND } from './app-harness';
 
 interface Received {
   id: string;
@@ -35,9 +35,7 @@ beforeAll(async () => {
     QUEUE__quiet__MAX_DELIVERY_ATTEMPTS: '1',
     QUEUE__quiet__DEAD_LETTER_ENABLED: 'false',
     QUEUE__orders__HANDLER: 'code',
-    DRAIN_WORKER_SCHEDULE: '*/1 * * * * *',
-    DRAIN_BUDGET_SECONDS: '5',
-    DRAIN_IDLE_GRACE_SECONDS: '0.5',
+    ...TIMER_DRAIN_EVERY_SECOND,
     LOG_LEVEL: 'warn',
   });
 });

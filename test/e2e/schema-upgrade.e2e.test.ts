@@ -18,7 +18,7 @@ import { deadLetterHeaders } from '../../shared/transport/headers';
 import { WakeSignal } from '../../shared/transport/wake';
 import { eventually, message } from '../support/messages';
 import { postgresSchemaDb, type SchemaDb } from '../contract/schema-fixtures';
-import { startApp, type RunningApp } from './app-harness';
+import { startApp, type RunningApp, TIMER_DRAIN_EVERY_SECOND } from './app-harness';
 
 const PG_URL = process.env.PG_URL;
 if (!PG_URL) console.warn('[e2e:schema-upgrade] skipped: PG_URL is not set (the version-1 database is made on the PostgreSQL server)');
@@ -75,9 +75,7 @@ describe.skipIf(!PG_URL)('upgrade from version 1 (local host on a schema of the 
       SQL_SCHEMA: d.schema,
       AUTO_CREATE_SCHEMA: 'true',
       WORKER_FORWARD_URL: `http://127.0.0.1:${(target.address() as AddressInfo).port}/jobs`,
-      DRAIN_WORKER_SCHEDULE: '*/1 * * * * *',
-      DRAIN_BUDGET_SECONDS: '5',
-      DRAIN_IDLE_GRACE_SECONDS: '0.5',
+      ...TIMER_DRAIN_EVERY_SECOND,
       LOG_LEVEL: 'warn',
     });
   }, 90_000);

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { topicCopyId } from '../../shared/transport/topic-names';
 import { startJobReceiver, type JobReceiver } from '../support/job-receiver';
 import { eventually, sleep } from '../support/messages';
-import { postJson, startApp, type RunningApp } from './app-harness';
+import { postJson, startApp, type RunningApp, TIMER_DRAIN_EVERY_SECOND } from './app-harness';
 
 interface Received {
   id: string;
@@ -31,9 +31,7 @@ beforeAll(async () => {
     TOPIC__orders__SUBSCRIPTIONS: 'billing,shipping',
     QUEUE__orders_billing__FORWARD_URL: `http://127.0.0.1:${b}/billing`,
     QUEUE__orders_shipping__FORWARD_URL: `http://127.0.0.1:${s}/shipping`,
-    DRAIN_WORKER_SCHEDULE: '*/1 * * * * *',
-    DRAIN_BUDGET_SECONDS: '5',
-    DRAIN_IDLE_GRACE_SECONDS: '0.5',
+    ...TIMER_DRAIN_EVERY_SECOND,
     LOG_LEVEL: 'warn',
   });
 });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../support/messages';
-import { postJson, startApp, type RunningApp } from './app-harness';
+import { postJson, startApp, type RunningApp, TIMER_DRAIN_EVERY_SECOND } from './app-harness';
 
 let app: RunningApp;
 
@@ -8,9 +8,7 @@ beforeAll(async () => {
   app = await startApp(
     {
       PGLITE_DATA_DIR: 'memory://',
-      DRAIN_WORKER_SCHEDULE: '*/1 * * * * *',
-      DRAIN_BUDGET_SECONDS: '5',
-      DRAIN_IDLE_GRACE_SECONDS: '0.5',
+      ...TIMER_DRAIN_EVERY_SECOND,
       MAX_MESSAGE_BYTES: '2048',
       LOG_LEVEL: 'warn',
     },

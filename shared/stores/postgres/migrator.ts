@@ -7,6 +7,7 @@
 import {
   planMigrations,
   newerThanAppMessage,
+  upToDateReport,
   type ApplyReport,
   type Migration,
   type MigrationPlan,
@@ -38,10 +39,9 @@ export class PostgresMigrator implements SchemaMigrator {
   }
 
   async apply(): Promise<ApplyReport> {
-    // the common case (every instance start with AUTO_CREATE_SCHEMA): up to date, so no lock and no DDL
     const first = await this.status();
-    if (first.newerThanApp) throw new Error(newerThanAppMessage(first, this.location));
-    if (!first.recordBaseline && first.pending.length === 0) return { from: first.current, to: first.current, baselineRecorded: false, applied: [] };
+    const current = upToDateReport(first, this.location);
+    if (current) return current;
     let from: number | undefined;
     let baselineRecorded = false;
     const applied: number[] = [];

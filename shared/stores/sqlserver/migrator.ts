@@ -9,6 +9,7 @@
 import type * as sql from 'mssql';
 import {
   newerThanAppMessage,
+  upToDateReport,
   planMigrations,
   type ApplyReport,
   type Migration,
@@ -50,10 +51,9 @@ export class SqlServerMigrator implements SchemaMigrator {
   }
 
   async apply(): Promise<ApplyReport> {
-    // the common case (every instance start with AUTO_CREATE_SCHEMA): up to date, so no lock and no DDL
     const first = await this.status();
-    if (first.newerThanApp) throw new Error(newerThanAppMessage(first, this.location));
-    if (!first.recordBaseline && first.pending.length === 0) return { from: first.current, to: first.current, baselineRecorded: false, applied: [] };
+    const current = upToDateReport(first, this.location);
+    if (current) return current;
     let from: number | undefined;
     let baselineRecorded = false;
     const applied: number[] = [];
