@@ -2,6 +2,7 @@
 // shaped exactly like the spec's DDL, to be bent per test.
 
 import * as sql from 'mssql';
+import { serverCapabilities, type ServerCapabilities } from '../../shared/stores/sqlserver/server-version';
 import type { TransportNames } from '../../shared/sql/identifiers';
 import type {
   CatalogColumnRow,
@@ -40,6 +41,11 @@ class FakeRequest {
   }
   async query(text: string) {
     const call: FakeCall = { text, inputs: this.inputs, requestTimeout: this.requestTimeout, inTransaction: this.inTransaction };
+    if (text === serverCapabilities.text) {
+      // the migrator's once-per-process server probe: answered by pool.server, counted apart from the calls
+      this.pool.serverProbes++;
+      return { recordsets: [[this.pool.server]], recordset: [this.pool.server], rowsAffected: [], output: {} };
+    }
     this.pool.calls.push(call);
     const recordsets = await this.pool.handler(call);
     return { recordsets, recordset: recordsets[0] ?? [], rowsAffected: [], output: {} };
@@ -69,6 +75,9 @@ export class FakePool {
   calls: FakeCall[] = [];
   events: string[] = [];
   closed = false;
+  /** What the server probe answers: SQL Server 2022 unless a test bends it. */
+  server: ServerCapabilities = { product_version: '16.0.4135.4', engine_edition: 2, utf8_code_page: 65001 };
+  serverProbes = 0;
   constructor(public handler: FakeHandler) {}
   async connect() {
     this.connectCalls++;

@@ -13,11 +13,12 @@ import {
   sqlServerRunnerStatements,
 } from '../../shared/stores/sqlserver/migrations';
 import { DEAD_LETTER_SOURCE_DEFINITION, ddlBuildIndexes, ddlPhase1, type Statement } from '../../shared/stores/sqlserver/statements';
+import { PRINTED_SCRIPT_SET_OPTIONS } from '../../shared/stores/sqlserver/migrations';
 import { length, typeName } from '../support/sqlserver-statements';
 
 const names = schemaNames(transportNames('dbo', 'jobs', 'sqlserver'), channelNames('dbo', DEFAULT_CHANNEL_TABLES, 'sqlserver'), 'sqlserver');
 const r = sqlServerRunnerStatements(names);
-const [v1, v2, v3, v4] = sqlServerMigrations(names);
+const [v1, v2, v3, v4, v5] = sqlServerMigrations(names);
 
 describe('SQL Server schema-version statement shapes', () => {
   it('names: the migrations and subscriptions tables take the transport table as their base', () => {
@@ -100,21 +101,34 @@ describe('SQL Server schema-version statement shapes', () => {
     ]);
   });
 
-  it('version 4: the computed source column, then the dead-letter index, in two guarded batches', () => {
-    expect(v4).toMatchObject({ version: 4, name: 'dead-letter source index' });
+  it('version 4: the computed source column alone, its Sch-M wait bounded to 5 s (H3)', () => {
+    expect(v4).toMatchObject({ version: 4, name: 'dead-letter source column' });
     expect(v4!.statements).toEqual([
       {
         name: 'add transport dead_letter_source column',
         text: [
+          'SET LOCK_TIMEOUT 5000;',
           "IF NOT EXISTS (SELECT 1 FROM sys.columns WHERE object_id = OBJECT_ID(N'[dbo].[jobs]', N'U') AND name = N'dead_letter_source')",
           `    ALTER TABLE [dbo].[jobs] ADD dead_letter_source AS ${DEAD_LETTER_SOURCE_DEFINITION};`,
         ].join('\n'),
       },
+    ]);
+  });
+
+  it('version 5: the dead-letter index in a transaction of its own, online where the edition has it (H3)', () => {
+    expect(v5).toMatchObject({ version: 5, name: 'dead-letter source index' });
+    expect(v5!.statements).toEqual([
       {
         name: 'create transport dead-letter index',
         text: [
+          'SET LOCK_TIMEOUT 5000;',
           "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(N'[dbo].[jobs]', N'U') AND name = N'jobs_dead_letter_idx')",
-          '    CREATE INDEX [jobs_dead_letter_idx] ON [dbo].[jobs] (queue, dead_letter_source);',
+          'BEGIN',
+          "    IF CAST(SERVERPROPERTY('EngineEdition') AS int) IN (3, 5, 8)",
+          "        EXEC (N'CREATE INDEX [jobs_dead_letter_idx] ON [dbo].[jobs] (queue, dead_letter_source) WITH (ONLINE = ON);');",
+          '    ELSE',
+          '        CREATE INDEX [jobs_dead_letter_idx] ON [dbo].[jobs] (queue, dead_letter_source);',
+          'END',
         ].join('\n'),
       },
     ]);
@@ -130,18 +144,42 @@ describe('SQL Server schema-version statement shapes', () => {
       'runner: recordedVersions',
       'runner: recordVersion',
     ]);
-    expect(all).toHaveLength(6 + v1!.statements.length + v2!.statements.length + v3!.statements.length + v4!.statements.length);
+    expect(all).toHaveLength(6 + [v1, v2, v3, v4, v5].reduce((sum, v) => sum + v!.statements.length, 0));
     expect(all).toContainEqual({ name: 'v2: create subscriptions table', text: v2!.statements[0]!.text });
     expect(all).toContainEqual({ name: 'v3: create publish topic procedure', text: v3!.statements[2]!.text });
-    expect(all.at(-1)).toEqual({ name: 'v4: create transport dead-letter index', text: v4!.statements[1]!.text });
+    expect(all.at(-1)).toEqual({ name: 'v5: create transport dead-letter index', text: v5!.statements[0]!.text });
   });
 
   it('the printed script: one transaction per version under the applock, each recorded if not yet', () => {
     const script = printSqlServerMigrations(names);
-    expect(script.match(/BEGIN TRANSACTION;\nSET XACT_ABORT ON;/g)).toHaveLength(4);
+    expect(script.match(/BEGIN TRANSACTION;\nSET XACT_ABORT ON;/g)).toHaveLength(5);
     expect(script).toContain("IF NOT EXISTS (SELECT 1 FROM [dbo].[jobs_migrations] WHERE version = 2)\n    INSERT INTO [dbo].[jobs_migrations] (version, name) VALUES (2, N'topic subscriptions table');\nCOMMIT;\nGO");
     expect(script.indexOf('-- version 1:')).toBeLessThan(script.indexOf('-- version 2:'));
     expect(script.indexOf('-- version 2:')).toBeLessThan(script.indexOf('-- version 3: publish procedures (outbox)'));
-    expect(script.indexOf('-- version 3:')).toBeLessThan(script.indexOf('-- version 4: dead-letter source index'));
+    expect(script.indexOf('-- version 3:')).toBeLessThan(script.indexOf('-- version 4: dead-letter source column'));
+    expect(script.indexOf('-- version 4:')).toBeLessThan(script.indexOf('-- version 5: dead-letter source index'));
+  });
+
+  it('the printed script sets the session options procedures capture before any batch (M1)', () => {
+    const batches = printSqlServerMigrations(names).split('\nGO\n').filter((b) => b.trim() !== '');
+    expect(batches[0]!.split('\n').filter((l) => !l.startsWith('--'))).toEqual([...PRINTED_SCRIPT_SET_OPTIONS]);
+    expect(PRINTED_SCRIPT_SET_OPTIONS).toContain('SET QUOTED_IDENTIFIER ON;');
+    const firstProcedure = batches.findIndex((b) => b.includes('CREATE OR ALTER PROCEDURE'));
+    expect(firstProcedure).toBeGreaterThan(0);
+  });
+
+  it('the printed script records no version after a failed batch, and no version whose predecessor is missing (M1)', () => {
+    const batches = printSqlServerMigrations(names).split('\nGO\n').filter((b) => b.trim() !== '');
+    const stop = (b: string) => b.startsWith('IF @@ERROR <> 0 OR @@TRANCOUNT = 0') && b.includes('SET NOEXEC ON;');
+    for (const [i, b] of batches.entries()) {
+      const isStatement = [v1, v2, v3, v4, v5].some((v) => v!.statements.some((s) => b.endsWith(s.text))) || b.endsWith(r.lock.text);
+      // every migration batch and every lock batch is followed by the check that turns execution off
+      if (isStatement) expect(stop(batches[i + 1] ?? ''), `batch ${i} is not followed by the failure check`).toBe(true);
+    }
+    for (const v of [2, 3, 4, 5]) {
+      expect(batches.some((b) => b.includes(`IF NOT EXISTS (SELECT 1 FROM [dbo].[jobs_migrations] WHERE version = ${v - 1})\nBEGIN`) && b.includes('SET NOEXEC ON;'))).toBe(true);
+    }
+    // the records come only after their versions' checks; execution is back on at the end, leftovers rolled back
+    expect(batches.at(-1)).toContain('SET NOEXEC OFF;\nIF @@TRANCOUNT > 0\nBEGIN\n    ROLLBACK;');
   });
 });

@@ -13,7 +13,7 @@ import { catalogRecordsets, FakePool, isCatalogQuery, specCatalog, type FakeCall
 
 const names = schemaNames(transportNames('dbo', 'jobs', 'sqlserver'), channelNames('dbo', DEFAULT_CHANNEL_TABLES, 'sqlserver'), 'sqlserver');
 const r = sqlServerRunnerStatements(names);
-const [v1, v2, v3, v4] = sqlServerMigrations(names);
+const [v1, v2, v3, v4, v5] = sqlServerMigrations(names);
 
 /** A server with a migrations table (or not), recorded versions, and the version-1 tables it has. */
 function server(state: { table: boolean; recorded: number[]; tables: number }) {
@@ -37,26 +37,29 @@ function server(state: { table: boolean; recorded: number[]; tables: number }) {
 const label = (c: FakeCall) =>
   c.text === r.lock.text ? 'lock' : c.text === r.ensureMigrationsTable.text ? 'ensure table' : c.text === r.recordedVersions.text ? 'read versions'
     : c.text === r.recordVersion.text ? 'record' : c.text === r.migrationsTableExists.text ? 'table exists?' : c.text === r.baselineTables.text ? 'v1 tables?'
-    : isCatalogQuery(c) ? 'catalog' : [v1!, v2!, v3!, v4!].flatMap((m) => m.statements.map((s) => [s.text, `v${m.version}: ${s.name}`])).find(([t]) => t === c.text)?.[1] ?? c.text;
+    : isCatalogQuery(c) ? 'catalog' : [v1!, v2!, v3!, v4!, v5!].flatMap((m) => m.statements.map((s) => [s.text, `v${m.version}: ${s.name}`])).find(([t]) => t === c.text)?.[1] ?? c.text;
 
 describe('SQL Server migration runner', () => {
   it('a fresh database: each version in its own transaction, the applock first, the record last', async () => {
     const { pool, migrator, records } = server({ table: false, recorded: [], tables: 0 });
-    expect(await migrator.apply()).toEqual({ from: 0, to: 4, baselineRecorded: false, applied: [1, 2, 3, 4] });
-    expect(pool.events).toEqual(['begin', 'commit', 'begin', 'commit', 'begin', 'commit', 'begin', 'commit', 'begin', 'commit']);
+    expect(await migrator.apply()).toEqual({ from: 0, to: 5, baselineRecorded: false, applied: [1, 2, 3, 4, 5] });
+    expect(pool.events).toEqual(['begin', 'commit', 'begin', 'commit', 'begin', 'commit', 'begin', 'commit', 'begin', 'commit', 'begin', 'commit']);
     const inTx = pool.calls.filter((c) => c.inTransaction).map(label);
     expect(inTx).toEqual([
       'lock', 'ensure table', 'read versions', ...v1!.statements.map((s) => `v1: ${s.name}`), 'record',
       'lock', 'ensure table', 'read versions', 'v2: create subscriptions table', 'record',
       'lock', 'ensure table', 'read versions', ...v3!.statements.map((s) => `v3: ${s.name}`), 'record',
-      'lock', 'ensure table', 'read versions', 'v4: add transport dead_letter_source column', 'v4: create transport dead-letter index', 'record',
+      // H3: the column's Sch-M ends with version 4's commit, before version 5 builds the index
+      'lock', 'ensure table', 'read versions', 'v4: add transport dead_letter_source column', 'record',
+      'lock', 'ensure table', 'read versions', 'v5: create transport dead-letter index', 'record',
       'lock', 'ensure table', 'read versions',
     ]);
     expect(records).toEqual([
       { version: 1, name: 'transport and channel tables' },
       { version: 2, name: 'topic subscriptions table' },
       { version: 3, name: 'publish procedures (outbox)' },
-      { version: 4, name: 'dead-letter source index' },
+      { version: 4, name: 'dead-letter source column' },
+      { version: 5, name: 'dead-letter source index' },
     ]);
     // the lock batch outlives its own 60 s applock wait; migration batches get the index-build hour
     const lock = pool.calls.find((c) => c.text === r.lock.text)!;
@@ -68,26 +71,27 @@ describe('SQL Server migration runner', () => {
 
   it("today's database (version-1 tables, verified, no record): recorded as version 1 without running it, then version 2", async () => {
     const { pool, migrator, records } = server({ table: false, recorded: [], tables: 4 });
-    expect(await migrator.apply()).toEqual({ from: 1, to: 4, baselineRecorded: true, applied: [2, 3, 4] });
+    expect(await migrator.apply()).toEqual({ from: 1, to: 5, baselineRecorded: true, applied: [2, 3, 4, 5] });
     expect(records).toEqual([
       { version: 1, name: 'transport and channel tables (baseline: found in place)' },
       { version: 2, name: 'topic subscriptions table' },
       { version: 3, name: 'publish procedures (outbox)' },
-      { version: 4, name: 'dead-letter source index' },
+      { version: 4, name: 'dead-letter source column' },
+      { version: 5, name: 'dead-letter source index' },
     ]);
     expect(pool.calls.some((c) => v1!.statements.some((s) => s.text === c.text))).toBe(false);
   });
 
   it('a newer database is refused before any transaction, nothing recorded', async () => {
-    const { pool, migrator, records } = server({ table: true, recorded: [1, 2, 3, 4, 5], tables: 4 });
-    await expect(migrator.apply()).rejects.toThrow(/is at version 5 \(table jobs_migrations\), newer than this app, which knows versions up to 4/);
+    const { pool, migrator, records } = server({ table: true, recorded: [1, 2, 3, 4, 5, 6], tables: 4 });
+    await expect(migrator.apply()).rejects.toThrow(/is at version 6 \(table jobs_migrations\), newer than this app, which knows versions up to 5/);
     expect(pool.events).toEqual([]);
     expect(records).toEqual([]);
   });
 
   it('an up-to-date database: apply reads the versions and takes no lock', async () => {
-    const { pool, migrator } = server({ table: true, recorded: [1, 2, 3, 4], tables: 4 });
-    expect(await migrator.apply()).toEqual({ from: 4, to: 4, baselineRecorded: false, applied: [] });
+    const { pool, migrator } = server({ table: true, recorded: [1, 2, 3, 4, 5], tables: 4 });
+    expect(await migrator.apply()).toEqual({ from: 5, to: 5, baselineRecorded: false, applied: [] });
     expect(pool.events).toEqual([]);
     expect(pool.calls.map(label)).toEqual(['table exists?', 'read versions']);
   });
@@ -95,9 +99,54 @@ describe('SQL Server migration runner', () => {
   it('status reads only: no transaction, no lock, no table created', async () => {
     const { pool, migrator } = server({ table: false, recorded: [], tables: 4 });
     const plan = await migrator.status();
-    expect(plan).toMatchObject({ current: 1, recordBaseline: true, latest: 4 });
-    expect(plan.pending.map((m) => m.version)).toEqual([2, 3, 4]);
+    expect(plan).toMatchObject({ current: 1, recordBaseline: true, latest: 5 });
+    expect(plan.pending.map((m) => m.version)).toEqual([2, 3, 4, 5]);
     expect(pool.events).toEqual([]);
     expect(pool.calls.map(label)).toEqual(['table exists?', 'v1 tables?', 'catalog']);
   });
+
+  it('a database from before versioning (no dead_letter_source column, no dead-letter index) is recorded as version 1 (H1)', async () => {
+    const preVersioning = specCatalog(names.transport);
+    preVersioning.columns = preVersioning.columns.filter((c) => c.name !== 'dead_letter_source');
+    preVersioning.indexes = preVersioning.indexes.filter((i) => i.index_name !== names.transport.deadLetterIndex);
+    const pool = new FakePool((call: FakeCall) => {
+      if (call.text === r.migrationsTableExists.text) return [[{ present: false }]];
+      if (call.text === r.baselineTables.text) return [r.baselineTableNames.map((name) => ({ name }))];
+      if (isCatalogQuery(call)) return catalogRecordsets(preVersioning);
+      return [[]];
+    });
+    const migrator = new SqlServerMigrator(poolHolderFor(pool.asPool(), silentLogger), names);
+    await expect(migrator.status()).resolves.toMatchObject({ recordBaseline: true, pending: [{ version: 2 }, { version: 3 }, { version: 4 }, { version: 5 }] });
+  });
+
+  it('at baseline a dead_letter_source column that is there must still have its shape (H1)', async () => {
+    const wrong = specCatalog(names.transport);
+    wrong.columns = wrong.columns.map((c) => (c.name === 'dead_letter_source' ? { ...c, is_computed: false } : c));
+    const pool = new FakePool((call: FakeCall) => {
+      if (call.text === r.migrationsTableExists.text) return [[{ present: false }]];
+      if (call.text === r.baselineTables.text) return [r.baselineTableNames.map((name) => ({ name }))];
+      if (isCatalogQuery(call)) return catalogRecordsets(wrong);
+      return [[]];
+    });
+    const migrator = new SqlServerMigrator(poolHolderFor(pool.asPool(), silentLogger), names);
+    await expect(migrator.status()).rejects.toThrow(/dead_letter_source.*expected a computed column/);
+  });
+
+  it('a server without the UTF-8 collation (SQL Server 2016/2017) is refused before any DDL, naming what is needed (M2)', async () => {
+    const { pool, migrator } = server({ table: false, recorded: [], tables: 0 });
+    pool.server = { product_version: '14.0.3465.1', engine_edition: 2, utf8_code_page: null };
+    const needs = /product version 14\.0\.3465\.1\) lacks the UTF-8 collation Latin1_General_100_BIN2_UTF8.*SQL Server 2019 \(15\.x\) or newer, Azure SQL Database/;
+    await expect(migrator.status()).rejects.toThrow(needs);
+    await expect(migrator.apply()).rejects.toThrow(needs);
+    expect(pool.events).toEqual([]);
+    expect(pool.calls).toEqual([]);
+  });
+
+  it('the server is probed once per migrator, not on every status', async () => {
+    const { pool, migrator } = server({ table: true, recorded: [1, 2, 3, 4, 5], tables: 4 });
+    await migrator.status();
+    await migrator.apply();
+    expect(pool.serverProbes).toBe(1);
+  });
 });
+

@@ -4,7 +4,9 @@
 // The statements come from test/support/sqlserver-statement-sources.ts: a new builder entry is checked as is.
 
 import { describe, expect, it } from 'vitest';
-import { allSqlServerStatementTexts, type StatementText } from '../support/sqlserver-statement-sources';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { allSqlServerStatementTexts, SQLSERVER_MODULE_COVERAGE, type StatementText } from '../support/sqlserver-statement-sources';
 import { tsqlSyntaxErrors } from '../support/tsql-grammar';
 
 /**
@@ -51,6 +53,19 @@ describe('T-SQL grammar check of every SQL Server statement', () => {
     expect(new Set(statements.map((s) => s.variant))).toEqual(new Set(['defaults', 'custom']));
     // the printed script is parsed batch by batch: none of its GO separators reaches the grammar
     expect(statements.filter((s) => /^\s*GO\s*$/im.test(s.text))).toEqual([]);
+  });
+
+  it('every module of shared/stores/sqlserver/ that holds T-SQL is collected (or named as holding hints only)', () => {
+    const dir = join(__dirname, '../../shared/stores/sqlserver');
+    const withSql = readdirSync(dir)
+      .filter((f) => f.endsWith('.ts'))
+      .filter((f) => /(SELECT |INSERT INTO|UPDATE |DELETE |EXEC |CREATE |ALTER |MERGE )/.test(readFileSync(join(dir, f), 'utf8')));
+    expect(withSql.filter((f) => !(f in SQLSERVER_MODULE_COVERAGE))).toEqual([]);
+    expect(Object.keys(SQLSERVER_MODULE_COVERAGE).filter((f) => !withSql.includes(f))).toEqual([]); // stale entries
+    const names = new Set(statements.map((s) => s.name));
+    for (const expected of ['channel-stats.channelStats', 'server-version.serverCapabilities', 'migrations.v5: create transport dead-letter index']) {
+      expect(names, expected).toContain(expected);
+    }
   });
 
   it('every statement parses, apart from the named grammar gaps', { timeout: 180_000 }, () => {

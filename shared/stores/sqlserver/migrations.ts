@@ -24,6 +24,7 @@ import {
   CREATED_INDEX_KEYS,
   DEAD_LETTER_INDEX_KEYS,
   createIndexIfMissing,
+  createIndexOnlineIfMissing,
   createSchemaIfMissing,
   createTableIfMissing,
   qualifiedTable,
@@ -34,6 +35,9 @@ import {
 } from './statements';
 
 const q = (n: string) => quoteIdentifier(n, 'sqlserver');
+
+/** How long a migration's DDL waits for a table lock before its version fails (and is retried later). */
+export const MIGRATION_LOCK_TIMEOUT_MS = 5000;
 const batch = (name: string, lines: readonly string[]): MigrationStatement => ({ name, text: lines.join('\n') });
 
 export const migrationsTable = (n: SchemaNames) => `${q(n.schema)}.${q(n.migrationsTable)}`;
@@ -90,12 +94,30 @@ export function sqlServerMigrations(n: SchemaNames): readonly Migration[] {
     },
     { version: 3, name: 'publish procedures (outbox)', statements: sqlServerOutboxStatements(n) },
     {
-      // Two batches: the index's batch compiles after the column exists.
+      // The column alone, committed on its own: ALTER TABLE holds Sch-M (every reader and writer of the table
+      // waits) until its transaction ends, so the index must not be built in the same one (version 5). The
+      // lock wait is bounded: behind a long transaction on the table the version fails fast (error 1222) and
+      // is retried later, instead of queueing all table traffic behind its Sch-M request.
       version: 4,
+      name: 'dead-letter source column',
+      statements: [
+        batch('add transport dead_letter_source column', [
+          `SET LOCK_TIMEOUT ${MIGRATION_LOCK_TIMEOUT_MS};`,
+          ...addDeadLetterSourceIfMissing(transport),
+        ]),
+      ],
+    },
+    {
+      // Online where the edition has it (the table stays usable during the build), offline elsewhere (writers
+      // wait for the build; readers do not). Databases that recorded version 4 before it was split have the
+      // index already: the guard makes this a no-op.
+      version: 5,
       name: 'dead-letter source index',
       statements: [
-        batch('add transport dead_letter_source column', addDeadLetterSourceIfMissing(transport)),
-        batch('create transport dead-letter index', createIndexIfMissing(transport, n.transport.deadLetterIndex, DEAD_LETTER_INDEX_KEYS)),
+        batch('create transport dead-letter index', [
+          `SET LOCK_TIMEOUT ${MIGRATION_LOCK_TIMEOUT_MS};`,
+          ...createIndexOnlineIfMissing(transport, n.transport.deadLetterIndex, DEAD_LETTER_INDEX_KEYS),
+        ]),
       ],
     },
   ]);
@@ -143,30 +165,83 @@ export function sqlServerMigrationStatements(n: SchemaNames): Array<{ name: stri
   return [...runner, ...versions];
 }
 
+/**
+ * The session options the store's statements and procedures need (tedious sets the same on every connection).
+ * QUOTED_IDENTIFIER and ANSI_NULLS are captured by each procedure at creation and used on every call; the
+ * others must hold for writes to a table with an index on a computed column (else error 1934).
+ */
+export const PRINTED_SCRIPT_SET_OPTIONS = [
+  'SET QUOTED_IDENTIFIER ON;',
+  'SET ANSI_NULLS ON;',
+  'SET ANSI_PADDING ON;',
+  'SET ANSI_WARNINGS ON;',
+  'SET ARITHABORT ON;',
+  'SET CONCAT_NULL_YIELDS_NULL ON;',
+  'SET NUMERIC_ROUNDABORT OFF;',
+] as const;
+
+/**
+ * After every batch of a version: a failed batch (runtime errors roll the transaction back under XACT_ABORT;
+ * compile errors leave it open and set only @@ERROR, which outlives the batch) turns execution off for the
+ * rest of the script, so no later batch runs in autocommit and nothing failed is recorded, with or without
+ * sqlcmd -b. The last batch turns it back on, rolls back what is left open and says so.
+ */
+function stopOnFailure(version: number): string[] {
+  return [
+    `IF @@ERROR <> 0 OR @@TRANCOUNT = 0`,
+    'BEGIN',
+    `    RAISERROR (N'version ${version} failed and was not recorded; the script stops here (fix the error and run it again).', 16, 1);`,
+    '    SET NOEXEC ON;',
+    'END',
+  ];
+}
+
 /** `npm run schema -- print --dialect sqlserver`: each version in its own transaction, as the runner applies it. */
 export function printSqlServerMigrations(n: SchemaNames): string {
   const r = sqlServerRunnerStatements(n);
+  const t = migrationsTable(n);
   const out = [
-    `-- AsyncResponse schema for SQL Server / Azure SQL, schema ${q(n.schema)}, by version. \`npm run schema -- apply\``,
+    `-- AsyncResponse schema for SQL Server 2019+ / Azure SQL, schema ${q(n.schema)}, by version. \`npm run schema -- apply\``,
     '-- runs each pending version in its own transaction under the schema applock and records it in the migrations table.',
+    '-- Run this script with sqlcmd -b -I (or SSMS); it stops at the first failed version whichever way it is run.',
+    ...PRINTED_SCRIPT_SET_OPTIONS,
+    'GO',
     r.ensureMigrationsTable.text,
     'GO',
   ];
   for (const m of sqlServerMigrations(n)) {
-    out.push(`-- version ${m.version}: ${m.name}`, 'BEGIN TRANSACTION;', r.lock.text);
+    out.push(`-- version ${m.version}: ${m.name}`);
+    if (m.version > 1) {
+      out.push(
+        `IF NOT EXISTS (SELECT 1 FROM ${t} WHERE version = ${m.version - 1})`,
+        'BEGIN',
+        `    RAISERROR (N'version ${m.version - 1} is not recorded, so version ${m.version} does not run; the script stops here.', 16, 1);`,
+        '    SET NOEXEC ON;',
+        'END',
+        'GO',
+      );
+    }
+    out.push('BEGIN TRANSACTION;', r.lock.text, 'GO', ...stopOnFailure(m.version), 'GO');
     for (const s of m.statements) {
-      // CREATE OR ALTER PROCEDURE must open its batch: GO around it (the transaction spans the batches)
-      const alone = /^CREATE OR ALTER /.test(s.text);
-      if (alone && out.at(-1) !== 'GO') out.push('GO');
-      out.push(`-- ${s.name}`, s.text);
-      if (alone) out.push('GO');
+      // every statement is its own batch (CREATE OR ALTER PROCEDURE must open its batch), checked after it
+      out.push(`-- ${s.name}`, s.text, 'GO', ...stopOnFailure(m.version), 'GO');
     }
     out.push(
-      `IF NOT EXISTS (SELECT 1 FROM ${migrationsTable(n)} WHERE version = ${m.version})`,
-      `    INSERT INTO ${migrationsTable(n)} (version, name) VALUES (${m.version}, N'${m.name}');`,
+      `IF NOT EXISTS (SELECT 1 FROM ${t} WHERE version = ${m.version})`,
+      `    INSERT INTO ${t} (version, name) VALUES (${m.version}, N'${m.name}');`,
       'COMMIT;',
       'GO',
     );
   }
+  out.push(
+    '-- execution back on: a version that stopped the script is rolled back here',
+    'SET NOEXEC OFF;',
+    'IF @@TRANCOUNT > 0',
+    'BEGIN',
+    '    ROLLBACK;',
+    "    RAISERROR (N'a version failed: its transaction was rolled back and it is not recorded.', 16, 1);",
+    'END',
+    'GO',
+  );
   return out.join('\n') + '\n';
 }

@@ -25,6 +25,7 @@ import { withPoolGuard, type PoolHolder } from './pool-guard';
 import { migrationsTable, sqlServerMigrations, sqlServerRunnerStatements } from './migrations';
 import { rollbackQuietly, rows } from './store-common';
 import type { Statement } from './statements';
+import { serverCapabilities, serverVersionProblem, type ServerCapabilities } from './server-version';
 import { evaluateTransportCatalog, readTransportCatalog, VERIFICATION_FIX_HINT } from './verify';
 
 type Step = 'baseline' | { applied: number } | { done: number };
@@ -33,6 +34,7 @@ export class SqlServerMigrator implements SchemaMigrator {
   readonly location: SchemaLocation;
   readonly migrations: readonly Migration[];
   private readonly sql: ReturnType<typeof sqlServerRunnerStatements>;
+  private serverChecked = false;
 
   constructor(
     private readonly holder: PoolHolder,
@@ -45,6 +47,7 @@ export class SqlServerMigrator implements SchemaMigrator {
 
   status(): Promise<MigrationPlan> {
     return withPoolGuard(this.holder, async (pool) => {
+      await this.checkServer(pool);
       const recorded = await this.recorded(pool);
       return planMigrations(this.migrations, { recorded, baseline: recorded.length > 0 ? 'present' : await this.baseline(pool) });
     });
@@ -99,6 +102,14 @@ export class SqlServerMigrator implements SchemaMigrator {
     }
   }
 
+  /** Once per migrator: a server too old for the schema fails here, with what is needed, before any DDL. */
+  private async checkServer(pool: sql.ConnectionPool): Promise<void> {
+    if (this.serverChecked) return;
+    const problem = serverVersionProblem(rows(await this.run(pool, serverCapabilities, {}))[0] as ServerCapabilities | undefined);
+    if (problem) throw new Error(problem);
+    this.serverChecked = true;
+  }
+
   private async recorded(pool: sql.ConnectionPool): Promise<number[]> {
     const exists = rows(await this.run(pool, this.sql.migrationsTableExists, { table: migrationsTable(this.names) }));
     if (!exists[0]?.present) return [];
@@ -114,6 +125,7 @@ export class SqlServerMigrator implements SchemaMigrator {
     const transport = evaluateTransportCatalog(await readTransportCatalog(pool, this.names.transport), this.names.transport, {
       autoCreate: false,
       skipIndexes: true,
+      versionOneOnly: true,
     });
     if (transport.problems.length > 0) {
       throw new Error(

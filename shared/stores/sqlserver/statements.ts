@@ -94,6 +94,31 @@ export function createIndexIfMissing(qualifiedTable: string, index: string, keys
 }
 
 /**
+ * Editions with online index builds: 3 Enterprise/Developer/Evaluation, 5 Azure SQL Database, 8 Managed Instance.
+ * An online build keeps the table readable and writable except for two short locks at its start and end.
+ */
+export const ONLINE_INDEX_EDITIONS = '(3, 5, 8)';
+
+/**
+ * CREATE INDEX behind the same guard, WITH (ONLINE = ON) where the edition has it (through EXEC, so other
+ * editions never compile the option), offline elsewhere. For indexes added to tables that may be large and busy.
+ */
+export function createIndexOnlineIfMissing(qualifiedTable: string, index: string, keys: readonly string[]): string[] {
+  const create = `CREATE INDEX ${q(index)} ON ${qualifiedTable} (${keys.join(', ')})`;
+  // built from validated identifiers and fixed keys; a quote would end the EXEC literal
+  if (create.includes("'")) throw new Error(`refusing to render '${create}' inside an EXEC literal`);
+  return [
+    `IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(${nameLiteral(qualifiedTable)}, N'U') AND name = ${nameLiteral(index)})`,
+    'BEGIN',
+    `    IF CAST(SERVERPROPERTY('EngineEdition') AS int) IN ${ONLINE_INDEX_EDITIONS}`,
+    `        EXEC (N'${create} WITH (ONLINE = ON);');`,
+    '    ELSE',
+    `        ${create};`,
+    'END',
+  ];
+}
+
+/**
  * Exact queue match (spec §1.3). `=` pads the shorter operand with spaces under every collation, so the
  * appended '.' makes trailing spaces count and BIN2 stops a case-insensitive column folding case. The plain
  * comparison stays first so the ready index is still seeked. PostgreSQL: plain `queue = $1`.
