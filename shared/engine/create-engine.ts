@@ -163,6 +163,16 @@ export function insertBatches<T extends { payloadJson: string }>(rows: readonly 
   return batches;
 }
 
+/**
+ * The insert statements of a topic publish: each message becomes one row per subscription, so the row and byte
+ * caps of insertBatches apply to messages × subscriptions (the configured ones; a subscription recorded only by
+ * another release adds its copies beyond this estimate).
+ */
+export function topicInsertBatches<T extends { payloadJson: string }>(rows: readonly T[], subscriptions: number, dialect: Dialect): T[][] {
+  const copies = Math.max(1, subscriptions);
+  return insertBatches(rows, Math.max(1, Math.floor(INSERT_BATCH[dialect] / copies)), Math.floor(INSERT_BATCH_BYTES / copies));
+}
+
 export class EngineOptionsError extends Error {
   constructor(readonly problems: string[]) {
     super(`Invalid engine options:\n- ${problems.join('\n- ')}`);
@@ -368,7 +378,11 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     async publishBatchToTopic(topic, messages, o = {}) {
       topicOf(topic);
       const results: TopicPublishResult[] = [];
-      for (const chunk of parseAll(messages, topic)) results.push(...(await fanOut(topic, chunk, o)));
+      // rows per statement are messages × subscriptions: the queue publish's caps apply to the copies
+      const subscriptionCount = topicOf(topic).length;
+      for (const chunk of topicInsertBatches(parseAll(messages, topic).flat(), subscriptionCount, dialect)) {
+        results.push(...(await fanOut(topic, chunk, o)));
+      }
       return results;
     },
 

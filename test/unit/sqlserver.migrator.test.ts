@@ -13,7 +13,11 @@ import { catalogRecordsets, FakePool, isCatalogQuery, specCatalog, type FakeCall
 
 const names = schemaNames(transportNames('dbo', 'jobs', 'sqlserver'), channelNames('dbo', DEFAULT_CHANNEL_TABLES, 'sqlserver'), 'sqlserver');
 const r = sqlServerRunnerStatements(names);
-const [v1, v2, v3, v4, v5] = sqlServerMigrations(names);
+const versions = sqlServerMigrations(names);
+const [v1, v2, v3, v4, v5, v6] = versions;
+const LATEST = versions.length;
+const ALL = versions.map((v) => v.version);
+const recordsFrom = (from: number) => versions.filter((v) => v.version >= from).map((v) => ({ version: v.version, name: v.name }));
 
 /** A server with a migrations table (or not), recorded versions, and the version-1 tables it has. */
 function server(state: { table: boolean; recorded: number[]; tables: number }) {
@@ -37,13 +41,13 @@ function server(state: { table: boolean; recorded: number[]; tables: number }) {
 const label = (c: FakeCall) =>
   c.text === r.lock.text ? 'lock' : c.text === r.ensureMigrationsTable.text ? 'ensure table' : c.text === r.recordedVersions.text ? 'read versions'
     : c.text === r.recordVersion.text ? 'record' : c.text === r.migrationsTableExists.text ? 'table exists?' : c.text === r.baselineTables.text ? 'v1 tables?'
-    : isCatalogQuery(c) ? 'catalog' : [v1!, v2!, v3!, v4!, v5!].flatMap((m) => m.statements.map((s) => [s.text, `v${m.version}: ${s.name}`])).find(([t]) => t === c.text)?.[1] ?? c.text;
+    : isCatalogQuery(c) ? 'catalog' : versions.flatMap((m) => m.statements.map((s) => [s.text, `v${m.version}: ${s.name}`])).find(([t]) => t === c.text)?.[1] ?? c.text;
 
 describe('SQL Server migration runner', () => {
   it('a fresh database: each version in its own transaction, the applock first, the record last', async () => {
     const { pool, migrator, records } = server({ table: false, recorded: [], tables: 0 });
-    expect(await migrator.apply()).toEqual({ from: 0, to: 5, baselineRecorded: false, applied: [1, 2, 3, 4, 5] });
-    expect(pool.events).toEqual(['begin', 'commit', 'begin', 'commit', 'begin', 'commit', 'begin', 'commit', 'begin', 'commit', 'begin', 'commit']);
+    expect(await migrator.apply()).toEqual({ from: 0, to: LATEST, baselineRecorded: false, applied: ALL });
+    expect(pool.events).toEqual(Array.from({ length: LATEST + 1 }, () => ['begin', 'commit']).flat());
     const inTx = pool.calls.filter((c) => c.inTransaction).map(label);
     expect(inTx).toEqual([
       'lock', 'ensure table', 'read versions', ...v1!.statements.map((s) => `v1: ${s.name}`), 'record',
@@ -52,6 +56,8 @@ describe('SQL Server migration runner', () => {
       // H3: the column's Sch-M ends with version 4's commit, before version 5 builds the index
       'lock', 'ensure table', 'read versions', 'v4: add transport dead_letter_source column', 'record',
       'lock', 'ensure table', 'read versions', 'v5: create transport dead-letter index', 'record',
+      // version 6 re-creates version 3's procedures with the same text (the label finds version 3's names)
+      'lock', 'ensure table', 'read versions', ...v6!.statements.map((s) => `v3: ${s.name}`), 'record',
       'lock', 'ensure table', 'read versions',
     ]);
     expect(records).toEqual([
@@ -60,6 +66,7 @@ describe('SQL Server migration runner', () => {
       { version: 3, name: 'publish procedures (outbox)' },
       { version: 4, name: 'dead-letter source column' },
       { version: 5, name: 'dead-letter source index' },
+      { version: 6, name: 'publish procedures: per-id lock' },
     ]);
     // the lock batch outlives its own 60 s applock wait; migration batches get the index-build hour
     const lock = pool.calls.find((c) => c.text === r.lock.text)!;
@@ -71,27 +78,21 @@ describe('SQL Server migration runner', () => {
 
   it("today's database (version-1 tables, verified, no record): recorded as version 1 without running it, then version 2", async () => {
     const { pool, migrator, records } = server({ table: false, recorded: [], tables: 4 });
-    expect(await migrator.apply()).toEqual({ from: 1, to: 5, baselineRecorded: true, applied: [2, 3, 4, 5] });
-    expect(records).toEqual([
-      { version: 1, name: 'transport and channel tables (baseline: found in place)' },
-      { version: 2, name: 'topic subscriptions table' },
-      { version: 3, name: 'publish procedures (outbox)' },
-      { version: 4, name: 'dead-letter source column' },
-      { version: 5, name: 'dead-letter source index' },
-    ]);
+    expect(await migrator.apply()).toEqual({ from: 1, to: LATEST, baselineRecorded: true, applied: ALL.slice(1) });
+    expect(records).toEqual([{ version: 1, name: 'transport and channel tables (baseline: found in place)' }, ...recordsFrom(2)]);
     expect(pool.calls.some((c) => v1!.statements.some((s) => s.text === c.text))).toBe(false);
   });
 
   it('a newer database is refused before any transaction, nothing recorded', async () => {
-    const { pool, migrator, records } = server({ table: true, recorded: [1, 2, 3, 4, 5, 6], tables: 4 });
-    await expect(migrator.apply()).rejects.toThrow(/is at version 6 \(table jobs_migrations\), newer than this app, which knows versions up to 5/);
+    const { pool, migrator, records } = server({ table: true, recorded: [...ALL, LATEST + 1], tables: 4 });
+    await expect(migrator.apply()).rejects.toThrow(new RegExp(`is at version ${LATEST + 1} \\(table jobs_migrations\\), newer than this app, which knows versions up to ${LATEST}`));
     expect(pool.events).toEqual([]);
     expect(records).toEqual([]);
   });
 
   it('an up-to-date database: apply reads the versions and takes no lock', async () => {
-    const { pool, migrator } = server({ table: true, recorded: [1, 2, 3, 4, 5], tables: 4 });
-    expect(await migrator.apply()).toEqual({ from: 5, to: 5, baselineRecorded: false, applied: [] });
+    const { pool, migrator } = server({ table: true, recorded: [...ALL], tables: 4 });
+    expect(await migrator.apply()).toEqual({ from: LATEST, to: LATEST, baselineRecorded: false, applied: [] });
     expect(pool.events).toEqual([]);
     expect(pool.calls.map(label)).toEqual(['table exists?', 'read versions']);
   });
@@ -99,8 +100,8 @@ describe('SQL Server migration runner', () => {
   it('status reads only: no transaction, no lock, no table created', async () => {
     const { pool, migrator } = server({ table: false, recorded: [], tables: 4 });
     const plan = await migrator.status();
-    expect(plan).toMatchObject({ current: 1, recordBaseline: true, latest: 5 });
-    expect(plan.pending.map((m) => m.version)).toEqual([2, 3, 4, 5]);
+    expect(plan).toMatchObject({ current: 1, recordBaseline: true, latest: LATEST });
+    expect(plan.pending.map((m) => m.version)).toEqual(ALL.slice(1));
     expect(pool.events).toEqual([]);
     expect(pool.calls.map(label)).toEqual(['table exists?', 'v1 tables?', 'catalog']);
   });
@@ -116,7 +117,9 @@ describe('SQL Server migration runner', () => {
       return [[]];
     });
     const migrator = new SqlServerMigrator(poolHolderFor(pool.asPool(), silentLogger), names);
-    await expect(migrator.status()).resolves.toMatchObject({ recordBaseline: true, pending: [{ version: 2 }, { version: 3 }, { version: 4 }, { version: 5 }] });
+    const plan = await migrator.status();
+    expect(plan.recordBaseline).toBe(true);
+    expect(plan.pending.map((m) => m.version)).toEqual(ALL.slice(1));
   });
 
   it('at baseline a dead_letter_source column that is there must still have its shape (H1)', async () => {
@@ -143,7 +146,7 @@ describe('SQL Server migration runner', () => {
   });
 
   it('the server is probed once per migrator, not on every status', async () => {
-    const { pool, migrator } = server({ table: true, recorded: [1, 2, 3, 4, 5], tables: 4 });
+    const { pool, migrator } = server({ table: true, recorded: [...ALL], tables: 4 });
     await migrator.status();
     await migrator.apply();
     expect(pool.serverProbes).toBe(1);

@@ -114,13 +114,17 @@ describe('SQL Server outbox (schema version 3) statement shapes', () => {
     const t = enqueue!;
     const firstWrite = t.indexOf('INSERT INTO');
     const throws = [...t.matchAll(/THROW (\d+),/g)];
-    expect(throws).toHaveLength(17); // name ×3, payload ×3, id, headers ×5, correlation id ×3, delay, topic queue length
-    for (const m of throws) {
+    const validation = throws.filter((m) => m[1] !== '50409');
+    expect(validation).toHaveLength(18); // name ×3, payload ×4, id, headers ×5, correlation id ×3, delay, topic queue length
+    for (const m of validation) {
       expect(['50400', '50413']).toContain(m[1]);
       expect(m.index).toBeLessThan(firstWrite);
     }
     expect(t).toContain('IF @name IS NULL OR DATALENGTH(@name) = 0 OR DATALENGTH(@name) / 2 > 200');
-    expect(t).toContain("IF ISJSON(N'[' + @payload + N']') = 0 OR (SELECT COUNT(*) FROM OPENJSON(N'[' + @payload + N']')) <> 1");
+    // two IFs: OPENJSON must never see text ISJSON refused (OR has no guaranteed order, L2)
+    expect(t).toContain("IF ISJSON(N'[' + @payload + N']') = 0\n        THROW 50400");
+    expect(t).toContain("IF (SELECT COUNT(*) FROM OPENJSON(N'[' + @payload + N']')) <> 1\n        THROW 50400");
+    expect(t.indexOf("IF ISJSON(N'[' + @payload")).toBeLessThan(t.indexOf("FROM OPENJSON(N'[' + @payload"));
     expect(t).toContain('IF DATALENGTH(CAST(@payload COLLATE Latin1_General_100_BIN2_UTF8 AS varchar(max))) > 262144');
     expect(t).toContain('THROW 50413, @error, 1;');
     expect(t).toContain("IF DATALENGTH(@id) <> 72 OR NOT (@id COLLATE Latin1_General_100_BIN2 LIKE REPLICATE(N'[0-9a-fA-F]', 8) + N'-'");
@@ -140,7 +144,7 @@ describe('SQL Server outbox (schema version 3) statement shapes', () => {
     expect(t).toContain(`SET @stored_headers = JSON_MODIFY(@stored_headers, N'$."AR-Correlation-Id"', @correlation_id);`);
   });
 
-  it('the write: one insert-if-absent under UPDLOCK, HOLDLOCK of the message or its topic copies, delays on the DB clock', () => {
+  it('the write: one insert-if-absent of the message or its topic copies under a per-id applock, delays on the DB clock (H2)', () => {
     const t = enqueue!;
     expect(t.match(/INSERT INTO/g)).toHaveLength(1);
     expect(t).toContain('    INSERT INTO [dbo].[jobs] (id, queue, payload_json, headers_json, created_at, available_at)');
@@ -148,9 +152,32 @@ describe('SQL Server outbox (schema version 3) statement shapes', () => {
     expect(t).toContain("SELECT @message_id AS id, CAST(@name AS nvarchar(200)) AS queue WHERE @kind = N'queue'");
     expect(t).toContain("FROM [dbo].[jobs_subscriptions] AS s");
     expect(t).toContain("WHERE @kind = N'topic' AND s.topic = @name AND s.topic + N'.' = @name + N'.' COLLATE Latin1_General_100_BIN2");
-    expect(t).toContain('WHERE NOT EXISTS (SELECT 1 FROM [dbo].[jobs] AS existing WITH (UPDLOCK, HOLDLOCK, FORCESEEK) WHERE existing.id = target.id);');
-    expect(t).toMatch(/WHERE existing\.id = target\.id\);\n {4}SET @copies = @@ROWCOUNT;\nEND$/);
-    expect(t).not.toMatch(/XACT_ABORT|BEGIN TRAN|COMMIT|ROLLBACK/); // the caller's transaction decides
+    // no key-range lock: one publisher of a message id at a time through an applock owned by the transaction
+    expect(t).toContain('WHERE NOT EXISTS (SELECT 1 FROM [dbo].[jobs] AS existing WITH (UPDLOCK, FORCESEEK) WHERE existing.id = target.id);');
+    expect(t).not.toContain('HOLDLOCK');
+    const lock = [
+      '    IF @outer_tran = 0 BEGIN TRANSACTION;',
+      "    SET @lock_resource = N'asyncresponse:publish:' + LOWER(CONVERT(nvarchar(36), @message_id));",
+      "    EXEC @lock_result = sp_getapplock @Resource = @lock_resource, @LockMode = 'Exclusive', @LockOwner = 'Transaction';",
+      '    IF @lock_result < 0',
+      '    BEGIN',
+      '        IF @outer_tran = 0 ROLLBACK TRANSACTION;',
+    ].join('\n');
+    expect(t).toContain(lock);
+    expect(t).toContain("THROW 50409, N'AsyncResponse publish: the lock on this message id was not granted");
+    expect(t.indexOf(lock)).toBeGreaterThan(t.lastIndexOf('THROW 50400'));
+    expect(t.indexOf(lock)).toBeLessThan(t.indexOf('INSERT INTO'));
+    expect(t).toContain('    DECLARE @outer_tran int = @@TRANCOUNT;');
+    // a transaction of its own only when the caller has none; inside the caller's, the caller's commit decides
+    expect(t).toMatch(/WHERE existing\.id = target\.id\);\n {4}SET @copies = @@ROWCOUNT;\n {4}IF @outer_tran = 0 COMMIT TRANSACTION;\nEND$/);
+    expect(t).not.toMatch(/XACT_ABORT/);
+    expect(t.match(/BEGIN TRANSACTION|COMMIT TRANSACTION|ROLLBACK TRANSACTION/g)).toEqual(['BEGIN TRANSACTION', 'ROLLBACK TRANSACTION', 'COMMIT TRANSACTION']);
+  });
+
+  it('version 6 re-creates the procedures as this release writes them (databases at version 3 get the per-id lock)', () => {
+    const v6 = sqlServerMigrations(names)[5]!;
+    expect([v6.version, v6.name]).toEqual([6, 'publish procedures: per-id lock']);
+    expect(v6.statements).toEqual(sqlServerMigrations(names)[2]!.statements);
   });
 
   it("generated ids: the SQL Server layout of ids.ts (timestamp in the last group, version 8) built from text", () => {

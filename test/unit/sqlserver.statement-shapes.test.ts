@@ -45,10 +45,12 @@ describe('SQL Server statement shapes', () => {
     expect(length(s.claimBatch, 'queue')).toBe(200);
   });
 
-  it('publish: one insert-if-absent under UPDLOCK, HOLDLOCK from one JSON parameter, delays on the DB clock', () => {
+  it('publish: one insert-if-absent from one JSON parameter, no key-range lock on the probe (H2), delays on the DB clock', () => {
     const t = s.publishBatch.text;
     expect(t.match(/INSERT INTO/g)).toHaveLength(1);
-    expect(t).toContain('WHERE NOT EXISTS (SELECT 1 FROM [dbo].[jobs] AS existing WITH (UPDLOCK, HOLDLOCK');
+    // HOLDLOCK would lock the primary key's last range, which every new time-ordered id probes
+    expect(t).toContain('WHERE NOT EXISTS (SELECT 1 FROM [dbo].[jobs] AS existing WITH (UPDLOCK, FORCESEEK) WHERE existing.id = src.id);');
+    expect(t).not.toContain('HOLDLOCK');
     expect(t).toContain('FROM OPENJSON(@batch) WITH (');
     expect(t).toContain("payload_json nvarchar(max) '$.payload_json'");
     expect(t).toContain("headers_json nvarchar(max) '$.headers_json'");

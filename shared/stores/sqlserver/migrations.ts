@@ -120,6 +120,14 @@ export function sqlServerMigrations(n: SchemaNames): readonly Migration[] {
         ]),
       ],
     },
+    {
+      // Version 3's procedures again, as this release writes them: publishers of one message id serialise on an
+      // applock named after it instead of a key-range lock on the primary key (which blocked every publisher of
+      // a new time-ordered id until the caller's business transaction committed). CREATE OR ALTER keeps grants.
+      version: 6,
+      name: 'publish procedures: per-id lock',
+      statements: sqlServerOutboxStatements(n),
+    },
   ]);
 }
 

@@ -7,8 +7,10 @@
 //
 // Both call {table}_enqueue, which applies the HTTP publish's rules (shared/transport/publish-request.ts), THROWs
 // 50400 (invalid, HTTP 400's twin) or 50413 (too large) before writing anything, and then inserts in ONE
-// statement (insert-if-absent under UPDLOCK, HOLDLOCK like publishBatch), so the rows exist exactly when the
-// caller's transaction commits. Ownership chaining (same schema owner, no dynamic SQL) lets a caller holding
+// statement (insert-if-absent), so the rows exist exactly when the caller's transaction commits. Publishers of one
+// message id serialise on an applock named after it, held to the caller's commit; a key-range probe (HOLDLOCK)
+// would lock the primary key's last range, which every new time-ordered id probes, and so block every other
+// publisher until the caller's business transaction commits (and invite deadlocks with its other locks). Ownership chaining (same schema owner, no dynamic SQL) lets a caller holding
 // EXECUTE on the wrapper write the table. Needs SQL Server 2019+ / Azure SQL: the UTF-8 collation measures
 // payload bytes and hashes topic copy ids over UTF-8 like topicCopyId(). PostgreSQL twins: stores/postgres/outbox.ts.
 // No SQL Server runs here: these batches are pinned by shape tests and parsed by the T-SQL grammar check.
@@ -23,6 +25,8 @@ import { BIN2, dbClockPlus, exactQueueMatch } from './statements';
 export const SQL_PUBLISH_MAX_PAYLOAD_BYTES = 262_144;
 export const SQLSERVER_PUBLISH_INVALID = 50400;
 export const SQLSERVER_PUBLISH_TOO_LARGE = 50413;
+/** The per-id publish lock was not granted (the session's LOCK_TIMEOUT, or a deadlock): retry. */
+export const SQLSERVER_PUBLISH_LOCK_FAILED = 50409;
 
 const UTF8 = 'Latin1_General_100_BIN2_UTF8';
 const q = (n: string) => quoteIdentifier(n, 'sqlserver');
@@ -90,6 +94,9 @@ function enqueueProcedure(n: SchemaNames): string {
     '    DECLARE @delay_ms bigint;',
     '    DECLARE @random char(36);',
     '    DECLARE @now datetime2;',
+    '    DECLARE @outer_tran int = @@TRANCOUNT;',
+    '    DECLARE @lock_result int;',
+    '    DECLARE @lock_resource nvarchar(255);',
     "    -- the queue or topic name: validateQueueName's rules (length in UTF-16 units, as JavaScript counts)",
     '    IF @name IS NULL OR DATALENGTH(@name) = 0 OR DATALENGTH(@name) / 2 > 200',
     '    BEGIN',
@@ -110,7 +117,10 @@ function enqueueProcedure(n: SchemaNames): string {
     `    -- at most ${SQL_PUBLISH_MAX_PAYLOAD_BYTES} UTF-8 bytes, stored as given`,
     '    IF @payload IS NULL',
     `        ${throwInvalid(msg('payload is required'))}`,
-    "    IF ISJSON(N'[' + @payload + N']') = 0 OR (SELECT COUNT(*) FROM OPENJSON(N'[' + @payload + N']')) <> 1",
+    // two IFs: T-SQL does not promise to evaluate OR left to right, and OPENJSON over invalid text raises 13609
+    "    IF ISJSON(N'[' + @payload + N']') = 0",
+    `        ${throwInvalid(msg('payload is not valid JSON'))}`,
+    "    IF (SELECT COUNT(*) FROM OPENJSON(N'[' + @payload + N']')) <> 1",
     `        ${throwInvalid(msg('payload is not valid JSON'))}`,
     `    IF ${utf8Bytes('@payload')} > ${SQL_PUBLISH_MAX_PAYLOAD_BYTES}`,
     '    BEGIN',
@@ -178,8 +188,18 @@ function enqueueProcedure(n: SchemaNames): string {
     '    SET @delay_ms = CAST(FLOOR(ISNULL(@delay_seconds, 0) * 1000 + 0.5) AS bigint);',
     `    IF @kind = N'topic' AND EXISTS (SELECT 1 FROM ${subs} AS s WHERE ${exactQueueMatch('s.topic', 'name')} AND DATALENGTH(s.topic + N':' + s.subscription) / 2 > 200)`,
     `        ${throwInvalid(msg('a subscription queue name of this topic is longer than 200 characters'))}`,
+    '    -- one publisher of this message id (and so of its copies) at a time, until the outermost transaction',
+    "    -- ends: the lock is the transaction's, so inside the caller's it lasts to the caller's commit",
+    '    IF @outer_tran = 0 BEGIN TRANSACTION;',
+    "    SET @lock_resource = N'asyncresponse:publish:' + LOWER(CONVERT(nvarchar(36), @message_id));",
+    "    EXEC @lock_result = sp_getapplock @Resource = @lock_resource, @LockMode = 'Exclusive', @LockOwner = 'Transaction';",
+    '    IF @lock_result < 0',
+    '    BEGIN',
+    '        IF @outer_tran = 0 ROLLBACK TRANSACTION;',
+    `        THROW ${SQLSERVER_PUBLISH_LOCK_FAILED}, N'AsyncResponse publish: the lock on this message id was not granted (lock timeout or deadlock); retry the publish.', 1;`,
+    '    END;',
     '    -- one statement: the message on its queue, or one copy per subscription with the id topicCopyId() derives;',
-    '    -- ids already stored are skipped (the probe holds a key-range lock so two publishers of one id serialise)',
+    '    -- ids already stored are skipped',
     '    SET @now = SYSUTCDATETIME();',
     `    INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at)`,
     '    SELECT target.id, target.queue, @payload, @stored_headers, @now,',
@@ -192,8 +212,9 @@ function enqueueProcedure(n: SchemaNames): string {
     `        ${copy.apply}`,
     `        WHERE @kind = N'topic' AND ${exactQueueMatch('s.topic', 'name')}`,
     '    ) AS target',
-    `    WHERE NOT EXISTS (SELECT 1 FROM ${t} AS existing WITH (UPDLOCK, HOLDLOCK, FORCESEEK) WHERE existing.id = target.id);`,
+    `    WHERE NOT EXISTS (SELECT 1 FROM ${t} AS existing WITH (UPDLOCK, FORCESEEK) WHERE existing.id = target.id);`,
     '    SET @copies = @@ROWCOUNT;',
+    '    IF @outer_tran = 0 COMMIT TRANSACTION;',
     'END',
   ].join('\n');
 }

@@ -191,8 +191,10 @@ export const READY_INDEX_KEYS = ['queue', 'available_at', 'created_at'] as const
 export const CREATED_INDEX_KEYS = ['created_at'] as const;
 
 /**
- * Batch publish: insert-if-absent of every row of the JSON array @batch in ONE INSERT. The NOT EXISTS probe
- * holds UPDLOCK, HOLDLOCK (a key-range lock) so two publishers of one id serialise instead of racing to 2627.
+ * Batch publish: insert-if-absent of every row of the JSON array @batch in ONE INSERT. The NOT EXISTS probe takes
+ * no key-range lock (no HOLDLOCK): generated ids are time-ordered, so every new id would probe, and lock, the primary
+ * key's last range, and concurrent publishes would run one at a time. Two publishers of one id may therefore both
+ * find it absent; the second gets 2627, and the store re-runs the statement, which then reports the duplicate.
  * Rows of one batch share @now; created_at steps 100 ns by `ord` so a batch is claimed in array order.
  * Result set 1 = rows inserted; result set 2 (only when some were not) = the stored rows of the batch's ids.
  * Each element: { id, queue, payload_json, headers_json, delay_ms, ord }.
@@ -217,7 +219,7 @@ export function publishBatch(names: TransportNames): Statement<'batch'> {
       "    delay_ms bigint '$.delay_ms',",
       "    ord int '$.ord'",
       ') AS src',
-      `WHERE NOT EXISTS (SELECT 1 FROM ${t} AS existing WITH (UPDLOCK, HOLDLOCK, FORCESEEK) WHERE existing.id = src.id);`,
+      `WHERE NOT EXISTS (SELECT 1 FROM ${t} AS existing WITH (UPDLOCK, FORCESEEK) WHERE existing.id = src.id);`,
       'SET @inserted = @@ROWCOUNT;',
       'IF @inserted < (SELECT COUNT(*) FROM OPENJSON(@batch))',
       '    SELECT existing.id, existing.available_at, existing.queue',

@@ -133,9 +133,9 @@ export abstract class SqlServerStoreBase {
   }
 
   /**
-   * Runs an insert-if-absent whose UPDLOCK, HOLDLOCK probe makes a duplicate-key race rare; when one still
-   * happens (2627/2601) the INSERT was rolled back, so the statement runs again (up to `attempts` times in all)
-   * and now reads the stored rows as duplicates. `debugMessage` is logged on each lost race.
+   * Runs an insert-if-absent whose NOT EXISTS probe does not lock missing keys (publishes) or holds a key-range
+   * lock (the channel's random ids); when two writers of one id still race (2627/2601) the INSERT was rolled back,
+   * so the statement runs again (up to `attempts` times in all) and now reads the stored rows as duplicates. `debugMessage` is logged on each lost race.
    */
   protected async runRetryingDuplicateKeyRace<P extends string>(
     statement: Statement<P>,

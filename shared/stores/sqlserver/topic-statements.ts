@@ -51,8 +51,8 @@ function copiesOf(subs: string): string[] {
 
 /**
  * Topic publish: ONE INSERT … SELECT reads the subscriptions table and inserts one copy per message and
- * subscription, insert-if-absent by the copy's deterministic id with the queue publish's UPDLOCK, HOLDLOCK probe
- * (two publishers of one copy serialise instead of racing to 2627). Rows of one batch share @now; created_at steps
+ * subscription, insert-if-absent by the copy's deterministic id with the queue publish's probe (no key-range lock;
+ * two publishers of one copy may race to 2627, and the store re-runs the statement, which then finds it). Rows of one batch share @now; created_at steps
  * 100 ns by `ord`, so a subscription claims a batch in array order. Result set 1 = copies inserted; result set 2 =
  * every stored copy of the batch on the topic's subscriptions (the inserted ones and those a republish found).
  * Each @batch element: { id, payload_json, headers_json, delay_ms, ord }.
@@ -72,7 +72,7 @@ export function publishToTopic(names: TransportNames, subscriptionsTable: string
       'FROM (',
       ...copiesOf(subs),
       ') AS c',
-      `WHERE NOT EXISTS (SELECT 1 FROM ${t} AS existing WITH (UPDLOCK, HOLDLOCK, FORCESEEK) WHERE existing.id = c.id);`,
+      `WHERE NOT EXISTS (SELECT 1 FROM ${t} AS existing WITH (UPDLOCK, FORCESEEK) WHERE existing.id = c.id);`,
       'SELECT existing.id, existing.queue, existing.available_at',
       `FROM ${t} AS existing`,
       'INNER JOIN (',
