@@ -136,7 +136,10 @@ export function sqlServerRunnerStatements(n: SchemaNames) {
   const t = migrationsTable(n);
   const c = qualifiedChannelNames(n.channel);
   return {
-    /** Inside the step's transaction: XACT_ABORT (any error rolls the whole version back), then the applock. */
+    /**
+     * Inside the step's transaction: XACT_ABORT, then the applock. mssql sends every batch through sp_executesql,
+     * so the SET lasts for this batch only; what rolls a failed version back is the runner's rollback.
+     */
     lock: { text: ['SET XACT_ABORT ON;', ...schemaApplockLines(n.schema, 'schema migrations')].join('\n'), params: {} } as Statement<never>,
     ensureMigrationsTable: {
       text: [...createSchemaIfMissing(n.schema), ...createTableIfMissing(t, migrationsTableBody())].join('\n'),

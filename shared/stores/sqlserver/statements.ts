@@ -482,6 +482,9 @@ export function ddlPhase1(names: TransportNames): Statement<never> {
       ...schemaApplockLines(names.schema, 'transport'),
       ...createSchemaIfMissing(names.schema),
       ...createTableIfMissing(qualifiedTable(names), transportTableBody()),
+      // a table that lacks the column (normally version 4 adds it first): its Sch-M wait is bounded, so it cannot
+      // queue all table traffic behind it for the request timeout; a 1222 fails this attempt and the next retries
+      `SET LOCK_TIMEOUT ${DDL_TABLE_LOCK_TIMEOUT_MS};`,
       ...addDeadLetterSourceIfMissing(qualifiedTable(names)),
     ].join('\n'),
     params: {},
