@@ -12,11 +12,15 @@ param location string = resourceGroup().location
 @description('Resource name prefix.')
 param namePrefix string = 'asyncresp'
 
+// sqlAdminLogin, sqlAdminObjectId and sqlServerExists have defaults only so that azd, which resolves the parameters
+// before it runs the preprovision hook (`azd up`), neither prompts for them nor fails under --no-prompt: the hook
+// (infra/azd/hooks/preprovision.mjs, also run as preup) always writes them to the azd environment before the real
+// deployment, and its failure stops azd (continueOnError: false).
 @description('Entra admin of the SQL server (preprovision: an existing server\'s admin, else the signed-in user).')
-param sqlAdminLogin string
+param sqlAdminLogin string = ''
 
 @description('Object id of that admin.')
-param sqlAdminObjectId string
+param sqlAdminObjectId string = ''
 
 @description('User | Group | Application.')
 param sqlAdminPrincipalType string = 'User'
@@ -26,7 +30,7 @@ param sqlAdminPrincipalType string = 'User'
   'true'
   'false'
 ])
-param sqlServerExists string
+param sqlServerExists string = 'false'
 
 @description('Public IPv4 admitted by the SQL firewall for the postprovision steps.')
 param deployerIpAddress string = ''
