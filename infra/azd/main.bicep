@@ -1,8 +1,8 @@
 // Entry point for `azd up` / `azd provision` (azure.yaml: infra.path = infra/azd). It deploys infra/main.bicep
 // unchanged; this file exists so azd gets its own parameters file (main.parameters.json here, filled from the azd
-// environment that infra/azd/preprovision.sh writes) while infra/main.parameters.json stays a plain file for
+// environment that infra/azd/hooks/preprovision.mjs writes) while infra/main.parameters.json stays a plain file for
 // infra/deploy.sh and the az CLI. Outputs are re-exported under the same names: azd stores them in the
-// environment, where the postprovision hook and the function service (resourceName) read them.
+// environment, where the hooks (infra/azd/hooks/) and the function service (resourceName) read them.
 
 targetScope = 'resourceGroup'
 
@@ -32,7 +32,7 @@ param sqlAdminPrincipalType string = 'User'
 ])
 param sqlServerExists string = 'false'
 
-@description('Public IPv4 admitted by the SQL firewall for the postprovision steps.')
+@description('Public IPv4 admitted by the SQL firewall for the grant and schema hooks (looked up on every run).')
 param deployerIpAddress string = ''
 
 @description('The callback signing secret on the first deployment; empty keeps the stored one.')
