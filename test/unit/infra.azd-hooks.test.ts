@@ -3,9 +3,12 @@
 // what is checked is which commands the hooks run, with which arguments, in which order, on Linux/macOS and on
 // the Windows path (commands through cmd.exe, decoded back here the way cmd.exe and the MSVC runtime read them).
 
-import { writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { decodeCmdLine, harness, loadHook, type Call, type Rule } from '../support/hook-harness';
+import { decodeCmdLine, harness, HOOKS, loadHook, type Call, type Rule } from '../support/hook-harness';
 
 const SUB = '11111111-2222-3333-4444-555555555555';
 const BASE = { AZURE_ENV_NAME: 'dev', AZURE_LOCATION: 'swedencentral', AZURE_SUBSCRIPTION_ID: SUB };
@@ -162,7 +165,7 @@ describe('preprovision.mjs: refusals and choices', () => {
 function harnessWithOdbc() {
   const h = harness({ env: { ...BASE }, rules: FRESH });
   // replace the stand-in sqlcmd with one that prints the ODBC usage
-  writeFileSync(`${h.bin}/sqlcmd`, "#!/bin/sh\necho 'usage: sqlcmd [-U login id] [-P password] [-G use Azure Active Directory]'\n");
+  writeFileSync(join(h.bin, 'sqlcmd'), "#!/bin/sh\necho 'usage: sqlcmd [-U login id] [-P password] [-G use Azure Active Directory]'\n");
   return h;
 }
 
@@ -323,5 +326,25 @@ describe('lib.mjs: the Windows command line', () => {
     const node = 'C:\\Program Files\\nodejs\\node.exe';
     expect(commandLine({ platform: 'win32', env: {} }, node, ['a b'])).toEqual({ file: node, args: ['a b'], verbatim: false });
     expect(commandLine({ platform: 'linux', env: {} }, 'az', ['a b'])).toEqual({ file: 'az', args: ['a b'], verbatim: false });
+  });
+});
+
+describe('the hooks as azd starts them (node <file>)', () => {
+  it('runs main and exits 1 with the message, also through a symlinked checkout', () => {
+    const root = join(HOOKS, '..', '..', '..');
+    const link = join(mkdtempSync(join(tmpdir(), 'azd-link-')), 'checkout');
+    symlinkSync(root, link);
+    for (const dir of [root, link]) {
+      for (const hook of ['preprovision', 'postprovision', 'predeploy', 'postdeploy']) {
+        const r = spawnSync(process.execPath, [join('infra', 'azd', 'hooks', `${hook}.mjs`)], {
+          cwd: dir,
+          encoding: 'utf8',
+          env: { PATH: mkdtempSync(join(tmpdir(), 'empty-bin-')) },
+          timeout: 20_000,
+        });
+        expect(r.stderr, `${hook} from ${dir}`).toMatch(/^error: missing tools: az /);
+        expect(r.status).toBe(1);
+      }
+    }
   });
 });

@@ -14,7 +14,7 @@
 //   nodeBin    the node executable for the schema step (process.execPath)
 
 import { spawnSync } from 'node:child_process';
-import { statSync } from 'node:fs';
+import { realpathSync, statSync } from 'node:fs';
 import { delimiter as posixDelimiter, join, dirname, posix, win32 } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -39,9 +39,20 @@ export function defaultContext() {
   };
 }
 
-/** Runs main(defaultContext()) when the file is the node entry point; exit 1 with the message on failure. */
+/**
+ * Runs main(defaultContext()) when the file is the node entry point; exit 1 with the message on failure. The entry
+ * is compared by real path: Node's ESM loader resolves symlinks in import.meta.url, process.argv[1] keeps them, and
+ * a mismatch would skip the hook silently (exit 0).
+ */
 export function runIfMain(metaUrl, main) {
-  if (!process.argv[1] || pathToFileURL(process.argv[1]).href !== metaUrl) return;
+  if (!process.argv[1]) return;
+  let entry;
+  try {
+    entry = pathToFileURL(realpathSync(process.argv[1])).href;
+  } catch {
+    return;
+  }
+  if (entry !== metaUrl) return;
   main(defaultContext()).then(
     () => process.exit(0),
     (err) => {
