@@ -184,7 +184,7 @@ echo "function app $APP ($APP_HOST), database $SQL_DATABASE_NAME on $SQL_SERVER_
 # ---------------------------------------------------------------------------------------------------------
 # 2. The app identity's database user (data roles only)   infra/scripts/grant-app-identity.sh
 # 3. Schema (DDL as the deployer; the app only verifies it)  infra/scripts/apply-schema.sh
-# (the same scripts run as the azd postprovision hook, azure.yaml)
+# (azd: the same SQL file and schema CLI, from infra/azd/hooks/postprovision.mjs and predeploy.mjs)
 # ---------------------------------------------------------------------------------------------------------
 export SQL_SERVER="$SQL_SERVER_FQDN" SQL_DATABASE="$SQL_DATABASE_NAME" APP_IDENTITY_NAME APP_IDENTITY_CLIENT_ID
 [[ $skip_grant -eq 1 ]] || infra/scripts/grant-app-identity.sh

@@ -1,8 +1,8 @@
 // Entry point for `azd up` / `azd provision` (azure.yaml: infra.path = infra/azd). It deploys infra/main.bicep
 // unchanged; this file exists so azd gets its own parameters file (main.parameters.json here, filled from the azd
-// environment that infra/azd/preprovision.sh writes) while infra/main.parameters.json stays a plain file for
+// environment that infra/azd/hooks/preprovision.mjs writes) while infra/main.parameters.json stays a plain file for
 // infra/deploy.sh and the az CLI. Outputs are re-exported under the same names: azd stores them in the
-// environment, where the postprovision hook and the function service (resourceName) read them.
+// environment, where the hooks (infra/azd/hooks/) and the function service (resourceName) read them.
 
 targetScope = 'resourceGroup'
 
@@ -12,11 +12,15 @@ param location string = resourceGroup().location
 @description('Resource name prefix.')
 param namePrefix string = 'asyncresp'
 
+// sqlAdminLogin, sqlAdminObjectId and sqlServerExists have defaults only so that azd, which resolves the parameters
+// before it runs the preprovision hook (`azd up`), neither prompts for them nor fails under --no-prompt: the hook
+// (infra/azd/hooks/preprovision.mjs, also run as preup) always writes them to the azd environment before the real
+// deployment, and its failure stops azd (continueOnError: false).
 @description('Entra admin of the SQL server (preprovision: an existing server\'s admin, else the signed-in user).')
-param sqlAdminLogin string
+param sqlAdminLogin string = ''
 
 @description('Object id of that admin.')
-param sqlAdminObjectId string
+param sqlAdminObjectId string = ''
 
 @description('User | Group | Application.')
 param sqlAdminPrincipalType string = 'User'
@@ -26,9 +30,9 @@ param sqlAdminPrincipalType string = 'User'
   'true'
   'false'
 ])
-param sqlServerExists string
+param sqlServerExists string = 'false'
 
-@description('Public IPv4 admitted by the SQL firewall for the postprovision steps.')
+@description('Public IPv4 admitted by the SQL firewall for the grant and schema hooks (looked up on every run).')
 param deployerIpAddress string = ''
 
 @description('The callback signing secret on the first deployment; empty keeps the stored one.')

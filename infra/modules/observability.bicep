@@ -148,12 +148,18 @@ customMetrics
 | summarize AgeSeconds = max(valueMax) by queue
 '''
 
-// Alert: the app's metrics stopped arriving (the app is down, its timers do not run, or ingestion fails): the
-// queue-metrics timer sends the oldest-ready-age gauge of every queue every minute, even when it is 0.
+// Alert: the app's metrics stopped arriving (the app is down, its timers do not run, or ingestion fails). The
+// queue-metrics timer sends the oldest-ready-age gauge of every queue, even when it is 0: every 5 minutes with the
+// DRAIN_TRIGGER=queue this template sets (every minute in timer mode). "Stopped" means gauges arrived within the
+// rule's query range (overrideQueryTimeRange, 2 days) but none for more than 15 minutes: a fresh deployment,
+// which has sent no gauge yet, returns no row and does not alert. After 2 days of silence the row goes and the
+// alert resolves itself.
 var metricsStoppedAlertQuery = '''
 customMetrics
 | where name == "asyncresponse.queue.oldest_ready_age_seconds"
-| summarize Rows = count()
+| summarize LastGauge = max(timestamp)
+| where isnotnull(LastGauge)
+| project MinutesSilent = datetime_diff('minute', now(), LastGauge)
 '''
 
 // Alerts: drain failures, as two rules because a log search alert query must start with a table (Azure Monitor
@@ -338,7 +344,9 @@ resource workbook 'Microsoft.Insights/workbooks@2023-06-01' = {
   properties: {
     displayName: 'asyncresponse: queues and drains'
     category: 'workbook'
-    sourceId: appInsightsId
+    // lower case: the workbooks service matches sourceId case-sensitively against the component's (lower-case)
+    // id, and a mixed-case one keeps the workbook out of the component's Workbooks gallery
+    sourceId: toLower(appInsightsId)
     version: 'Notebook/1.0'
     serializedData: string(workbookContent)
   }
@@ -455,7 +463,7 @@ resource metricsStoppedAlert 'Microsoft.Insights/scheduledQueryRules@2021-08-01'
   kind: 'LogAlert'
   properties: {
     displayName: 'asyncresponse: metrics stopped'
-    description: 'No queue gauges arrived for 15 minutes: the app or its queue-metrics timer is not running, or telemetry ingestion fails (the other alerts cannot fire without data).'
+    description: 'Queue gauges arrived in the last 2 days but none for over 15 minutes: the app or its queue-metrics timer is not running, or telemetry ingestion fails (the other alerts cannot fire without data).'
     severity: 2
     enabled: true
     scopes: [
@@ -463,15 +471,16 @@ resource metricsStoppedAlert 'Microsoft.Insights/scheduledQueryRules@2021-08-01'
     ]
     evaluationFrequency: 'PT5M'
     windowSize: 'PT15M'
+    // the query looks back 2 days (the most a log search alert allows) to tell "stopped" from "never started"
+    overrideQueryTimeRange: 'P2D'
     criteria: {
       allOf: [
         {
-          // a summarize without "by" returns one row (0) when nothing arrived
           query: metricsStoppedAlertQuery
-          timeAggregation: 'Total'
-          metricMeasureColumn: 'Rows'
-          operator: 'LessThan'
-          threshold: 1
+          timeAggregation: 'Maximum'
+          metricMeasureColumn: 'MinutesSilent'
+          operator: 'GreaterThan'
+          threshold: 15
           failingPeriods: {
             numberOfEvaluationPeriods: 1
             minFailingPeriodsToAlert: 1

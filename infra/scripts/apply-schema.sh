@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Step 3 of the deployment: creates (or verifies) the tables with `npm run schema -- apply`, as the deployer
 # (Entra through DefaultAzureCredential, i.e. your az login); the app itself only verifies the schema.
-# Used by infra/deploy.sh and by the azd postprovision hook (azure.yaml).
+# Used by infra/deploy.sh (the azd path runs the same CLI from infra/azd/hooks/predeploy.mjs).
 #
 # Environment: SQL_SERVER, SQL_DATABASE (the deployment's outputs); SQL_SCHEMA and the table settings, if you
 # changed them, must match the app settings.

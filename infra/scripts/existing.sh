@@ -1,5 +1,5 @@
 # Finds out, before the real deployment, which SQL server and Key Vault it will use and what already exists
-# (sourced by infra/deploy.sh and infra/azd/preprovision.sh, after common.sh).
+# (sourced by infra/deploy.sh, after common.sh; infra/azd/hooks/preprovision.mjs does the same for azd).
 # shellcheck shell=bash disable=SC2034 # the variables set here are read by the scripts that source this file
 #
 # inspect_existing <resource group> <name prefix> <work dir> sets:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Step 2 of the deployment: gives the app's managed identity its database user (data roles only) by running
 # infra/sql/grant-app-identity.sql as the deployer (the server's Entra admin or a member of the admin group).
-# Used by infra/deploy.sh and by the azd postprovision hook (azure.yaml).
+# Used by infra/deploy.sh (the azd postprovision hook, infra/azd/hooks/postprovision.mjs, runs the same SQL file).
 #
 # Environment: SQL_SERVER, SQL_DATABASE, APP_IDENTITY_NAME, APP_IDENTITY_CLIENT_ID (the deployment's outputs).
 set -euo pipefail

@@ -4,7 +4,7 @@
 
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { listedMetricNames, OBSERVABILITY_MODULE } from '../support/bicep';
+import { blankCommentsAndStrings, closingBracket, listedMetricNames, OBSERVABILITY_MODULE } from '../support/bicep';
 
 const src = readFileSync(OBSERVABILITY_MODULE, 'utf8');
 
@@ -47,7 +47,7 @@ describe('infra: observability metric names', () => {
   it('has the five alerts: dead letters, oldest ready age, metrics stopped, failed drains, drain error traces', () => {
     expect(src).toMatch(/name == "asyncresponse\.jobs\.deadlettered"/);
     expect(src).toMatch(/name == "asyncresponse\.queue\.oldest_ready_age_seconds"/);
-    expect(src).toMatch(/\| summarize Rows = count\(\)\n'''/); // the no-data rule: no "by", so 0 rows count as 0
+    expect(src).toMatch(/\| summarize LastGauge = max\(timestamp\)\n\| where isnotnull\(LastGauge\)\n/); // the metrics-stopped rule
     expect(src).toMatch(/requests\n\| where name startswith "drain-" and success == false/);
     expect(src).toMatch(/traces\n\| where operation_Name startswith "drain-" and severityLevel >= 3/);
     expect([...src.matchAll(/Microsoft\.Insights\/scheduledQueryRules@/g)].length).toBe(5);
@@ -59,5 +59,38 @@ describe('infra: observability metric names', () => {
     const used = [...src.matchAll(/customDimensions\.([A-Za-z_]+)/g)].map((m) => m[1]!);
     expect(used.length).toBeGreaterThan(3);
     for (const key of used) expect(keys, `customDimensions.${key}`).toContain(key);
+  });
+});
+
+/** The body of `resource <symbol> '<type>@…' = {…}` (original text, comments included). */
+function resourceBody(symbol: string): string {
+  const blanked = blankCommentsAndStrings(src);
+  const m = new RegExp(`^resource\\s+${symbol}\\s+'[^']+'\\s*=\\s*\\{`, 'm').exec(src);
+  if (!m) throw new Error(`no resource ${symbol}`);
+  const open = m.index + m[0].length - 1;
+  return src.slice(open, closingBracket(blanked, open) + 1);
+}
+const prop = (body: string, key: string) => new RegExp(`^\\s*${key}:\\s*(.+?)\\s*$`, 'm').exec(body)?.[1];
+
+describe('infra: workbook and the metrics-stopped alert (review findings C3, C4)', () => {
+  it('gives the workbook a lower-case sourceId (the workbooks service compares it case-sensitively)', () => {
+    expect(prop(resourceBody('workbook'), 'sourceId')).toBe('toLower(appInsightsId)');
+  });
+
+  it('"metrics stopped" fires only after gauges arrived and then stopped, not on a fresh deployment', () => {
+    const rule = resourceBody('metricsStoppedAlert');
+    const query = /^var metricsStoppedAlertQuery = '''\n([\s\S]*?)'''/m.exec(src)![1]!;
+    // a fresh deployment has no gauge: the isnotnull filter leaves no row, and a log alert without rows stays quiet
+    // (the old rule counted rows, so its "0 gauges" row fired on every first deployment)
+    expect(query).toMatch(/\| summarize LastGauge = max\(timestamp\)\n\| where isnotnull\(LastGauge\)\n/);
+    expect(query).not.toMatch(/count\(\)/);
+    const measure = prop(rule, 'metricMeasureColumn')!.replace(/'/g, '');
+    expect(query).toMatch(new RegExp(`\\| project ${measure} = datetime_diff\\('minute', now\\(\\), LastGauge\\)`));
+    expect(prop(rule, 'operator')).toBe("'GreaterThan'");
+    // queue mode sends the gauges every 5 minutes: alert after 3 missed ones, not after one late ingestion
+    expect(Number(prop(rule, 'threshold'))).toBeGreaterThanOrEqual(15);
+    // the query must see further back than the silence it reports, or "stopped" looks like "never started"
+    expect(prop(rule, 'overrideQueryTimeRange')).toBe("'P2D'");
+    expect(prop(rule, 'windowSize')).toBe("'PT15M'");
   });
 });
