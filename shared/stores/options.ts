@@ -9,6 +9,11 @@ export interface TransportStoreOptions {
   logger: Logger;
   /** The schema-version check (schema-gate.ts) run before the store's own create-or-verify; openStores wires it. */
   schemaGate?: () => Promise<void>;
+  /**
+   * Test harness only, never an app setting: false skips the catalog verification (and reads no catalog), so the
+   * contract suite can run on a T-SQL engine whose catalog views differ from SQL Server's (Babelfish). Default true.
+   */
+  verifyCatalog?: boolean;
 }
 
 export const DEFAULT_TRANSPORT_TABLE = 'asyncresponse_transport_messages';

@@ -2,6 +2,7 @@
 // SQL Server with MSSQL_CONNECTION_STRING): claim first (the POST and the sweep cannot both route), one reference
 // job per registration (memory flat in the number of registrations), each callback sent exactly once, and the cap
 // on registrations per correlation id.
+import { skipOnGap } from './engine-gaps';
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -87,7 +88,8 @@ for (const fixture of channelFixtures()) {
     });
     afterAll(async () => h?.close());
 
-    it(`${REGISTRATIONS} registrations × a 262 KB payload: routing memory stays flat, the sweep racing the POST routes nothing more, each callback is sent once`, async () => {
+    it(`${REGISTRATIONS} registrations × a 262 KB payload: routing memory stays flat, the sweep racing the POST routes nothing more, each callback is sent once`, async (ctx) => {
+      await skipOnGap(fixture.name, ctx, 'merge');
       const rx = await receiver();
       try {
         const corr = `many-${randomUUID()}`;
@@ -145,7 +147,8 @@ for (const fixture of channelFixtures()) {
       }
     }, 240_000);
 
-    it('concurrent routers of one response (POST, sweep, retries): exactly one routes, one job per registration', async () => {
+    it('concurrent routers of one response (POST, sweep, retries): exactly one routes, one job per registration', async (ctx) => {
+      await skipOnGap(fixture.name, ctx, 'merge');
       const corr = `race-${randomUUID()}`;
       const regs = await Promise.all([1, 2, 3].map((i) => channel.registerCallback(corr, `https://hooks.example.com/${i}`, 60_000)));
       const id = randomUUID();
@@ -164,7 +167,8 @@ for (const fixture of channelFixtures()) {
       expect(await h.store.loadRegistrations(corr)).toHaveLength(3); // not final: the registrations stay
     });
 
-    it('the registration cap: one beyond MAX_REGISTRATIONS_PER_CORRELATION_ID is refused, also under concurrent saves', async () => {
+    it('the registration cap: one beyond MAX_REGISTRATIONS_PER_CORRELATION_ID is refused, also under concurrent saves', async (ctx) => {
+      await skipOnGap(fixture.name, ctx, 'merge');
       const capped = new ResponseChannel(h.store, new WakeSignal(), { ...config, maxRegistrationsPerCorrelationId: 3 }, silentLogger);
       const corr = `cap-${randomUUID()}`;
       const results = await Promise.allSettled(Array.from({ length: 8 }, (_, i) => capped.registerCallback(corr, `https://hooks.example.com/${i}`, 60_000)));
@@ -187,7 +191,8 @@ for (const fixture of channelFixtures()) {
       expect(await h.store.saveRegistration(other, randomUUID(), '{}', 60_000, 3)).toBeInstanceOf(Date);
     });
 
-    it('a callback keeps its row past its expiry so prune leaves it; a row pruned anyway is a dead letter, not a silent ack', async () => {
+    it('a callback keeps its row past its expiry so prune leaves it; a row pruned anyway is a dead letter, not a silent ack', async (ctx) => {
+      await skipOnGap(fixture.name, ctx, 'merge');
       const corr = `hold-${randomUUID()}`;
       await channel.registerCallback(corr, 'http://127.0.0.1:9/hold', 60_000);
       const id = randomUUID();

@@ -10,6 +10,7 @@ import { SqlServerChannelStore } from '../../shared/stores/sqlserver/channel-sto
 import { createSqlServerPool } from '../../shared/stores/sqlserver/connection';
 import { DEFAULT_TRANSPORT_TABLE } from '../../shared/stores/options';
 import { SqlServerTransportStore } from '../../shared/stores/sqlserver/store';
+import { hasGap, tdsEngine } from './engine-gaps';
 import type { TransportStore } from '../../shared/transport/types';
 
 export interface SqlServerChannelHarness {
@@ -41,8 +42,10 @@ export async function sqlServerChannelHarness(
     pools.push(pool);
     return pool;
   };
+  // on an engine whose catalog views differ (engine-gaps.ts, catalogViews) the stores skip the verification
+  const verifyCatalog = !hasGap(await tdsEngine(), 'catalogViews');
   const storeOn = (pool: sql.ConnectionPool, autoCreateSchema: boolean) => {
-    const store = new SqlServerChannelStore(pool, { names, autoCreateSchema, logger: silentLogger, ownsPool: false });
+    const store = new SqlServerChannelStore(pool, { names, autoCreateSchema, logger: silentLogger, ownsPool: false, verifyCatalog });
     stores.push(store);
     return store;
   };
@@ -59,7 +62,7 @@ export async function sqlServerChannelHarness(
     store,
     transport: () =>
       (transport ??= (async () => {
-        const t = new SqlServerTransportStore(storePool, { schema, table: DEFAULT_TRANSPORT_TABLE, autoCreateSchema: true, logger: silentLogger }, { ownsPool: false });
+        const t = new SqlServerTransportStore(storePool, { schema, table: DEFAULT_TRANSPORT_TABLE, autoCreateSchema: true, logger: silentLogger, verifyCatalog }, { ownsPool: false });
         await t.ensureSchema();
         return t;
       })()),

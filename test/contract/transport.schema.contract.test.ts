@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { message } from '../support/messages';
+import { skipOnGap } from './engine-gaps';
 import { announce, storeFixtures, type Harness } from './fixtures';
 
 for (const fixture of storeFixtures()) {
@@ -10,7 +11,8 @@ for (const fixture of storeFixtures()) {
       h = undefined;
     });
 
-    it('AutoCreateSchema=false on an absent table fails with the fix, and is re-checked once the table exists', async () => {
+    it('AutoCreateSchema=false on an absent table fails with the fix, and is re-checked once the table exists', async (ctx) => {
+      await skipOnGap(fixture.name, ctx, 'catalogViews');
       h = await fixture.create({ autoCreateSchema: false });
       await expect(h.store.publish([message('w')])).rejects.toThrow(/does not exist.*npm run schema -- apply/s);
       const creator = await h.openWith({ autoCreateSchema: true });
@@ -26,7 +28,8 @@ for (const fixture of storeFixtures()) {
       expect(await h.raw.countQueue('conc')).toBe(8);
     });
 
-    it('a table with the wrong shape is rejected naming the column, what was expected and what was found', async () => {
+    it('a table with the wrong shape is rejected naming the column, what was expected and what was found', async (ctx) => {
+      await skipOnGap(fixture.name, ctx, 'catalogViews');
       h = await fixture.create({ autoCreateSchema: false });
       await h.raw.createMisshapenTable();
       const error = await h.store.ensureSchema().then(

@@ -184,10 +184,9 @@ describe('SQL Server channel catalog verification', () => {
     expect(migration).toContain(`the column acked_seq on ${MSG} and the sequence ${SEQ}`);
     expect(migration).toContain(
       [
-        `IF COL_LENGTH(N'${MSG}', N'acked_seq') IS NULL`,
+        `IF NOT EXISTS (SELECT 1 FROM sys.columns WHERE object_id = OBJECT_ID(N'${MSG}', N'U') AND name = N'acked_seq')`,
         `    ALTER TABLE ${MSG} ADD acked_seq bigint NULL;`,
-        'IF NOT EXISTS (SELECT 1 FROM sys.sequences',
-        "               WHERE name = N'asyncresponse_channel_messages_ack_seq' AND schema_id = SCHEMA_ID(N'dbo'))",
+        `IF OBJECT_ID(N'${SEQ}', N'SO') IS NULL`,
         `    CREATE SEQUENCE ${SEQ} AS bigint START WITH 1;`,
       ].join('\n'),
     );

@@ -136,15 +136,19 @@ function channelIndexDdl(names: ChannelNames): Array<string[]> {
 
 /**
  * The upgrade of a message table created before acked_seq existed (spec "Upgrading a manually managed
- * schema"): the column, then its sequence. Idempotent; safe while older hosts still run.
+ * schema"): the column, then its sequence. Idempotent; safe while older hosts still run. The column guard reads
+ * sys.columns and the sequence guard OBJECT_ID(…, N'SO') (the spec writes COL_LENGTH and sys.sequences, which
+ * SQL Server answers the same): the idioms of the other guards here (version 4's column, the tables'
+ * OBJECT_ID), and ones a T-SQL engine without sys.sequences whose COL_LENGTH reads committed metadata only
+ * (Babelfish) still runs, so the whole DDL is executed there.
  */
 export function channelAckSequenceMigration(names: ChannelNames): string {
   const t = qualifiedChannelNames(names);
   return [
-    `IF COL_LENGTH(${nameLiteral(t.messages)}, N'acked_seq') IS NULL`,
+    `IF NOT EXISTS (SELECT 1 FROM sys.columns WHERE object_id = OBJECT_ID(${nameLiteral(t.messages)}, N'U') AND name = N'acked_seq')`,
     `    ALTER TABLE ${t.messages} ADD acked_seq bigint NULL;`,
-    'IF NOT EXISTS (SELECT 1 FROM sys.sequences',
-    `               WHERE name = ${nameLiteral(names.ackSequence)} AND schema_id = SCHEMA_ID(${nameLiteral(names.schema)}))`,
+    // OBJECT_ID with type SO, like the table guards' OBJECT_ID(…, N'U'): the qualified name the CREATE uses
+    `IF OBJECT_ID(${nameLiteral(t.sequence)}, N'SO') IS NULL`,
     `    CREATE SEQUENCE ${t.sequence} AS bigint START WITH 1;`,
   ].join('\n');
 }

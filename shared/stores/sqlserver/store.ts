@@ -135,6 +135,10 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
   protected async runSchemaAttempt(): Promise<void> {
     await this.connect();
     await this.options.schemaGate?.();
+    if (!this.options.autoCreateSchema && this.options.verifyCatalog === false) {
+      this.schemaReady = true;
+      return;
+    }
     if (!this.options.autoCreateSchema) {
       const result = evaluateTransportCatalog(await readTransportCatalog(this.pool, this.names), this.names, {
         autoCreate: false,
@@ -154,6 +158,12 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
 
     // phase 1: schema + table under the schema applock, committed before anything else runs
     await this.runDdlTransaction(this.statements.ddlPhase1);
+    if (this.options.verifyCatalog === false) {
+      // no catalog to read: every index build is guarded, so phase 2 builds whatever is missing
+      await this.runPhase2([this.names.readyIndex, this.names.createdIndex, this.names.deadLetterIndex]);
+      this.schemaReady = true;
+      return;
+    }
     let catalog = await readTransportCatalog(this.pool, this.names);
     const missing = missingIndexes(catalog.indexes, this.names);
     if (missing.length > 0) {
