@@ -41,6 +41,20 @@ export function announcingStores(stores: Stores, announcer: DrainAnnouncer, swee
       });
       return outcomes;
     },
+    async publishToTopic(topic, messages) {
+      const outcomes = await t.publishToTopic(topic, messages);
+      const seen = new Set<string>();
+      outcomes.forEach((o, i) => {
+        const delayMs = Math.max(0, messages[i]?.delayMs ?? 0);
+        for (const c of o.copies) {
+          const key = `${c.queue}@${delayMs}`;
+          if (!c.inserted || seen.has(key)) continue;
+          seen.add(key);
+          announcer.announce(c.queue, delayMs);
+        }
+      });
+      return outcomes;
+    },
     async release(settlement, delayMs) {
       const released = await t.release(settlement, delayMs);
       const queue = queueOf(settlement);
