@@ -22,6 +22,12 @@ export interface RequestQueue {
 export interface DrainAnnouncer {
   /** `target`: a queue (or SWEEP_TARGET); `delayMs`: when the work becomes claimable (≤ 0: now). */
   announce(target: string, delayMs: number): void;
+  /**
+   * A lease on `queue` (someone else's, or a claim this instance could not settle) lapses in `delayMs`: a request
+   * that surfaces then, at most one outstanding per queue (a new one only when it surfaces earlier than the one
+   * already sent). Announcers without it get announce().
+   */
+  announceLeaseLapse?(queue: string, delayMs: number): void;
 }
 
 export interface DrainRequestSenderOptions {
@@ -49,6 +55,7 @@ export class DrainRequestSender implements DrainAnnouncer {
   readonly counts: SenderCounts = { sent: 0, coalesced: 0, failed: 0 };
   private readonly lastImmediate = new Map<string, number>();
   private readonly delayed = new Map<string, number>(); // `${target}@${dueSecond}` → due epoch ms
+  private readonly leaseLapse = new Map<string, number>(); // queue → due epoch ms of its outstanding lease request
   private readonly inflight = new Set<Promise<void>>();
   private lastFailureLogAt = -Infinity;
   private readonly now: () => number;
@@ -82,6 +89,20 @@ export class DrainRequestSender implements DrainAnnouncer {
     for (const [k, at] of this.delayed) if (at <= now) this.delayed.delete(k);
     this.delayed.set(key, due);
     this.send(target, seconds);
+  }
+
+  announceLeaseLapse(queue: string, delayMs: number): void {
+    const now = this.now();
+    const seconds = Math.min(Math.max(1, Math.ceil(delayMs / 1000)), MAX_VISIBILITY_SECONDS);
+    const due = now + seconds * 1000;
+    const outstanding = this.leaseLapse.get(queue);
+    // one that surfaces first is enough: the drain it starts looks again when it ends, and asks for the next lapse
+    if (outstanding !== undefined && outstanding > now && outstanding <= due) {
+      this.counts.coalesced++;
+      return;
+    }
+    this.leaseLapse.set(queue, due);
+    this.send(queue, seconds);
   }
 
   /**
