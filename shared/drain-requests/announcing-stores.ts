@@ -1,7 +1,9 @@
 // The one seam where work becomes claimable: the store ports. Every write that makes a row claimable (a publish of
 // any path — HTTP, batch, topic, the response and callback queues —, a retry's release with backoff, claims handed
 // back unstarted, a requeued dead letter, callbacks routed from the channel) announces its queue to the drain
-// requests after it committed; a stored response announces a channel sweep for when it becomes overdue.
+// requests after it committed; a stored response announces a channel sweep for when it becomes overdue. What no write
+// announces (rows from SQL, leases a crashed instance left) the engine finds after its drains and at start-up
+// (claimOutlook, create-engine.ts).
 
 import type { ChannelStore } from '../channel/types';
 import { CALLBACK_QUEUE } from '../queue-names';

@@ -5,7 +5,9 @@
 //
 // Coalescing: one immediate request per target per `coalesceMs`. A drain started by a request keeps claiming until
 // the queue stayed empty for its idle grace (at least coalesceMs), so a job committed within the window of the
-// request that was sent is still claimed by that drain. Delayed requests coalesce per target and due second.
+// request that was sent is still claimed by that drain. Delayed requests coalesce per target and due second. A
+// lease-lapse request (the engine asks for one after a drain, or at start-up, when the earliest live lease of a
+// queue lapses later) is kept to one outstanding per queue: a new one only when it surfaces earlier.
 
 import type { Logger } from '../log';
 import { encodeRequest, requestFor } from './message';
