@@ -85,6 +85,23 @@ describe('[pglite] pending work → drain requests (queue mode)', () => {
     expect(calls[0]!.ms).toBeLessThanOrEqual(12_000);
   });
 
+  it('a drain stopped by its budget with rows still due adds no request (drainQueues fans out instead)', async () => {
+    const { announcer, calls } = recorder();
+    const e = await createEngine({
+      store: { kind: 'pglite', dataDir: 'memory://' },
+      queues: { jobs: { handler: () => new Promise((r) => setTimeout(r, 300)), policy: { concurrency: 1, prefetch: 0, batchSize: 1 } } },
+      drainRequests: announcer,
+      logger: silentLogger,
+    });
+    engines.push(e);
+    for (let i = 0; i < 5; i++) await publishUnannounced(e, 'jobs');
+    calls.length = 0;
+    const report = await e.drain('jobs', { budgetMs: 100, idleGraceMs: 0 });
+    expect(report).toMatchObject({ stoppedBy: 'budget', claimed: 1, released: 0 });
+    expect((await e.store.claimOutlook('jobs')).due).toBe(true); // rows were due when it ended
+    expect(calls).toEqual([]);
+  });
+
   it('no probe while another drain of the queue runs here: the last one to end asks', async () => {
     const { announcer, calls } = recorder();
     const e = await engine(announcer);
