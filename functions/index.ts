@@ -1,7 +1,7 @@
 // The Functions entry (package.json "main"): importing each file registers its function. The local host
 // loads this same module, so routes and schedules have one source.
 import { app } from '@azure/functions';
-import { shutdownRuntime } from '../shared/runtime';
+import { appConfig, getRuntime, shutdownRuntime } from '../shared/runtime';
 import { startTelemetry } from '../shared/telemetry/setup';
 
 import './publish-message';
@@ -32,6 +32,13 @@ import './dashboard-asset';
 // Application Insights (only with APPLICATIONINSIGHTS_CONNECTION_STRING) starts before the first invocation, so
 // its preInvocation hook gives every invocation's dependencies the host's operation id (shared/telemetry/setup.ts).
 startTelemetry(process.env);
+
+// Queue mode: an instance that starts opens its runtime at once, which announces the work already due (rows
+// published from SQL or while scaled to zero, leases a crashed instance left; shared/runtime.ts). Not awaited: the
+// host starts serving meanwhile, and a runtime that cannot open yet is opened again by the first invocation.
+app.hook.appStart(() => {
+  if (appConfig().drainRequests.trigger === 'queue') getRuntime().catch((err: unknown) => console.warn('opening the runtime at start-up failed; the first invocation tries again', err));
+});
 
 app.hook.appTerminate(async () => {
   await shutdownRuntime();

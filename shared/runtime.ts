@@ -90,6 +90,15 @@ export function getRuntime(overrides: RuntimeOverrides = {}): Promise<Runtime> {
       throw err;
     }
     const { store, channel, publisher, wake } = engine;
+    // Queue mode: work already due when the instance starts (rows published from SQL or while no instance was up,
+    // leases a crashed instance left) is announced now, not left for the safety-net timer; in the background, so
+    // the first invocation does not wait for the probes.
+    if (drainRequests) {
+      track(engine.announcePending(logger)).then(
+        (n) => n > 0 && logger.info(`start-up: asked for drains of ${n} queue(s) with work due or leased`),
+        (err: unknown) => logger.warn('start-up: reading the queues for work already due failed (the safety-net timers drain it)', err),
+      );
+    }
     return { config: cfg, engine, store, stores, channel, publisher, wake, logger, metrics, telemetry, drainRequests, stopping, track };
   })().catch((err) => {
     runtime = undefined;

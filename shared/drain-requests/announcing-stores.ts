@@ -1,7 +1,9 @@
 // The one seam where work becomes claimable: the store ports. Every write that makes a row claimable (a publish of
 // any path — HTTP, batch, topic, the response and callback queues —, a retry's release with backoff, claims handed
 // back unstarted, a requeued dead letter, callbacks routed from the channel) announces its queue to the drain
-// requests after it committed; a stored response announces a channel sweep for when it becomes overdue.
+// requests after it committed; a stored response announces a channel sweep for when it becomes overdue. What no write
+// announces (rows from SQL, leases a crashed instance left) the engine finds after its drains and at start-up
+// (claimOutlook, create-engine.ts).
 
 import type { ChannelStore } from '../channel/types';
 import { CALLBACK_QUEUE } from '../queue-names';
@@ -38,6 +40,20 @@ export function announcingStores(stores: Stores, announcer: DrainAnnouncer, swee
         if (seen.has(key)) return;
         seen.add(key);
         announcer.announce(m.queue, m.delayMs);
+      });
+      return outcomes;
+    },
+    async publishToTopic(topic, messages) {
+      const outcomes = await t.publishToTopic(topic, messages);
+      const seen = new Set<string>();
+      outcomes.forEach((o, i) => {
+        const delayMs = Math.max(0, messages[i]?.delayMs ?? 0);
+        for (const c of o.copies) {
+          const key = `${c.queue}@${delayMs}`;
+          if (!c.inserted || seen.has(key)) continue;
+          seen.add(key);
+          announcer.announce(c.queue, delayMs);
+        }
       });
       return outcomes;
     },

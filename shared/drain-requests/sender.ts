@@ -5,7 +5,9 @@
 //
 // Coalescing: one immediate request per target per `coalesceMs`. A drain started by a request keeps claiming until
 // the queue stayed empty for its idle grace (at least coalesceMs), so a job committed within the window of the
-// request that was sent is still claimed by that drain. Delayed requests coalesce per target and due second.
+// request that was sent is still claimed by that drain. Delayed requests coalesce per target and due second. A
+// lease-lapse request (the engine asks for one after a drain, or at start-up, when the earliest live lease of a
+// queue lapses later) is kept to one outstanding per queue: a new one only when it surfaces earlier.
 
 import type { Logger } from '../log';
 import { encodeRequest, requestFor } from './message';
@@ -22,6 +24,12 @@ export interface RequestQueue {
 export interface DrainAnnouncer {
   /** `target`: a queue (or SWEEP_TARGET); `delayMs`: when the work becomes claimable (≤ 0: now). */
   announce(target: string, delayMs: number): void;
+  /**
+   * A lease on `queue` (someone else's, or a claim this instance could not settle) lapses in `delayMs`: a request
+   * that surfaces then, at most one outstanding per queue (a new one only when it surfaces earlier than the one
+   * already sent). Announcers without it get announce().
+   */
+  announceLeaseLapse?(queue: string, delayMs: number): void;
 }
 
 export interface DrainRequestSenderOptions {
@@ -49,6 +57,7 @@ export class DrainRequestSender implements DrainAnnouncer {
   readonly counts: SenderCounts = { sent: 0, coalesced: 0, failed: 0 };
   private readonly lastImmediate = new Map<string, number>();
   private readonly delayed = new Map<string, number>(); // `${target}@${dueSecond}` → due epoch ms
+  private readonly leaseLapse = new Map<string, number>(); // queue → due epoch ms of its outstanding lease request
   private readonly inflight = new Set<Promise<void>>();
   private lastFailureLogAt = -Infinity;
   private readonly now: () => number;
@@ -82,6 +91,20 @@ export class DrainRequestSender implements DrainAnnouncer {
     for (const [k, at] of this.delayed) if (at <= now) this.delayed.delete(k);
     this.delayed.set(key, due);
     this.send(target, seconds);
+  }
+
+  announceLeaseLapse(queue: string, delayMs: number): void {
+    const now = this.now();
+    const seconds = Math.min(Math.max(1, Math.ceil(delayMs / 1000)), MAX_VISIBILITY_SECONDS);
+    const due = now + seconds * 1000;
+    const outstanding = this.leaseLapse.get(queue);
+    // one that surfaces first is enough: the drain it starts looks again when it ends, and asks for the next lapse
+    if (outstanding !== undefined && outstanding > now && outstanding <= due) {
+      this.counts.coalesced++;
+      return;
+    }
+    this.leaseLapse.set(queue, due);
+    this.send(queue, seconds);
   }
 
   /**

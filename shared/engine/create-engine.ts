@@ -131,6 +131,13 @@ export interface Engine {
   /** Long-running: drains the queues (default: every worker queue) without a budget until the signal aborts. */
   run(queues: string | readonly string[] | undefined, request: RunRequest): Promise<DrainReport[]>;
   stats(queue: string): Promise<QueueStatsWithRoute>;
+  /**
+   * With drain requests (queue mode): probes every routed queue once (claimOutlook) and announces a drain for each
+   * that has work due now (rows published while no instance was up, or from SQL; leases a crashed instance left
+   * that lapsed) and a request at the lapse of the earliest live lease of the others. An instance calls it as it
+   * starts. Resolves to the requests announced; without drain requests it probes nothing and resolves to 0.
+   */
+  announcePending(logger?: Logger): Promise<number>;
   /** Stops drains and runs (they settle what they started), then closes the LISTEN session and the pool. */
   close(): Promise<void>;
 }
@@ -266,6 +273,37 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       throw err;
     }
   }
+
+  /**
+   * Queue mode, after the last drain of `queue` in this engine ended (and at start-up, without a report): what the
+   * table still holds becomes a drain request, so work no request announced does not wait for the safety-net timer.
+   * Due rows: a request now (not after a drain stopped by its budget: drainQueues fans out then). Otherwise the
+   * earliest live lease (a peer's, maybe one that crashed; or a claim this drain could not settle): a request that
+   * surfaces when it lapses, at most one outstanding per queue. When the probe fails, claims this drain could not
+   * settle still get theirs, at one lease from now.
+   */
+  const requests = options.drainRequests;
+  const announceLapse = (queue: string, ms: number) =>
+    requests?.announceLeaseLapse ? requests.announceLeaseLapse(queue, ms) : requests?.announce(queue, ms);
+  const announceOutlook = async (queue: string, lockTimeoutMs: number, log: Logger, after?: DrainReport): Promise<boolean> => {
+    if (!requests) return false;
+    try {
+      const o = await stores.transport.claimOutlook(queue);
+      if (o.due) {
+        if (after?.stoppedBy === 'budget' && after.claimed > 0) return false;
+        requests.announce(queue, 0);
+        return true;
+      }
+      if (o.leaseLapsesInMs === null) return false;
+      announceLapse(queue, o.leaseLapsesInMs);
+      return true;
+    } catch (err) {
+      const unsettled = after ? after.ackFailures + after.releaseFailures : 0;
+      if (unsettled > 0) announceLapse(queue, lockTimeoutMs);
+      log.warn(`reading what '${queue}' still holds failed${unsettled > 0 ? `; asked for a drain when the ${unsettled} claim(s) this drain could not settle lapse` : ''} (the safety-net timers drain what is left)`, err);
+      return unsettled > 0;
+    }
+  };
 
   const closing = new AbortController();
   const active = new Set<Promise<unknown>>();
@@ -433,7 +471,13 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
           logger: request.logger ?? logger,
           stopping: stop.signal,
           claimRetry: retry,
-        }).finally(ended),
+        })
+          .finally(ended)
+          .then(async (report) => {
+            // the last drain of the queue here: a drain still running would see the same rows, and ask when it ends
+            if (requests && !activeDrains.has(queue)) await announceOutlook(queue, p.lockTimeoutMs, request.logger ?? logger, report);
+            return report;
+          }),
       );
     },
 
@@ -449,6 +493,18 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     async stats(queue) {
       const route = routeOf(queue);
       return { ...(await track(stores.transport.queueStats(queue, deadLetterQueue))), ...routeView(route) };
+    },
+
+    announcePending(log = logger) {
+      return track(
+        (async () => {
+          let announced = 0;
+          if (!requests) return announced;
+          // one after another: start-up must not take a pool connection per queue
+          for (const [queue, route] of routes) if (await announceOutlook(queue, route.policy.lockTimeoutMs, log)) announced++;
+          return announced;
+        })(),
+      );
     },
 
     close() {

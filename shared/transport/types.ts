@@ -84,6 +84,17 @@ export function deadLetterAttempts(value: unknown): number | null {
   return Number.isInteger(n) && n > 0 ? n : null;
 }
 
+/**
+ * What a queue holds for a drain right now, from one probe statement (queue mode asks after a drain and at
+ * start-up, so work no drain request announced is not left for the safety-net timer).
+ */
+export interface ClaimOutlook {
+  /** A row of the queue is claimable now (ready, or its lease lapsed). */
+  due: boolean;
+  /** Milliseconds on the database clock until the earliest live lease of the queue lapses; null when none (or when `due`: not read then). */
+  leaseLapsesInMs: number | null;
+}
+
 /** A durable topic subscription as recorded in the subscriptions table. */
 export interface TopicSubscription {
   topic: string;
@@ -144,6 +155,8 @@ export interface TransportStore {
   /** Deletes at most one batch (1000) of dead letters older than retentionMs; returns rows deleted. */
   pruneDeadLetterBatch(deadLetterQueue: string, retentionMs: number): Promise<number>;
   queueStats(queue: string, deadLetterQueue: string): Promise<QueueStats>;
+  /** Whether a row of exactly `queue` is claimable now and, if none is, when its earliest lease lapses (one statement). */
+  claimOutlook(queue: string): Promise<ClaimOutlook>;
   listDeadLetters(deadLetterQueue: string, sourceQueue: string, top: number): Promise<DeadLetterItem[]>;
   /** Moves a dead letter back onto its source queue (attempts reset, dead-letter headers removed). */
   requeueDeadLetter(deadLetterQueue: string, sourceQueue: string, id: string): Promise<boolean>;

@@ -12,6 +12,7 @@ import { channelStats } from '../../shared/stores/sqlserver/channel-stats';
 import { serverCapabilities } from '../../shared/stores/sqlserver/server-version';
 import { transportStatements } from '../../shared/stores/sqlserver/statements';
 import { topicStatements } from '../../shared/stores/sqlserver/topic-statements';
+import { claimOutlook } from '../../shared/stores/sqlserver/outlook-statements';
 import { CALLBACK_QUEUE } from '../../shared/queue-names';
 import { sqlServerMigrationStatements } from '../../shared/stores/sqlserver/migrations';
 import { schemaNames, subscriptionsTableName } from '../../shared/stores/schema-names';
@@ -70,6 +71,8 @@ export const SQLSERVER_STATEMENT_SOURCES: readonly StatementSource[] = [
   { name: 'transport', texts: (n) => fromMap('transport', n.variant, transportStatements(n.transport)) },
   // the topic statements of the transport store (fan-out publish, subscriptions upsert and list)
   { name: 'topics', texts: (n) => fromMap('topics', n.variant, topicStatements(n.transport, subscriptionsTableName(n.transport, 'sqlserver'))) },
+  // the claim-outlook probe (queue mode: after a drain and at start-up)
+  { name: 'outlook', texts: (n) => fromMap('outlook', n.variant, { claimOutlook: claimOutlook(n.transport) }) },
   // the channel store's statements (registrations, messages, subscribers, prunes, DDL, catalog snapshot)
   { name: 'channel', texts: (n) => fromMap('channel', n.variant, channelStatements(n.channel, { schema: n.transport.schema, table: n.transport.table, queue: CALLBACK_QUEUE })) },
   // the channel's counts for the dashboard and /api/stats

@@ -15,6 +15,9 @@ function fakeStores() {
     releaseUnstarted: async (s: unknown[]) => s.length,
     requeueDeadLetter: async (_dl: string, _q: string, id: string) => id === 'there',
     queueStats: async (queue: string) => ({ queue, ready: 7 }),
+    // every subscription gets a copy of each message except 'dup' (a republish: its copies exist)
+    publishToTopic: async (topic: string, ms: { id: string }[]) =>
+      ms.map((m) => ({ id: m.id, copies: ['a', 'b'].map((sub) => ({ queue: `${topic}:${sub}`, id: `${m.id}-${sub}`, inserted: m.id !== 'dup', availableAt: null })) })),
   } as unknown as TransportStore;
   const channel = {
     insertMessage: async (id: string, correlationId: string) => ({ id, inserted: id !== 'dup', correlationId }),
@@ -49,6 +52,21 @@ describe('announcing stores', () => {
       ['worker', 0],
       [SWEEP_TARGET, 6000],
       ['callbacks', 0],
+    ]);
+  });
+
+  it('announces a topic publish on each subscription queue that got a new copy, once per queue and delay', async () => {
+    const calls: [string, number][] = [];
+    const f = fakeStores();
+    const s = announcingStores(f.stores, { announce: (t, d) => void calls.push([t, d]) }, 6000);
+    const msg = (id: string, delayMs: number) => ({ id, queue: 'orders', delayMs }) as never;
+    const outcomes = await s.transport.publishToTopic('orders', [msg('m1', 0), msg('m2', 0), msg('m3', 3000), msg('dup', 9000)]);
+    expect(outcomes.map((o) => o.id)).toEqual(['m1', 'm2', 'm3', 'dup']); // the store's answer, untouched
+    expect(calls).toEqual([
+      ['orders:a', 0],
+      ['orders:b', 0],
+      ['orders:a', 3000],
+      ['orders:b', 3000],
     ]);
   });
 

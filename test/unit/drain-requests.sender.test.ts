@@ -46,6 +46,29 @@ describe('drain-request sender', () => {
     expect(s.counts).toEqual({ sent: 3, coalesced: 50, failed: 0 });
   });
 
+  it('keeps at most one outstanding lease-lapse request per queue: a new one only when it surfaces earlier', async () => {
+    let now = 7_000_000;
+    const { queue, sent } = memoryQueue();
+    const s = new DrainRequestSender(queue, { coalesceMs: 1000, fanOut: 2, maxPending: 32, logger: logger().log, now: () => now });
+    s.announceLeaseLapse('worker', 20_000); // surfaces in 20 s
+    for (let i = 0; i < 20; i++) s.announceLeaseLapse('worker', 25_000 + i); // later: the first one covers them
+    s.announceLeaseLapse('worker', 20_000); // the same due second
+    s.announceLeaseLapse('worker', 12_400); // earlier: sent (13 s, rounded up so the lease has lapsed)
+    s.announceLeaseLapse('other', 3000); // per queue
+    s.announceLeaseLapse('other', 0); // lapsing now: still a second, never before the lapse
+    now += 13_000; // the 13 s request has surfaced: it no longer covers anything
+    s.announceLeaseLapse('worker', 30_000);
+    await s.settle(1000);
+    expect(sent).toEqual([
+      { body: { queues: ['worker'] }, visibility: 20 },
+      { body: { queues: ['worker'] }, visibility: 13 },
+      { body: { queues: ['other'] }, visibility: 3 },
+      { body: { queues: ['other'] }, visibility: 1 },
+      { body: { queues: ['worker'] }, visibility: 30 },
+    ]);
+    expect(s.counts).toEqual({ sent: 5, coalesced: 21, failed: 0 });
+  });
+
   it('gives delayed work a request that becomes visible when it is due, one per queue and due second', async () => {
     const now = 5_000_000;
     const { queue, sent } = memoryQueue();

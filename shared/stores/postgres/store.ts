@@ -3,6 +3,7 @@ import { transportNames, type TransportNames } from '../../sql/identifiers';
 import { jsonbSafe, parseHeadersLenient } from '../../transport/headers';
 import type {
   ClaimedMessage,
+  ClaimOutlook,
   DeadLetterItem,
   DeadLetterMove,
   OutgoingMessage,
@@ -29,6 +30,7 @@ import {
 import { subscriptionsTableName } from '../schema-names';
 import { notifyPrefix, pgStatements, type PgStatements } from './statements';
 import { pgTopicStatements, type PgTopicStatements } from './topic-statements';
+import { pgClaimOutlookStatement } from './outlook-statements';
 
 interface ClaimRow {
   id: string;
@@ -292,6 +294,14 @@ export class PostgresTransportStore implements TransportStore {
     const r = await this.client.query(this.sql.deleteDeadLetter, [deadLetterQueue, sourceQueue, id]);
     return r.rowCount > 0;
   }
+
+  async claimOutlook(queue: string): Promise<ClaimOutlook> {
+    await this.ensureSchema();
+    const r = await this.client.query<{ due: boolean; lease_lapses_in_ms: number | null }>((this.outlook ??= pgClaimOutlookStatement(this.names)), [queue]);
+    const row = r.rows[0];
+    return { due: row?.due === true, leaseLapsesInMs: row?.due || row?.lease_lapses_in_ms == null ? null : Number(row.lease_lapses_in_ms) };
+  }
+  private outlook: string | undefined;
 
   async hasMessage(queue: string, id: string): Promise<boolean> {
     await this.ensureSchema();

@@ -8,6 +8,7 @@ import { isTransientSqlServerError, sqlServerErrorClass, sqlServerErrorNumbers }
 import { parseHeadersLenient } from '../../transport/headers';
 import type {
   ClaimedMessage,
+  ClaimOutlook,
   DeadLetterItem,
   DeadLetterMove,
   OutgoingMessage,
@@ -26,6 +27,7 @@ import { createSqlServerPool, type SqlServerConnectionOptions } from './connecti
 import { createPoolHolder, existingPoolHolder, poolHolderFor, type PoolHolder } from './pool-guard';
 import { qualifiedTable, transportStatements, type TransportStatements } from './statements';
 import { topicStatements } from './topic-statements';
+import { claimOutlook, claimOutlookOf } from './outlook-statements';
 import { compareSqlServerGuids, lower, rollbackQuietly, rows, SqlServerStoreBase } from './store-common';
 import { evaluateTransportCatalog, missingIndexes, readTransportCatalog, VERIFICATION_FIX_HINT } from './verify';
 
@@ -448,6 +450,12 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
     const result = await this.run(this.statements.deleteDeadLetter, { id, dlq: deadLetterQueue, source: sourceQueue });
     return firstNumber(result, 'affected') > 0;
   }
+
+  async claimOutlook(queue: string): Promise<ClaimOutlook> {
+    await this.ensureSchema();
+    return claimOutlookOf(rows(await this.run((this.outlook ??= claimOutlook(this.names)), { queue }))[0]);
+  }
+  private outlook: ReturnType<typeof claimOutlook> | undefined;
 
   async hasMessage(queue: string, id: string): Promise<boolean> {
     await this.ensureSchema();

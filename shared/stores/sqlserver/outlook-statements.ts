@@ -1,0 +1,36 @@
+// The claim-outlook probe in T-SQL (queue mode: after a drain, and when an instance starts): is a row of exactly
+// @queue claimable now, and if none is, when does its earliest lease lapse (ms on the database clock)?
+// PostgreSQL twin: stores/postgres/outlook-statements.ts (one SELECT with a lazily evaluated CASE).
+//
+// Both halves seek the ready index (queue, available_at, created_at): a leased row keeps the available_at it was
+// claimed with (≤ now), so `available_at <= SYSUTCDATETIME()` bounds the lease scan too. The lease half runs only
+// when nothing is due (IF … ELSE), and then every row it reads is leased: a handful per instance, however long
+// the queue's backlog of delayed rows is. The same exact queue match as the claim, so a row the probe calls due is
+// one the claim can take.
+
+import * as sql from 'mssql';
+import type { TransportNames } from '../../sql/identifiers';
+import type { ClaimOutlook } from '../../transport/types';
+import { exactQueueMatch, qualifiedTable, type Statement } from './statements';
+
+export function claimOutlook(names: TransportNames): Statement<'queue'> {
+  const t = qualifiedTable(names);
+  const where = `WHERE ${exactQueueMatch('queue', 'queue')} AND available_at <= SYSUTCDATETIME()`;
+  return {
+    text: [
+      `IF EXISTS (SELECT 1 FROM ${t} ${where} AND (locked_until IS NULL OR locked_until <= SYSUTCDATETIME()))`,
+      '    SELECT CAST(1 AS bit) AS due, CAST(NULL AS bigint) AS lease_lapses_in_ms;',
+      'ELSE',
+      '    SELECT CAST(0 AS bit) AS due, DATEDIFF_BIG(MILLISECOND, SYSUTCDATETIME(), MIN(locked_until)) AS lease_lapses_in_ms',
+      `    FROM ${t} ${where} AND locked_until > SYSUTCDATETIME();`,
+    ].join('\n'),
+    params: { queue: sql.NVarChar(200) },
+  };
+}
+
+/** The probe's one row as the port's answer (bit comes back as boolean, bigint as a string or number). */
+export function claimOutlookOf(row: Record<string, unknown> | undefined): ClaimOutlook {
+  const due = row?.due === true || row?.due === 1;
+  const ms = row?.lease_lapses_in_ms;
+  return { due, leaseLapsesInMs: due || ms === null || ms === undefined ? null : Number(ms) };
+}

@@ -1,0 +1,44 @@
+// Pins the shape of the T-SQL claim-outlook probe (no SQL Server here; the T-SQL grammar check parses it too) and
+// how its row becomes the port's answer.
+
+import { describe, expect, it } from 'vitest';
+import { transportNames } from '../../shared/sql/identifiers';
+import { claimOutlook, claimOutlookOf } from '../../shared/stores/sqlserver/outlook-statements';
+import { length, typeName } from '../support/sqlserver-statements';
+
+const BIN2 = 'Latin1_General_100_BIN2';
+const s = claimOutlook(transportNames('dbo', 'jobs', 'sqlserver'));
+
+describe('SQL Server claim-outlook statement shape', () => {
+  it("due: the claim's own predicate (exact queue match, available, unleased or lapsed), an EXISTS that stops at the first row", () => {
+    const [first] = s.text.split('\n');
+    expect(first).toBe(
+      `IF EXISTS (SELECT 1 FROM [dbo].[jobs] WHERE queue = @queue AND queue + N'.' = @queue + N'.' COLLATE ${BIN2} AND available_at <= SYSUTCDATETIME() AND (locked_until IS NULL OR locked_until <= SYSUTCDATETIME()))`,
+    );
+    expect(s.text).toContain('    SELECT CAST(1 AS bit) AS due, CAST(NULL AS bigint) AS lease_lapses_in_ms;');
+  });
+
+  it('otherwise the earliest live lease, in ms on the database clock, over the ready index bounded by available_at', () => {
+    const elseBranch = s.text.slice(s.text.indexOf('\nELSE\n'));
+    expect(elseBranch).toContain('SELECT CAST(0 AS bit) AS due, DATEDIFF_BIG(MILLISECOND, SYSUTCDATETIME(), MIN(locked_until)) AS lease_lapses_in_ms');
+    expect(elseBranch).toContain(
+      `FROM [dbo].[jobs] WHERE queue = @queue AND queue + N'.' = @queue + N'.' COLLATE ${BIN2} AND available_at <= SYSUTCDATETIME() AND locked_until > SYSUTCDATETIME();`,
+    );
+    // one probe, no writes, no hints that could take locks a claim waits for
+    expect(s.text).not.toMatch(/UPDATE|DELETE|INSERT|UPDLOCK|HOLDLOCK/);
+  });
+
+  it('takes the queue as NVarChar(200), like every queue parameter', () => {
+    expect(Object.keys(s.params)).toEqual(['queue']);
+    expect(typeName(s, 'queue')).toBe('NVarChar');
+    expect(length(s, 'queue')).toBe(200);
+  });
+
+  it('reads the row: bit as boolean or 1, bigint as the driver gives it (a string), nothing read when due', () => {
+    expect(claimOutlookOf({ due: true, lease_lapses_in_ms: null })).toEqual({ due: true, leaseLapsesInMs: null });
+    expect(claimOutlookOf({ due: 1, lease_lapses_in_ms: '5' })).toEqual({ due: true, leaseLapsesInMs: null });
+    expect(claimOutlookOf({ due: false, lease_lapses_in_ms: '12345' })).toEqual({ due: false, leaseLapsesInMs: 12345 });
+    expect(claimOutlookOf({ due: false, lease_lapses_in_ms: null })).toEqual({ due: false, leaseLapsesInMs: null });
+    expect(claimOutlookOf(undefined)).toEqual({ due: false, leaseLapsesInMs: null });
+  });
+});
