@@ -108,6 +108,7 @@ export const SQLSERVER_MODULE_COVERAGE: Readonly<Record<string, string>> = {
   'topic-statements.ts': 'topics',
   'channel-statements.ts': 'channel, migration',
   'channel-stats.ts': 'channel-stats',
+  'outlook-statements.ts': 'outlook',
   'server-version.ts': 'server-version',
   'migrations.ts': 'migrations, schema-print',
   'outbox.ts': 'migrations (version 3 creates the procedures)',
