@@ -87,6 +87,11 @@ export function validateQueueName(queue: string): string | null {
   if (queue.trim() !== queue) return 'queue name must not begin or end with whitespace';
   // eslint-disable-next-line no-control-regex
   if (/[\u0000-\u001f\u007f]/.test(queue)) return 'queue name must not contain control characters';
+  // a lone surrogate has no UTF-8 form: Node and SQL Server would each substitute their own bytes, and a topic
+  // copy's id hashes the queue name's UTF-8 bytes on both sides
+  if (/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(queue)) {
+    return 'queue name must be well-formed UTF-16 (no lone surrogates)';
+  }
   return null;
 }
 

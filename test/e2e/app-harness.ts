@@ -1,11 +1,11 @@
 // Starts the real function app (functions/index.ts) in our local host on a free port, with the given
 // settings, and captures its log lines. Every answer the e2e suite receives through api() or checkedFetch() is
 // checked against the app's OpenAPI document (a mismatch fails the test with what differs).
-import { randomBytes } from 'node:crypto';
 import { loadFunctionApp } from '../../local/functions-core';
 import { startLocalHost, type LocalHost } from '../../local/host';
 import { getRuntime } from '../../shared/runtime';
 import { checkAnswer } from '../support/openapi-answers';
+import { storeSettings } from './app-harness-store';
 
 export interface RunningApp {
   url: string;
@@ -13,18 +13,6 @@ export interface RunningApp {
   logs: string[];
   host: LocalHost;
   close(): Promise<void>;
-}
-
-/**
- * E2E_STORE=sqlserver (with MSSQL_CONNECTION_STRING) runs the store-agnostic e2e files on SQL Server: an app the
- * test starts on the in-memory PGlite gets that server instead, on a schema of its own. Files that need
- * PostgreSQL itself (outbox, cross-process, schema upgrade) keep their DATABASE_URL.
- */
-export function storeSettings(settings: Record<string, string>): Record<string, string> {
-  const mssql = process.env.MSSQL_CONNECTION_STRING;
-  if (process.env.E2E_STORE !== 'sqlserver' || !mssql || settings.PGLITE_DATA_DIR !== 'memory://') return settings;
-  const { PGLITE_DATA_DIR: _, ...rest } = settings;
-  return { ...rest, SQL_CONNECTION_STRING: mssql, SQL_SCHEMA: `e2e_${randomBytes(4).toString('hex')}` };
 }
 
 export async function startApp(settings: Record<string, string>, options: { functionKey?: string } = {}): Promise<RunningApp> {

@@ -30,6 +30,10 @@ describe('identifiers', () => {
   it('queue names: ≤ 200 characters, no padding, no control characters', () => {
     expect(validateQueueName('worker')).toBeNull();
     expect(validateQueueName('w'.repeat(201))).toMatch(/200/);
+    // lone surrogates have no UTF-8 form (topic copy ids hash the name's UTF-8 bytes in Node and in T-SQL: L3)
+    expect(validateQueueName('orders\ud800')).toMatch(/lone surrogates/);
+    expect(validateQueueName('\udc00orders')).toMatch(/lone surrogates/);
+    expect(validateQueueName('orders-\ud83d\ude00')).toBeNull(); // a pair is fine
     expect(validateQueueName('worker ')).toMatch(/whitespace/);
     expect(validateQueueName('a\nb')).toMatch(/control/);
     expect(validateQueueName('')).toMatch(/empty/);
