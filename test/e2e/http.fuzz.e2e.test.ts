@@ -37,6 +37,7 @@ beforeAll(async () => {
   app = await startApp(
     {
       PGLITE_DATA_DIR: 'memory://',
+      E2E_KEEP_STORE: '1', // counts rows with PostgreSQL SQL: stays on PGlite under E2E_STORE=sqlserver
       DRAIN_WORKER_SCHEDULE: NEVER,
       DRAIN_RESPONSES_SCHEDULE: NEVER,
       DRAIN_CALLBACKS_SCHEDULE: NEVER,
