@@ -38,6 +38,17 @@ function server(state: { table: boolean; recorded: number[]; tables: number }) {
   return { pool, migrator, records };
 }
 
+/** Version 1's tables all there, nothing recorded, the transport table's catalog as given. */
+function unrecordedWithCatalog(catalog: ReturnType<typeof specCatalog>) {
+  const pool = new FakePool((call: FakeCall) => {
+    if (call.text === r.migrationsTableExists.text) return [[{ present: false }]];
+    if (call.text === r.baselineTables.text) return [r.baselineTableNames.map((name) => ({ name }))];
+    if (isCatalogQuery(call)) return catalogRecordsets(catalog);
+    return [[]];
+  });
+  return new SqlServerMigrator(poolHolderFor(pool.asPool(), silentLogger), names);
+}
+
 const label = (c: FakeCall) =>
   c.text === r.lock.text ? 'lock' : c.text === r.ensureMigrationsTable.text ? 'ensure table' : c.text === r.recordedVersions.text ? 'read versions'
     : c.text === r.recordVersion.text ? 'record' : c.text === r.migrationsTableExists.text ? 'table exists?' : c.text === r.baselineTables.text ? 'v1 tables?'
@@ -110,13 +121,7 @@ describe('SQL Server migration runner', () => {
     const preVersioning = specCatalog(names.transport);
     preVersioning.columns = preVersioning.columns.filter((c) => c.name !== 'dead_letter_source');
     preVersioning.indexes = preVersioning.indexes.filter((i) => i.index_name !== names.transport.deadLetterIndex);
-    const pool = new FakePool((call: FakeCall) => {
-      if (call.text === r.migrationsTableExists.text) return [[{ present: false }]];
-      if (call.text === r.baselineTables.text) return [r.baselineTableNames.map((name) => ({ name }))];
-      if (isCatalogQuery(call)) return catalogRecordsets(preVersioning);
-      return [[]];
-    });
-    const migrator = new SqlServerMigrator(poolHolderFor(pool.asPool(), silentLogger), names);
+    const migrator = unrecordedWithCatalog(preVersioning);
     const plan = await migrator.status();
     expect(plan.recordBaseline).toBe(true);
     expect(plan.pending.map((m) => m.version)).toEqual(ALL.slice(1));
@@ -125,13 +130,7 @@ describe('SQL Server migration runner', () => {
   it('at baseline a dead_letter_source column that is there must still have its shape (H1)', async () => {
     const wrong = specCatalog(names.transport);
     wrong.columns = wrong.columns.map((c) => (c.name === 'dead_letter_source' ? { ...c, is_computed: false } : c));
-    const pool = new FakePool((call: FakeCall) => {
-      if (call.text === r.migrationsTableExists.text) return [[{ present: false }]];
-      if (call.text === r.baselineTables.text) return [r.baselineTableNames.map((name) => ({ name }))];
-      if (isCatalogQuery(call)) return catalogRecordsets(wrong);
-      return [[]];
-    });
-    const migrator = new SqlServerMigrator(poolHolderFor(pool.asPool(), silentLogger), names);
+    const migrator = unrecordedWithCatalog(wrong);
     await expect(migrator.status()).rejects.toThrow(/dead_letter_source.*expected a computed column/);
   });
 
