@@ -1,7 +1,7 @@
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
 import { guarded } from '../shared/http/guard';
 import { failureAnswer } from '../shared/http/failure';
-import { problem, UUID_PATTERN } from '../shared/http/problem';
+import { problem, malformedId } from '../shared/http/problem';
 import { getRuntime } from '../shared/runtime';
 import { unknownQueue } from '../shared/transport/queue-routes';
 
@@ -11,9 +11,10 @@ export async function deleteDeadLetter(request: HttpRequest, context: Invocation
   const { queue, id } = request.params;
   const notFound = unknownQueue(rt.config, queue, { internal: true });
   if (notFound) return notFound;
-  if (!id || !UUID_PATTERN.test(id)) return problem(404, `no dead letter '${id}' from queue '${queue}'`);
+  const malformed = malformedId('id', id);
+  if (malformed) return malformed;
   try {
-    const deleted = await rt.track(rt.store.deleteDeadLetter(rt.config.deadLetterQueue, queue!, id.toLowerCase()));
+    const deleted = await rt.track(rt.store.deleteDeadLetter(rt.config.deadLetterQueue, queue!, id!.toLowerCase()));
     return deleted ? { status: 204 } : problem(404, `no dead letter '${id}' from queue '${queue}'`);
   } catch (err) {
     return failureAnswer(err, context, 'deleting a dead letter');

@@ -2,7 +2,7 @@ import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } 
 import { guarded } from '../shared/http/guard';
 import { correlationIdProblem } from '../shared/correlation-id';
 import { failureAnswer } from '../shared/http/failure';
-import { problem, UUID_PATTERN } from '../shared/http/problem';
+import { problem, malformedId } from '../shared/http/problem';
 import { getRuntime } from '../shared/runtime';
 
 /** DELETE /api/waiters/{registrationId}?correlationId=… — 204, or 404 when there is no such registration. */
@@ -12,9 +12,10 @@ export async function deleteWaiter(request: HttpRequest, context: InvocationCont
   const why = correlationIdProblem(correlationId ?? undefined);
   if (why) return problem(400, `correlationId ${why}`, [{ field: 'correlationId', message: why }]);
   const id = request.params.registrationId;
-  if (!id || !UUID_PATTERN.test(id)) return problem(404, `no registration '${id}' for that correlation id`);
+  const malformed = malformedId('registrationId', id);
+  if (malformed) return malformed;
   try {
-    const deleted = await rt.track(rt.channel.store.deleteRegistration(correlationId!, id.toLowerCase()));
+    const deleted = await rt.track(rt.channel.store.deleteRegistration(correlationId!, id!.toLowerCase()));
     return deleted ? { status: 204 } : problem(404, `no registration '${id}' for that correlation id`);
   } catch (err) {
     return failureAnswer(err, context, 'deleting a callback registration');

@@ -1,7 +1,7 @@
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
 import { guarded } from '../shared/http/guard';
 import { failureAnswer } from '../shared/http/failure';
-import { json, problem, UUID_PATTERN } from '../shared/http/problem';
+import { json, problem, malformedId } from '../shared/http/problem';
 import { getRuntime } from '../shared/runtime';
 import { unknownQueue } from '../shared/transport/queue-routes';
 
@@ -11,12 +11,13 @@ export async function requeueDeadLetter(request: HttpRequest, context: Invocatio
   const { queue, id } = request.params;
   const notFound = unknownQueue(rt.config, queue, { internal: true });
   if (notFound) return notFound;
-  if (!id || !UUID_PATTERN.test(id)) return problem(404, `no dead letter '${id}' from queue '${queue}'`);
+  const malformed = malformedId('id', id);
+  if (malformed) return malformed;
   try {
-    const moved = await rt.track(rt.store.requeueDeadLetter(rt.config.deadLetterQueue, queue!, id.toLowerCase()));
+    const moved = await rt.track(rt.store.requeueDeadLetter(rt.config.deadLetterQueue, queue!, id!.toLowerCase()));
     if (!moved) return problem(404, `no dead letter '${id}' from queue '${queue}'`);
     rt.wake.notify(queue!);
-    return json(200, { id: id.toLowerCase() });
+    return json(200, { id: id!.toLowerCase() });
   } catch (err) {
     return failureAnswer(err, context, 'requeueing a dead letter');
   }

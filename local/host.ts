@@ -8,6 +8,7 @@ import { readBody, sendProblem, toHttpRequest, writeHandlerResult } from './http
 import { activeHooks, invokeFunction, type InvocationRecord, type InvokeEnv } from './invoke';
 import { startQueueTrigger, HOST_QUEUE_DEFAULTS, type QueueTriggerSettings, type RunningQueueTrigger } from './queue-trigger';
 import { queueServiceClient } from '../shared/drain-requests/storage-queue';
+import { storageUnreachable } from '../shared/drain-requests/unreachable';
 import { consoleLogger, logLine, type HostLogger } from './log';
 import { nextOccurrence, parseSchedule, type Schedule } from '../shared/ncrontab';
 import { requestUrl } from './request-url';
@@ -202,7 +203,7 @@ export async function startLocalHost(options: LocalHostOptions): Promise<LocalHo
           settings: options.queueSettings ?? HOST_QUEUE_DEFAULTS,
           invoke: (input, metadata) =>
             track(invokeFunction(fn, input, `New queue message detected on '${name}'.`, env, metadata as unknown as Record<string, unknown>)),
-          onError: (err) => logLine(logger, fn.name, 'warning', [`Polling queue '${name}' failed: ${(err as Error).message}`]),
+          onError: pollFailureLog(name, fn.connection, (line) => logLine(logger, fn.name, 'warning', [line])),
         }),
       );
     }
@@ -244,4 +245,20 @@ export async function startLocalHost(options: LocalHostOptions): Promise<LocalHo
   };
 
   return { url: `http://${bindHost.includes(':') ? `[${bindHost}]` : bindHost}:${port}`, port, close };
+}
+
+/**
+ * The queue trigger polls with backoff whatever happens: its faults are logged at most once a minute per queue,
+ * with the count since, and a storage queue that cannot be reached says in one line what to set.
+ */
+export function pollFailureLog(queue: string, connection: string, write: (line: string) => void, now: () => number = Date.now): (err: unknown) => void {
+  let failures = 0;
+  let lastAt = -Infinity;
+  return (err) => {
+    failures++;
+    if (now() - lastAt < 60_000) return;
+    lastAt = now();
+    const why = storageUnreachable(err, connection) ?? (err as Error).message;
+    write(`Polling queue '${queue}' failed (${failures} so far; logged once a minute): ${why}`);
+  };
 }

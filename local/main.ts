@@ -5,19 +5,44 @@ import { storageConfigured } from '../shared/drain-requests/settings';
 import { startAzurite, type Azurite } from './azurite';
 import { formatFunctionList } from './banner';
 import { loadFunctionApp } from './functions-core';
-import { startLocalHost } from './host';
+import { startLocalHost, type LocalHost } from './host';
 import { loadLocalSettings, readQueueSettings, readRoutePrefix } from './settings';
 
 async function main(): Promise<void> {
+  // The signal handlers come first: a SIGTERM while Azurite or the app is still starting must not kill this process
+  // by the default action, which would leave the Azurite child running (process 'exit' handlers do not run then).
+  let host: LocalHost | undefined;
+  let azurite: Azurite | undefined;
+  let stopping = false;
+  const stop = (signal: string): void => {
+    if (stopping) {
+      console.log(`${signal} again: exiting now.`);
+      process.exit(1);
+    }
+    stopping = true;
+    console.log(`${signal}: stopping (waiting for running invocations; press Ctrl+C again to force).`);
+    Promise.resolve(host?.close())
+      .then(() => azurite?.stop())
+      .then(
+        () => process.exit(0),
+        (err: unknown) => {
+          console.error(err);
+          process.exit(1);
+        },
+      );
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+
   const cwd = process.cwd();
   // Settings first: the functions entry may read its configuration while it loads.
   const settings = loadLocalSettings(cwd);
   // Drain requests need a storage queue: without AzureWebJobsStorage the embedded Azurite is it (before the
   // functions load: their registration reads the settings).
-  let azurite: Azurite | undefined;
   if ((process.env.DRAIN_TRIGGER ?? '').toLowerCase() !== 'timer' && !storageConfigured(process.env) && process.env.LOCAL_AZURITE !== 'false') {
     const location = process.env.LOCAL_AZURITE_LOCATION || path.join(cwd, '.data', 'azurite');
     azurite = await startAzurite({ location, port: Number(process.env.LOCAL_AZURITE_PORT ?? 0) });
+    if (stopping) return void (await azurite.stop()); // stop() ran while it started, before it knew of it
     process.env.AzureWebJobsStorage = azurite.connectionString;
     console.log(`Azurite (storage queues) on ${azurite.queueEndpoint}, data ${location === 'memory' ? 'in memory' : `in ${location}`}.`);
   }
@@ -26,7 +51,8 @@ async function main(): Promise<void> {
   const prefix = readRoutePrefix(cwd);
   const port = Number(process.env.PORT ?? settings.port ?? 7071);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be a port number, got "${process.env.PORT}".`);
-  const host = await startLocalHost({
+  if (stopping) return;
+  host = await startLocalHost({
     table,
     port,
     host: process.env.LOCAL_HOST_ADDRESS ?? '127.0.0.1',
@@ -40,28 +66,6 @@ async function main(): Promise<void> {
   console.log(`\n${formatFunctionList(table, `http://localhost:${host.port}`, prefix)}\n`);
   if (settings.applied.length > 0) console.log(`Loaded ${settings.applied.length} setting(s) from local.settings.json.`);
   console.log(`Host listening on ${host.url}. Press Ctrl+C to stop.`);
-
-  let stopping = false;
-  const stop = (signal: string): void => {
-    if (stopping) {
-      console.log(`${signal} again: exiting now.`);
-      process.exit(1);
-    }
-    stopping = true;
-    console.log(`${signal}: stopping (waiting for running invocations; press Ctrl+C again to force).`);
-    host
-      .close()
-      .then(() => azurite?.stop())
-      .then(
-      () => process.exit(0),
-      (err: unknown) => {
-        console.error(err);
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGINT', () => stop('SIGINT'));
-  process.on('SIGTERM', () => stop('SIGTERM'));
 }
 
 main().catch((err: unknown) => {

@@ -11,6 +11,7 @@
 
 import type { Logger } from '../log';
 import { encodeRequest, requestFor } from './message';
+import { storageUnreachable } from './unreachable';
 
 /** The storage queue as the sender sees it (shared/drain-requests/storage-queue.ts; an in-memory one in tests). */
 export interface RequestQueue {
@@ -151,6 +152,12 @@ export class DrainRequestSender implements DrainAnnouncer {
     const now = this.now();
     if (now - this.lastFailureLogAt < FAILURE_LOG_INTERVAL_MS) return;
     this.lastFailureLogAt = now;
+    const unreachable = storageUnreachable(err);
+    if (unreachable) {
+      // one line: what to set, not the SDK's request dump
+      this.options.logger.warn(`sending a drain request failed (${this.counts.failed} so far): ${unreachable}; the safety-net timers drain what it announced`);
+      return;
+    }
     this.options.logger.warn(
       `sending a drain request failed (${this.counts.failed} so far); the safety-net timers drain what it announced`,
       err,

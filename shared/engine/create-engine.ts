@@ -29,6 +29,7 @@ import {
   isInjected,
   type EngineOptions,
 } from './options';
+import { unknownOptionKeys } from './option-keys';
 import { DEFAULT_QUEUE_POLICY, policyProblems, type QueuePolicy } from './policy';
 import { buildRoutes, routeView, type PolicyView, type QueueRoute, type RouteView } from './routes';
 import { runUntilAborted } from './run-loop';
@@ -213,6 +214,9 @@ export class PublishRejectedError extends Error {
 }
 
 export async function createEngine(options: EngineOptions): Promise<Engine> {
+  // before anything reads them: a misspelled key would otherwise leave its default in force without a word
+  const unknownKeys = unknownOptionKeys(options);
+  if (unknownKeys.length > 0) throw new EngineOptionsError(unknownKeys);
   const logger = options.logger ?? safeLogger(consoleLogger('info'));
   const metrics = options.metrics ?? noopMetrics;
   const dialect: Dialect = !isInjected(options.store) && options.store.kind === 'sqlserver' ? 'sqlserver' : 'postgres';

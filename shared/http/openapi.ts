@@ -190,6 +190,7 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
           parameters: [queueParam, idParam('id')],
           responses: {
             '200': { description: 'Requeued.', content: json(exact(['id'], { id: { type: 'string', format: 'uuid' } })) },
+            '400': { ...problem, description: 'The id is not a UUID (errors names the field `id`).' },
             '404': withDescription('No such dead letter from this queue, or the queue is not configured.'),
           },
         },
@@ -199,7 +200,11 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
           operationId: 'deleteDeadLetter',
           summary: 'Delete a dead letter.',
           parameters: [queueParam, idParam('id')],
-          responses: { '204': { description: 'Deleted.' }, '404': withDescription('No such dead letter from this queue, or the queue is not configured.') },
+          responses: {
+            '204': { description: 'Deleted.' },
+            '400': { ...problem, description: 'The id is not a UUID (errors names the field `id`).' },
+            '404': withDescription('No such dead letter from this queue, or the queue is not configured.'),
+          },
         },
       },
       '/responses': {
@@ -265,7 +270,11 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
           operationId: 'deleteWaiter',
           summary: 'Remove a callback registration.',
           parameters: [idParam('registrationId'), correlationQuery],
-          responses: { '204': { description: 'Deleted.' }, '400': problem, '404': withDescription('No such registration for that correlation id.') },
+          responses: {
+            '204': { description: 'Deleted.' },
+            '400': { ...problem, description: 'The correlation id is missing or invalid, or the registration id is not a UUID (errors names the field).' },
+            '404': withDescription('No such registration for that correlation id.'),
+          },
         },
       },
       '/health': {

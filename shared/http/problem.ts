@@ -3,6 +3,8 @@
 import { stringifyJson } from '../json/raw-json';
 import type { FieldError } from '../validation';
 
+import { UUID_PATTERN } from '../validation';
+
 export { UUID_PATTERN, type FieldError } from '../validation';
 
 export interface HttpAnswer {
@@ -28,6 +30,16 @@ export function problem(status: number, detail: string, errors?: FieldError[]): 
   const body: Record<string, unknown> = { type: 'about:blank', title: TITLES[status] ?? 'Error', status, detail };
   if (errors && errors.length > 0) body.errors = errors;
   return { status, jsonBody: body, headers: { 'content-type': 'application/problem+json' } };
+}
+
+/**
+ * A path id that is no UUID: the same 400 a publish gives a malformed id (`field` must be a UUID), never a 404,
+ * which means a well-formed id that names nothing. Undefined when the id is a UUID.
+ */
+export function malformedId(field: string, id: string | undefined): HttpAnswer | undefined {
+  if (id !== undefined && UUID_PATTERN.test(id)) return undefined;
+  const shown = (id ?? '').length > 80 ? `${(id ?? '').slice(0, 80)}…` : (id ?? '');
+  return problem(400, `${field} '${shown}' is not a UUID`, [{ field, message: 'must be a UUID' }]);
 }
 
 export function json(status: number, body: unknown): HttpAnswer {

@@ -123,3 +123,34 @@ describe('drain-request message', () => {
     expect(parseRequest({ queues: [], sweep: 'yes' })).toMatch(/sweep/);
   });
 });
+
+describe('drain-request sender: a storage queue that cannot be reached (issue 18)', () => {
+  it('logs one line saying what to set, without the error dump, once per minute however many sends fail', async () => {
+    const lines: unknown[][] = [];
+    const log = { debug() {}, info() {}, warn: (...a: unknown[]) => void lines.push(a), error() {} } as unknown as Logger;
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:10001'), { name: 'RestError', code: 'ECONNREFUSED', request: { url: 'x' } });
+    const queue: RequestQueue = {
+      send: () => Promise.reject(refused),
+      approximateCount: () => Promise.reject(refused),
+    };
+    let now = 1_000_000;
+    const s = new DrainRequestSender(queue, { coalesceMs: 1000, fanOut: 2, maxPending: 100, logger: log, now: () => now });
+    for (let i = 0; i < 5; i++) {
+      s.announce(`q${i}`, 0);
+      await s.settle(1000);
+    }
+    expect(s.counts.failed).toBe(5);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toHaveLength(1); // the message only: no error object for the logger to dump
+    const line = lines[0]![0] as string;
+    expect(line).not.toContain('\n');
+    expect(line).toContain('connect ECONNREFUSED 127.0.0.1:10001');
+    expect(line).toContain('AzureWebJobsStorage');
+    expect(line).toContain('DRAIN_TRIGGER=timer');
+    now += 61_000;
+    s.announce('q9', 0);
+    await s.settle(1000);
+    expect(lines).toHaveLength(2);
+    expect(lines[1]![0]).toContain('(6 so far)');
+  });
+});
