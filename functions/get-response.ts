@@ -1,6 +1,7 @@
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
 import { guarded } from '../shared/http/guard';
 import { correlationIdProblem } from '../shared/correlation-id';
+import { clientGoneSignal, eitherSignal } from '../shared/http/client-gone';
 import { failureAnswer } from '../shared/http/failure';
 import { jsonWithPayloads, problem } from '../shared/http/problem';
 import { queryNumber } from '../shared/http/query';
@@ -18,7 +19,9 @@ export async function getResponse(request: HttpRequest, context: InvocationConte
   if (!waitSeconds.ok) return problem(400, waitSeconds.detail, waitSeconds.errors);
   const wait = waitSeconds.value;
   try {
-    const response = await rt.track(rt.channel.waitForResponse(correlationId!, wait * 1000, rt.stopping, context));
+    // stops at shutdown, and when the client went away (where the host can tell): its response then stays stored
+    const stop = eitherSignal(rt.stopping, clientGoneSignal(request));
+    const response = await rt.track(rt.channel.waitForResponse(correlationId!, wait * 1000, stop, context));
     if (!response) return { status: 204 };
     // the payload as it was published, spliced in as text (never re-serialised from the parsed value)
     return jsonWithPayloads(200, {

@@ -14,6 +14,7 @@ import { nextOccurrence, parseSchedule, type Schedule } from '../shared/ncrontab
 import { requestUrl } from './request-url';
 import { RouteTable } from './routes';
 import { startTimer, type RunningTimer } from './timers';
+import { registerClientGone } from '../shared/http/client-gone';
 
 export interface LocalHostOptions {
   table: FunctionTable;
@@ -136,6 +137,12 @@ export async function startLocalHost(options: LocalHostOptions): Promise<LocalHo
     const chunked = req.headers['content-length'] === undefined && body.body.length > 0;
     if (chunked) logLine(logger, undefined, 'warn', [`${method} ${path}: a body without Content-Length (chunked) is dropped, as Azure Functions does`]);
     const request = toHttpRequest(req, url.toString(), chunked ? Buffer.alloc(0) : body.body, lookup.params);
+    // the client gone before the answer is written (a long-poll client that timed out): the function may stop
+    const gone = new AbortController();
+    res.on('close', () => {
+      if (!res.writableFinished) gone.abort(new Error('the client closed the connection'));
+    });
+    registerClientGone(request, gone.signal);
     let result: unknown;
     try {
       result = await invokeFunction(fn, request, `HTTP ${method} ${path}`, env);
