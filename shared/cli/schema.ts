@@ -15,6 +15,7 @@ import { openStores, type OpenedStores } from '../stores/open';
 import { printPostgresMigrations } from '../stores/postgres/migrations';
 import { schemaNames } from '../stores/schema-names';
 import { printSqlServerMigrations } from '../stores/sqlserver/migrations';
+import { storeLabel } from './store-label';
 import { DEFAULT_CHANNEL_TABLES } from '../channel/types';
 
 const USAGE = `usage:
@@ -75,8 +76,10 @@ async function main(argv: string[], config: () => AppConfig = loadConfig, logger
   }
   if (args._ === 'apply' || args._ === 'status') {
     // status reads only; apply creates, whatever AUTO_CREATE_SCHEMA says (that is what the command is for)
-    const stores = await openStores({ ...config(), autoCreateSchema: args._ === 'apply' }, logger);
+    const settings = config();
+    const stores = await openStores({ ...settings, autoCreateSchema: args._ === 'apply' }, logger);
     try {
+      console.log(`store: ${storeLabel(settings.store)}`);
       return await schemaCommand(args._, stores, (line) => console.log(line));
     } finally {
       await stores.close();
