@@ -1,7 +1,8 @@
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
 import { guarded } from '../shared/http/guard';
 import { correlationIdProblem } from '../shared/correlation-id';
-import { clientGoneSignal, eitherSignal } from '../shared/http/client-gone';
+import { linkedSignal } from '../shared/engine/signals';
+import { clientGoneSignal } from '../shared/http/client-gone';
 import { failureAnswer } from '../shared/http/failure';
 import { jsonWithPayloads, problem } from '../shared/http/problem';
 import { queryNumber } from '../shared/http/query';
@@ -18,10 +19,10 @@ export async function getResponse(request: HttpRequest, context: InvocationConte
   const waitSeconds = queryNumber(request, 'waitSeconds', { fallback: 0, min: 0, max: rt.config.channel.maxWaitSeconds, clamp: true });
   if (!waitSeconds.ok) return problem(400, waitSeconds.detail, waitSeconds.errors);
   const wait = waitSeconds.value;
+  // stops at shutdown, and when the client went away (where the host can tell): its response then stays stored
+  const stop = linkedSignal([rt.stopping, clientGoneSignal(request)]);
   try {
-    // stops at shutdown, and when the client went away (where the host can tell): its response then stays stored
-    const stop = eitherSignal(rt.stopping, clientGoneSignal(request));
-    const response = await rt.track(rt.channel.waitForResponse(correlationId!, wait * 1000, stop, context));
+    const response = await rt.track(rt.channel.waitForResponse(correlationId!, wait * 1000, stop.signal, context));
     if (!response) return { status: 204 };
     // the payload as it was published, spliced in as text (never re-serialised from the parsed value)
     return jsonWithPayloads(200, {
@@ -34,6 +35,8 @@ export async function getResponse(request: HttpRequest, context: InvocationConte
     });
   } catch (err) {
     return failureAnswer(err, context, 'waiting for a response');
+  } finally {
+    stop.dispose();
   }
 }
 

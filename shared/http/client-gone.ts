@@ -14,8 +14,3 @@ export function registerClientGone(request: object, signal: AbortSignal): void {
 export function clientGoneSignal(request: object): AbortSignal | undefined {
   return signals.get(request);
 }
-
-/** Aborts when any of the given signals does (AbortSignal.any without its Node 20.3 requirement on types). */
-export function eitherSignal(a: AbortSignal, b: AbortSignal | undefined): AbortSignal {
-  return b ? AbortSignal.any([a, b]) : a;
-}
