@@ -1,0 +1,64 @@
+// The durable-flow state store's contract (durable-flows.md §2.1), one implementation per dialect
+// (stores/postgres/flow-store.ts serves PostgreSQL and PGlite, stores/sqlserver/flow-store.ts SQL Server).
+// Every time is the database's (SYSUTCDATETIME() / clock_timestamp()); TTLs and lease durations travel as
+// milliseconds and SQL computes the instants. The flows layer above knows no dialect.
+
+import type { FlowState, FlowStatus } from './state';
+
+export interface FlowLease {
+  leaseId: string;
+  /** As stored: may already be in the past (observe does not judge lapse). */
+  expiresAt: Date;
+}
+
+export interface FlowSummary {
+  flowId: string;
+  flowName: string;
+  status: FlowStatus;
+  createdAt: string;
+  updatedAt: string;
+  lastMessage?: string;
+}
+
+export interface FlowListQuery {
+  status?: FlowStatus;
+  flowName?: string;
+  /** 1..200 */
+  limit: number;
+  /** Keyset paging: runs updated before this flow id's page end (opaque cursor the previous page returned). */
+  cursor?: string;
+}
+
+export interface FlowStateStore {
+  /** I/O-free preflight run before a start job is published: throws FlowStateTooLargeError. */
+  validateCreate(state: FlowState): void;
+  /**
+   * Insert-if-absent (state.revision must be 0). An expired row is replaced in place, its lease cleared.
+   * Concurrent creates of one id: exactly one returns true.
+   */
+  tryCreate(state: FlowState, ttlMs: number): Promise<boolean>;
+  /** null only when absent or expired; an untrustworthy row throws FlowStateUnreadableError. */
+  load(flowId: string): Promise<FlowState | null>;
+  /**
+   * Compare-and-swap: requires state.revision === expectedRevision + 1 and a live row at expectedRevision; with
+   * leaseId, that lease must be held and unexpired. Stamps expires = now + ttlMs.
+   */
+  tryUpdate(state: FlowState, expectedRevision: number, ttlMs: number, leaseId?: string): Promise<boolean>;
+  /** Succeeds if the lease is unheld, expired, or already this one's (then it is extended). */
+  tryAcquireLease(flowId: string, leaseId: string, durationMs: number): Promise<boolean>;
+  /** Succeeds only for the current owner whose lease is unexpired. */
+  tryRenewLease(flowId: string, leaseId: string, durationMs: number): Promise<boolean>;
+  /** Clears only this lease; otherwise (or for a missing run) does nothing. */
+  releaseLease(flowId: string, leaseId: string): Promise<void>;
+  /** The stored owner and expiry, or 'unheld' (unheld or missing run). */
+  observeLease(flowId: string): Promise<FlowLease | 'unheld'>;
+  tryDelete(flowId: string): Promise<boolean>;
+  /** Deletes expired rows in bounded batches (1,000) for at most budgetMs (2,000); returns how many. */
+  prune(budgetMs?: number): Promise<number>;
+  /** The database clock. */
+  now(): Promise<Date>;
+  /** Newest first (updated_at desc), through an index. */
+  list(query: FlowListQuery): Promise<{ items: FlowSummary[]; cursor?: string }>;
+  /** Live (unexpired) runs per status. */
+  countByStatus(): Promise<Record<FlowStatus, number>>;
+}
