@@ -8,7 +8,7 @@ import { context, propagation, SpanKind, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createEngine, silentLogger, type Engine } from '../../shared';
+import { createEngine, silentLogger, subscriptionQueue, type Engine } from '../../shared';
 import { parseTraceparent } from '../../shared/tracing/trace-context';
 
 const exporter = new InMemorySpanExporter();
@@ -28,7 +28,12 @@ beforeAll(async () => {
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/in`;
-  engine = await createEngine({ store: { kind: 'pglite', dataDir: 'memory://' }, queues: { fwd: { handler: { kind: 'forward', url }, policy: { redeliveryDelayMs: 0 } } }, logger: silentLogger });
+  engine = await createEngine({
+    store: { kind: 'pglite', dataDir: 'memory://' },
+    queues: { fwd: { handler: { kind: 'forward', url }, policy: { redeliveryDelayMs: 0 } }, [subscriptionQueue('events', 'audit')]: { handler: { kind: 'forward', url } } },
+    topics: { events: ['audit'] },
+    logger: silentLogger,
+  });
 });
 
 afterAll(async () => {
@@ -109,5 +114,18 @@ describe('spans of one job with the SDK on', () => {
     expect(processes.map((s) => s.status.code)).toEqual([2, 0]); // ERROR, then UNSET
     for (const s of processes) expect(s.spanContext().traceId).toBe('12'.repeat(16));
     expect(received.map((v) => parseTraceparent(v)?.traceId)).toEqual(['12'.repeat(16), '12'.repeat(16)]);
+  });
+
+  it("a topic's copies keep the publish's context: the subscription's job is a child of the topic publish span", async () => {
+    await trace.getTracer('test').startActiveSpan('caller', async (span) => {
+      await engine.publishToTopic('events', { payload: { e: 1 } });
+      span.end();
+    });
+    await engine.drain(subscriptionQueue('events', 'audit'), { budgetMs: 5_000, idleGraceMs: 300 });
+    const [publish] = named('publish events');
+    const [process] = named(`process ${subscriptionQueue('events', 'audit')}`);
+    expect(publish && process).toBeTruthy();
+    expect(parentOf(process!)).toBe(publish!.spanContext().spanId);
+    expect(parseTraceparent(received[0])?.traceId).toBe(publish!.spanContext().traceId);
   });
 });
