@@ -5,7 +5,7 @@ import { failureAnswer } from '../shared/http/failure';
 import { json, problem } from '../shared/http/problem';
 import { getRuntime } from '../shared/runtime';
 import { isPublishPayloadPath, parsePublishBody } from '../shared/transport/publish-request';
-import { unknownQueue } from '../shared/transport/queue-routes';
+import { unknownQueue } from '../shared/http/queue-routes';
 
 const PUBLISH_BUDGET_MS = 10_000;
 

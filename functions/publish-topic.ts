@@ -6,7 +6,7 @@ import { failureAnswer } from '../shared/http/failure';
 import { json, problem } from '../shared/http/problem';
 import { getRuntime } from '../shared/runtime';
 import { isPublishPayloadPath, parsePublishBody } from '../shared/transport/publish-request';
-import { unknownTopic } from '../shared/transport/topic-routes';
+import { unknownTopic } from '../shared/http/topic-routes';
 
 const PUBLISH_BUDGET_MS = 10_000;
 

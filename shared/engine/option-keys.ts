@@ -15,7 +15,7 @@ const POLICY_KEYS = Object.keys(DEFAULT_QUEUE_POLICY);
 const POOL_KEYS = ['max', 'min', 'connectTimeoutMs', 'requestTimeoutMs'];
 const BACKOFF_KEYS = ['baseMs', 'maxMs'];
 const RETRY_KEYS = ['lock', 'throttling', 'failover', 'connection'];
-/** ChannelConfig (shared/config.ts). */
+/** ChannelConfig (shared/channel/options.ts). */
 const CHANNEL_KEYS = [
   'recoveryTable',
   'messageTable',

@@ -4,7 +4,7 @@
 import type { ChannelStore } from '../channel/types';
 import type { ResponseChannel } from '../channel/response-channel';
 import { workerResponseHooks } from '../channel/worker-responses';
-import type { ChannelConfig } from '../config';
+import type { ChannelConfig } from '../channel/options';
 import { callbackDeadLetterHold, callbackRowHoldMs, callbackSender, MAX_CALLBACK_ROW_HOLD_MS } from '../handlers/callback-sender';
 import { handlerFromSpec, DEFAULT_FORWARD_TIMEOUT_MS } from '../handlers/registry';
 import { responseIngressHandler } from '../handlers/response-ingress';
