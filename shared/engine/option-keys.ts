@@ -135,8 +135,12 @@ export function unknownOptionKeys(options: unknown): string[] {
   return problems;
 }
 
+/** Keys an option had under another name (the HTTP view and the settings once said handlerConcurrency). */
+const RENAMED: Readonly<Record<string, string>> = { handlerConcurrency: 'concurrency' };
+
 function unknownKeyProblem(path: string, key: string, valid: readonly string[]): string {
-  const near = nearestKey(key, valid);
+  const renamed = Object.hasOwn(RENAMED, key) && valid.includes(RENAMED[key]!) ? RENAMED[key] : undefined;
+  const near = renamed ?? nearestKey(key, valid);
   return `${path} is not a known option${near ? ` (did you mean ${near}?)` : ''}; the valid keys there are ${valid.join(', ')}`;
 }
 

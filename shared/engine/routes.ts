@@ -90,7 +90,8 @@ export interface PolicyView {
   lockTimeoutSeconds: number;
   batchSize: number;
   prefetch: number;
-  handlerConcurrency: number;
+  /** Handlers running at once per drain (HANDLER_CONCURRENCY; `concurrency` in the policy). */
+  concurrency: number;
   deadLetter: boolean;
 }
 
@@ -106,7 +107,7 @@ export function routeView(route: QueueRoute): { route: RouteView; policy: Policy
       lockTimeoutSeconds: p.lockTimeoutMs / 1000,
       batchSize: p.batchSize,
       prefetch: p.prefetch,
-      handlerConcurrency: p.concurrency,
+      concurrency: p.concurrency,
       deadLetter: p.deadLetter,
     },
   };

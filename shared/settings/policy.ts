@@ -11,7 +11,8 @@ export interface PolicyDefaults {
   redeliveryMaxDelayMs: number;
   batchSize: number;
   prefetch: number;
-  handlerConcurrency: number;
+  /** HANDLER_CONCURRENCY: handlers running at once per queue and drain (the policy's `concurrency`). */
+  concurrency: number;
   emptyPollDelayMs: number;
   /** DEAD_LETTER_ENABLED: the default of every queue's policy.deadLetter. */
   deadLetterEnabled: boolean;
@@ -37,7 +38,7 @@ export function readPolicyDefaults({ num, bool }: Readers, problems: string[]): 
     redeliveryMaxDelayMs,
     batchSize: num('BATCH_SIZE', 16, { min: 1, max: 1000, integer: true }),
     prefetch: num('PREFETCH', 16, { min: 0, max: 5000, integer: true }),
-    handlerConcurrency: num('HANDLER_CONCURRENCY', 16, { min: 1, max: 1000, integer: true }),
+    concurrency: num('HANDLER_CONCURRENCY', 16, { min: 1, max: 1000, integer: true }),
     emptyPollDelayMs: num('EMPTY_POLL_DELAY_MS', 250, { min: 1, max: 60000 }),
     deadLetterEnabled: bool('DEAD_LETTER_ENABLED', true),
     deadLetterRetentionMs: retentionDays > 0 ? retentionDays * 86_400_000 : null,

@@ -48,7 +48,7 @@ export function readRoutes(c: RouteDefaults, env: Env, read: Readers, problems: 
       lockTimeoutMs: num('LOCK_TIMEOUT_SECONDS', c.lockTimeoutMs / 1000, { min: 1, max: 3600 }) * 1000,
       batchSize: num('BATCH_SIZE', c.batchSize, { min: 1, max: 1000, integer: true }),
       prefetch: num('PREFETCH', c.prefetch, { min: 0, max: 5000, integer: true }),
-      concurrency: num('HANDLER_CONCURRENCY', c.handlerConcurrency, { min: 1, max: 1000, integer: true }),
+      concurrency: num('HANDLER_CONCURRENCY', c.concurrency, { min: 1, max: 1000, integer: true }),
       deadLetter: name('DEAD_LETTER_ENABLED') === undefined ? c.deadLetterEnabled : read.bool(name('DEAD_LETTER_ENABLED')!, c.deadLetterEnabled),
     };
     if ((name('REDELIVERY_DELAY_SECONDS') || name('REDELIVERY_MAX_DELAY_SECONDS')) && policy.redeliveryMaxDelayMs < policy.redeliveryDelayMs) {
