@@ -15,7 +15,7 @@ import { drainQueue, type DrainOptions } from '../shared/transport/drain-loop';
 import type { OutgoingMessage, TransportStore } from '../shared/transport/types';
 import { WakeSignal } from '../shared/transport/wake';
 import { ResponseChannel } from '../shared/channel/response-channel';
-import { loadConfig } from '../shared/config';
+import { loadConfig } from '../shared/settings';
 import { Publisher } from '../shared/transport/publisher';
 import { startNotifyListener } from '../shared/stores/postgres/notify-listener';
 import { notifyPrefix } from '../shared/stores/postgres/statements';

@@ -3,7 +3,7 @@ import { guarded } from '../shared/http/guard';
 import { failureAnswer } from '../shared/http/failure';
 import { problem, malformedId } from '../shared/http/problem';
 import { getRuntime } from '../shared/runtime';
-import { unknownQueue } from '../shared/transport/queue-routes';
+import { unknownQueue } from '../shared/http/queue-routes';
 
 /** DELETE /api/queues/{queue}/deadletters/{id} */
 export async function deleteDeadLetter(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {

@@ -1,5 +1,5 @@
 import { app, type InvocationContext, type Timer } from '@azure/functions';
-import { CALLBACK_QUEUE } from '../shared/config';
+import { CALLBACK_QUEUE } from '../shared/queue-names';
 import { drainQueues } from '../shared/drain-queues';
 import { appConfig, getRuntime } from '../shared/runtime';
 import type { DrainReport } from '../shared/transport/drain-loop';

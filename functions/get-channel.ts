@@ -1,5 +1,5 @@
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
-import { CALLBACK_QUEUE } from '../shared/config';
+import { CALLBACK_QUEUE } from '../shared/queue-names';
 import { guarded } from '../shared/http/guard';
 import { failureAnswer } from '../shared/http/failure';
 import { json } from '../shared/http/problem';

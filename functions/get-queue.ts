@@ -3,7 +3,7 @@ import { guarded } from '../shared/http/guard';
 import { failureAnswer } from '../shared/http/failure';
 import { json } from '../shared/http/problem';
 import { getRuntime } from '../shared/runtime';
-import { unknownQueue } from '../shared/transport/queue-routes';
+import { unknownQueue } from '../shared/http/queue-routes';
 
 /** GET /api/queues/{queue} — depth by state, the age of the oldest ready job, and the queue's route and policy. */
 export async function getQueue(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {

@@ -5,7 +5,7 @@ import { jsonWithPayloads, problem } from '../shared/http/problem';
 import { queryNumber } from '../shared/http/query';
 import { RawJson } from '../shared/json/raw-json';
 import { getRuntime } from '../shared/runtime';
-import { unknownQueue } from '../shared/transport/queue-routes';
+import { unknownQueue } from '../shared/http/queue-routes';
 
 /** GET /api/queues/{queue}/deadletters?top=50 — newest first. */
 export async function listDeadLetters(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {

@@ -3,7 +3,7 @@ import { guarded } from '../shared/http/guard';
 import { failureAnswer } from '../shared/http/failure';
 import { json } from '../shared/http/problem';
 import { getRuntime } from '../shared/runtime';
-import { knownQueues } from '../shared/transport/queue-routes';
+import { knownQueues } from '../shared/http/queue-routes';
 import type { QueueStats } from '../shared/transport/types';
 
 /** GET /api/queues — the statistics of every queue the configuration knows (the routes' own list), in that order. */

@@ -3,7 +3,7 @@ import { guarded } from '../shared/http/guard';
 import { failureAnswer } from '../shared/http/failure';
 import { json } from '../shared/http/problem';
 import { getRuntime } from '../shared/runtime';
-import { unknownTopic } from '../shared/transport/topic-routes';
+import { unknownTopic } from '../shared/http/topic-routes';
 
 /** GET /api/topics/{topic}/subscriptions — the topic's subscriptions (configured and recorded) with their queues' counts. */
 export async function listSubscriptions(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {

@@ -7,7 +7,7 @@ import { getRuntime } from '../shared/runtime';
 import { publishTraced } from '../shared/tracing/publish-trace';
 import { requestTraceContext } from '../shared/tracing/request-trace';
 import { isPublishPayloadPath, parsePublishBody } from '../shared/transport/publish-request';
-import { unknownQueue } from '../shared/transport/queue-routes';
+import { unknownQueue } from '../shared/http/queue-routes';
 
 const PUBLISH_BUDGET_MS = 10_000;
 

@@ -8,7 +8,7 @@ import { getRuntime } from '../shared/runtime';
 import { carrierOf } from '../shared/tracing/publish-trace';
 import { requestTraceContext } from '../shared/tracing/request-trace';
 import { isPublishPayloadPath, parsePublishBody } from '../shared/transport/publish-request';
-import { unknownTopic } from '../shared/transport/topic-routes';
+import { unknownTopic } from '../shared/http/topic-routes';
 
 const PUBLISH_BUDGET_MS = 10_000;
 

@@ -1,5 +1,5 @@
 import { app, type InvocationContext, type Timer } from '@azure/functions';
-import { CALLBACK_QUEUE, RESPONSE_QUEUE } from '../shared/config';
+import { CALLBACK_QUEUE, RESPONSE_QUEUE } from '../shared/queue-names';
 import { appConfig, getRuntime } from '../shared/runtime';
 import type { QueueStats } from '../shared/transport/types';
 

@@ -3,7 +3,7 @@ import { guarded } from '../shared/http/guard';
 import { failureAnswer } from '../shared/http/failure';
 import { json, problem, malformedId } from '../shared/http/problem';
 import { getRuntime } from '../shared/runtime';
-import { unknownQueue } from '../shared/transport/queue-routes';
+import { unknownQueue } from '../shared/http/queue-routes';
 
 /** POST /api/queues/{queue}/deadletters/{id}/requeue — back on its source queue with attempts reset. */
 export async function requeueDeadLetter(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {

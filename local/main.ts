@@ -1,7 +1,7 @@
 // `npm start`: the local Functions host for dist/functions/index.js (built by tsc next to dist/local).
 import { appendFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { storageConfigured } from '../shared/drain-requests/settings';
+import { storageConfigured } from '../shared/settings/drain-requests';
 import { startAzurite, type Azurite } from './azurite';
 import { formatFunctionList } from './banner';
 import { loadFunctionApp } from './functions-core';

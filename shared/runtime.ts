@@ -7,7 +7,7 @@
 
 import { codeHandlers } from '../handlers';
 import type { ResponseChannel } from './channel/response-channel';
-import { engineOptions, loadConfig, type AppConfig, type Env } from './config';
+import { engineOptions, loadConfig, type AppConfig, type Env } from './settings';
 import { openDrainRequests } from './drain-requests/open';
 import type { DrainRequestSender } from './drain-requests/sender';
 import { createEngine, type Engine } from './engine/create-engine';
@@ -83,7 +83,7 @@ export function getRuntime(overrides: RuntimeOverrides = {}): Promise<Runtime> {
     let engine: Engine;
     let drainRequests: DrainRequestSender | undefined;
     try {
-      drainRequests = await openDrainRequests(cfg, process.env, logger);
+      drainRequests = await openDrainRequests(cfg.drainRequests, process.env, logger);
       engine = await createEngine({ ...engineOptions(cfg, { store: { stores, notifyUrl }, handlers: codeHandlers, logger, metrics }), drainRequests });
     } catch (err) {
       await stores.close();

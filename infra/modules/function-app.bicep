@@ -139,7 +139,7 @@ resource site 'Microsoft.Web/sites@2024-04-01' = {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Settings the app reads. Every name here must be in SETTINGS (shared/config.ts); the unit test
+// Settings the app reads. Every name here must be in SETTINGS (shared/settings/catalog.ts); the unit test
 // test/unit/infra.settings-drift.test.ts parses this object and fails on a name the app does not know.
 // ---------------------------------------------------------------------------------------------------------
 var appSettings = {

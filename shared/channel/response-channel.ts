@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { ChannelConfig } from '../config';
+import type { ChannelConfig } from './options';
 import { CALLBACK_QUEUE } from '../queue-names';
 import type { Logger } from '../log';
 import { payloadText, payloadValue, stringifyJson } from '../json/raw-json';

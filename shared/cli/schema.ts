@@ -6,7 +6,7 @@
 //   applies the pending versions in order under the schema DDL lock, as the deployer's identity, then verifies
 //   the tables, so the app's own identity can run with AUTO_CREATE_SCHEMA=false and data rights only.
 
-import { loadConfig, type AppConfig } from '../config';
+import { loadConfig, type AppConfig } from '../settings';
 import { consoleLogger, type Logger } from '../log';
 import { channelNames, transportNames, type Dialect } from '../sql/identifiers';
 import { DEFAULT_TRANSPORT_TABLE } from '../stores/options';

@@ -1,6 +1,6 @@
 // Which database a CLI command talks to, in one line and without secrets: `npm run schema -- status` names it, so
 // an operator sees at once that the settings of this shell point where they meant.
-import type { StoreSelection } from '../config';
+import type { StoreSelection } from '../stores/selection';
 import { parseSqlConnectionString } from '../stores/sqlserver/connection';
 
 export function storeLabel(store: StoreSelection): string {

@@ -1,11 +1,11 @@
 // The process's drain-request sender on the configured storage queue (queue mode only; loaded lazily so timer
 // mode never loads the Storage SDK).
-import type { AppConfig, Env } from '../config';
+import type { Env } from '../env';
 import type { Logger } from '../log';
+import type { DrainRequestConfig } from './options';
 import { DrainRequestSender } from './sender';
 
-export async function openDrainRequests(config: AppConfig, env: Env, logger: Logger): Promise<DrainRequestSender | undefined> {
-  const c = config.drainRequests;
+export async function openDrainRequests(c: DrainRequestConfig, env: Env, logger: Logger): Promise<DrainRequestSender | undefined> {
   if (c.trigger !== 'queue') return undefined;
   const { queueServiceClient, storageRequestQueue } = await import('./storage-queue');
   const service = await queueServiceClient(env, c.connection);

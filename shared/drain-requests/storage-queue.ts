@@ -3,9 +3,9 @@
 // (<conn>__queueServiceUri or <conn>__accountName, with <conn>__credential = managedidentity and <conn>__clientId
 // for a user-assigned identity).
 import { QueueServiceClient, type QueueClient } from '@azure/storage-queue';
-import type { Env } from '../config';
+import type { Env } from '../env';
 import type { RequestQueue } from './sender';
-import { STORAGE_CONNECTION } from './settings';
+import { STORAGE_CONNECTION } from './options';
 
 export async function queueServiceClient(env: Env, connection = STORAGE_CONNECTION): Promise<QueueServiceClient> {
   const text = env[connection];

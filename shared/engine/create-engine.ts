@@ -2,9 +2,9 @@
 // explicit options. No environment reads and no process-wide state: two engines in one process are independent.
 
 import { ResponseChannel } from '../channel/response-channel';
-import type { ChannelConfig } from '../config';
+import type { ChannelConfig } from '../channel/options';
 import { announcingStores } from '../drain-requests/announcing-stores';
-import type { FieldError } from '../http/problem';
+import type { FieldError } from '../validation';
 import { consoleLogger, safeLogger, type Logger } from '../log';
 import { BUILT_IN_QUEUES, DEFAULT_DEAD_LETTER_QUEUE, RESPONSE_QUEUE } from '../queue-names';
 import { channelNames, transportNames, validateIdentifier, validateQueueName, type Dialect } from '../sql/identifiers';

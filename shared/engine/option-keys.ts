@@ -15,7 +15,7 @@ const POLICY_KEYS = Object.keys(DEFAULT_QUEUE_POLICY);
 const POOL_KEYS = ['max', 'min', 'connectTimeoutMs', 'requestTimeoutMs'];
 const BACKOFF_KEYS = ['baseMs', 'maxMs'];
 const RETRY_KEYS = ['lock', 'throttling', 'failover', 'connection'];
-/** ChannelConfig (shared/config.ts). */
+/** ChannelConfig (shared/channel/options.ts). */
 const CHANNEL_KEYS = [
   'recoveryTable',
   'messageTable',
@@ -135,8 +135,12 @@ export function unknownOptionKeys(options: unknown): string[] {
   return problems;
 }
 
+/** Keys an option had under another name (the HTTP view and the settings once said handlerConcurrency). */
+const RENAMED: Readonly<Record<string, string>> = { handlerConcurrency: 'concurrency' };
+
 function unknownKeyProblem(path: string, key: string, valid: readonly string[]): string {
-  const near = nearestKey(key, valid);
+  const renamed = Object.hasOwn(RENAMED, key) && valid.includes(RENAMED[key]!) ? RENAMED[key] : undefined;
+  const near = renamed ?? nearestKey(key, valid);
   return `${path} is not a known option${near ? ` (did you mean ${near}?)` : ''}; the valid keys there are ${valid.join(', ')}`;
 }
 

@@ -1,24 +1,20 @@
-// What createEngine takes: explicit values only (no environment reads). shared/config.ts turns app settings into
+// What createEngine takes: explicit values only (no environment reads). shared/settings turns app settings into
 // these; a program of its own writes them directly. Everything optional has the app settings' default.
 
 import { DEFAULT_CORRELATION_ID_JSON_PATHS } from '../channel/correlation-extractor';
-import type { ChannelConfig, StoreSelection } from '../config';
+import type { ChannelConfig } from '../channel/options';
 import type { HandlerSpec } from '../handlers/registry';
 import type { Logger } from '../log';
 import type { RetryPolicy } from '../sql/retry';
 import type { Stores } from '../stores/open';
+import type { PoolOptions, StoreSelection } from '../stores/selection';
 import type { Metrics } from '../telemetry/metrics';
 import type { DrainAnnouncer } from '../drain-requests/sender';
 import type { JobHandler } from '../transport/job';
 import type { IdGenerationMode } from '../transport/ids';
 import type { QueuePolicy } from './policy';
 
-export interface PoolOptions {
-  max: number;
-  min: number;
-  connectTimeoutMs: number;
-  requestTimeoutMs: number;
-}
+export type { PoolOptions };
 
 /** A connection the engine opens (and closes): SQL Server, a PostgreSQL server or embedded PGlite. */
 export type StoreConnection = StoreSelection & { pool?: Partial<PoolOptions>; azureClientId?: string };

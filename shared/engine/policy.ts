@@ -40,7 +40,7 @@ const LIMITS: Record<Exclude<keyof QueuePolicy, 'deadLetter'>, { min: number; ma
   concurrency: { min: 1, max: 1000, integer: true },
 };
 
-/** What is wrong with a policy given in code (settings are checked with their own names in config.ts). */
+/** What is wrong with a policy given in code (settings are checked with their own names in shared/settings). */
 export function policyProblems(queue: string, policy: QueuePolicy): string[] {
   const problems: string[] = [];
   for (const [key, limit] of Object.entries(LIMITS) as Array<[keyof typeof LIMITS, (typeof LIMITS)[keyof typeof LIMITS]]>) {

@@ -4,7 +4,7 @@
 import type { ChannelStore } from '../channel/types';
 import type { ResponseChannel } from '../channel/response-channel';
 import { workerResponseHooks } from '../channel/worker-responses';
-import type { ChannelConfig } from '../config';
+import type { ChannelConfig } from '../channel/options';
 import { callbackDeadLetterHold, callbackRowHoldMs, callbackSender, MAX_CALLBACK_ROW_HOLD_MS } from '../handlers/callback-sender';
 import { handlerFromSpec, DEFAULT_FORWARD_TIMEOUT_MS } from '../handlers/registry';
 import { responseIngressHandler } from '../handlers/response-ingress';
@@ -90,7 +90,8 @@ export interface PolicyView {
   lockTimeoutSeconds: number;
   batchSize: number;
   prefetch: number;
-  handlerConcurrency: number;
+  /** Handlers running at once per drain (HANDLER_CONCURRENCY; `concurrency` in the policy). */
+  concurrency: number;
   deadLetter: boolean;
 }
 
@@ -106,7 +107,7 @@ export function routeView(route: QueueRoute): { route: RouteView; policy: Policy
       lockTimeoutSeconds: p.lockTimeoutMs / 1000,
       batchSize: p.batchSize,
       prefetch: p.prefetch,
-      handlerConcurrency: p.concurrency,
+      concurrency: p.concurrency,
       deadLetter: p.deadLetter,
     },
   };

@@ -1,6 +1,5 @@
 import { callbackUrlProblem } from '../channel/callback-url';
 import { readEnvelope } from '../channel/envelope';
-import type { AppConfig } from '../config';
 import type { CallbackJob, LegacyCallbackJob, RegistrationState } from '../channel/response-channel';
 import { SIGNATURE_HEADER, signBody } from '../channel/signature';
 import type { ChannelStore } from '../channel/types';
@@ -117,6 +116,6 @@ export const MAX_CALLBACK_ROW_HOLD_MS = 3650 * 86_400_000;
  * How long each callback attempt keeps its response row: past the next attempt (REDELIVERY_MAX_DELAY plus a
  * lapsed lease) by a whole MESSAGE_RETENTION, so a drain that pauses for less than the retention loses nothing.
  */
-export function callbackRowHoldMs(config: Pick<AppConfig, 'redeliveryMaxDelayMs' | 'lockTimeoutMs'> & { channel: Pick<AppConfig['channel'], 'messageRetentionMs'> }): number {
+export function callbackRowHoldMs(config: { redeliveryMaxDelayMs: number; lockTimeoutMs: number; channel: { messageRetentionMs: number } }): number {
   return Math.min(MAX_CALLBACK_ROW_HOLD_MS, config.redeliveryMaxDelayMs + config.lockTimeoutMs + config.channel.messageRetentionMs);
 }

@@ -419,14 +419,14 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
             forwardHost: { type: 'string', description: 'host[:port] of the forward URL (never its path, query or credentials); forward only' },
             forwardTimeoutSeconds: { type: 'number' },
           }),
-          policy: exact(['maxDeliveryAttempts', 'redeliveryDelaySeconds', 'redeliveryMaxDelaySeconds', 'lockTimeoutSeconds', 'batchSize', 'prefetch', 'handlerConcurrency', 'deadLetter'], {
+          policy: exact(['maxDeliveryAttempts', 'redeliveryDelaySeconds', 'redeliveryMaxDelaySeconds', 'lockTimeoutSeconds', 'batchSize', 'prefetch', 'concurrency', 'deadLetter'], {
             maxDeliveryAttempts: { type: 'integer', minimum: 0, description: '0 = unlimited' },
             redeliveryDelaySeconds: { type: 'number', minimum: 0 },
             redeliveryMaxDelaySeconds: { type: 'number', minimum: 0 },
             lockTimeoutSeconds: { type: 'number', minimum: 0 },
             batchSize: { type: 'integer', minimum: 1 },
             prefetch: { type: 'integer', minimum: 0, description: 'rows claimed ahead of free handler slots' },
-            handlerConcurrency: { type: 'integer', minimum: 1 },
+            concurrency: { type: 'integer', minimum: 1, description: 'handlers running at once per drain (HANDLER_CONCURRENCY)' },
             deadLetter: { type: 'boolean', description: 'false: a job out of attempts is deleted instead of dead-lettered' },
           }),
         }),

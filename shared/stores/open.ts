@@ -1,6 +1,6 @@
 import type { ChannelNames, ChannelStore } from '../channel/types';
+import type { ChannelConfig } from '../channel/options';
 import type { FlowStateStore } from '../flows/store';
-import type { AppConfig } from '../config';
 import { CALLBACK_QUEUE } from '../queue-names';
 import type { Logger } from '../log';
 import { channelNames, transportNames } from '../sql/identifiers';
@@ -10,6 +10,7 @@ import type { TransportStoreOptions } from './options';
 import type { PgClient } from './postgres/client';
 import { SchemaVersionGate } from './schema-gate';
 import { schemaNames } from './schema-names';
+import type { PoolOptions, StoreSelection } from './selection';
 
 export interface Stores {
   transport: TransportStore;
@@ -21,9 +22,15 @@ export interface Stores {
 }
 
 /** What opening the stores needs (the app's AppConfig has it; so do the engine's options). */
-export type StoreOpenOptions = Pick<AppConfig, 'store' | 'schema' | 'transportTable' | 'autoCreateSchema' | 'pool' | 'azureClientId'> & {
-  channel: Pick<AppConfig['channel'], 'recoveryTable' | 'messageTable' | 'subscriberTable'>;
-};
+export interface StoreOpenOptions {
+  store: StoreSelection;
+  schema: string;
+  transportTable: string;
+  autoCreateSchema: boolean;
+  pool: PoolOptions;
+  azureClientId?: string;
+  channel: Pick<ChannelConfig, 'recoveryTable' | 'messageTable' | 'subscriberTable'>;
+}
 
 /** The stores and the schema versions they share (status / apply for `npm run schema`). */
 export interface OpenedStores extends Stores {

@@ -12,7 +12,7 @@
 
 import type { TelemetryClient } from 'applicationinsights';
 import type { ChannelStore } from '../channel/types';
-import type { StoreSelection } from '../config';
+import type { StoreSelection } from '../stores/selection';
 import type { Stores } from '../stores/open';
 import type { TransportStore } from '../transport/types';
 

@@ -38,7 +38,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { TokenCredential } from '@azure/identity';
 import type { AzureMonitorOpenTelemetryOptions } from 'applicationinsights';
-import type { Env } from '../config';
+import type { Env } from '../env';
 import { appInsightsDependencies, type DependencySink } from './dependencies';
 import { requireDeferring } from './lazy-require';
 import { appInsightsMetrics, noopMetrics, type Metrics } from './metrics';

@@ -1,6 +1,6 @@
 // Topics as configuration (spec 003): topic → its durable subscriptions. Each subscription's copies live on the
 // worker queue `{topic}:{subscription}` (topic-names.ts), which has a route and policy like any other queue.
-// These rules are checked at start-up (config.ts) and by createEngine, with every other bad setting.
+// These rules are checked at start-up (shared/settings/queues.ts) and by createEngine, with every other bad setting.
 
 import { validateQueueName } from '../sql/identifiers';
 import { SUBSCRIPTION_SEPARATOR, subscriptionQueue } from './topic-names';

@@ -2,7 +2,7 @@
 // PostgreSQL/PGlite) by default and random (v4) with `random`; a caller's id is kept as given.
 import { describe, expect, it } from 'vitest';
 import { createEngine, silentLogger } from '../../shared';
-import { engineOptions, loadConfig } from '../../shared/config';
+import { engineOptions, loadConfig } from '../../shared/settings';
 
 const version = (id: string) => id[14];
 

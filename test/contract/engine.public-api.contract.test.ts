@@ -108,7 +108,7 @@ for (const target of TARGETS) {
       expect(stats).toMatchObject({
         queue: 'out',
         route: { handler: 'forward', forwardHost: 'example.test:8443', forwardTimeoutSeconds: 5 },
-        policy: { maxDeliveryAttempts: 5, redeliveryDelaySeconds: 5, redeliveryMaxDelaySeconds: 300, lockTimeoutSeconds: 30, batchSize: 16, handlerConcurrency: 16, deadLetter: false },
+        policy: { maxDeliveryAttempts: 5, redeliveryDelaySeconds: 5, redeliveryMaxDelaySeconds: 300, lockTimeoutSeconds: 30, batchSize: 16, concurrency: 16, deadLetter: false },
       });
       expect(JSON.stringify(stats)).not.toMatch(/secret|code=abc|hook/);
       expect((await other.stats('response')).route).toEqual({ handler: 'response-ingress' });

@@ -84,10 +84,10 @@ describe('queues with their own routes and policies (local host over HTTP)', () 
     expect(alphaView).toMatchObject({
       queue: 'alpha',
       route: { handler: 'forward', forwardHost: expect.stringMatching(/^127\.0\.0\.1:\d+$/), forwardTimeoutSeconds: 30 },
-      policy: { maxDeliveryAttempts: 2, redeliveryDelaySeconds: 0, redeliveryMaxDelaySeconds: 300, lockTimeoutSeconds: 30, batchSize: 16, handlerConcurrency: 16, deadLetter: true },
+      policy: { maxDeliveryAttempts: 2, redeliveryDelaySeconds: 0, redeliveryMaxDelaySeconds: 300, lockTimeoutSeconds: 30, batchSize: 16, concurrency: 16, deadLetter: true },
     });
     expect(JSON.stringify(alphaView)).not.toContain('secret');
-    expect(await get('queues/beta.jobs')).toMatchObject({ route: { handler: 'forward' }, policy: { maxDeliveryAttempts: 4, handlerConcurrency: 2 } });
+    expect(await get('queues/beta.jobs')).toMatchObject({ route: { handler: 'forward' }, policy: { maxDeliveryAttempts: 4, concurrency: 2 } });
     expect(await get('queues/quiet')).toMatchObject({ policy: { maxDeliveryAttempts: 1, deadLetter: false } });
     expect(await get('queues/orders')).toMatchObject({ route: { handler: 'code' }, policy: { maxDeliveryAttempts: 5 } });
     expect(await get('queues/callbacks')).toMatchObject({ route: { handler: 'callbacks' } });

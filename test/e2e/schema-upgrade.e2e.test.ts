@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { schemaCommand } from '../../shared/cli/schema';
 import { ResponseChannel } from '../../shared/channel/response-channel';
-import { loadConfig } from '../../shared/config';
+import { loadConfig } from '../../shared/settings';
 import { silentLogger } from '../../shared/log';
 import { DEFAULT_CHANNEL_TABLES } from '../../shared/channel/types';
 import { channelNames, transportNames } from '../../shared/sql/identifiers';

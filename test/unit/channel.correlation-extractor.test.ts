@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { extractCorrelationId } from '../../shared/channel/correlation-extractor';
-import { DEFAULT_CORRELATION_ID_JSON_PATHS as PATHS } from '../../shared/config';
+import { DEFAULT_CORRELATION_ID_JSON_PATHS as PATHS } from '../../shared/channel/correlation-extractor';
 import { RawJson } from '../../shared/json/raw-json';
 
 const x = (payload: unknown, headers: Record<string, string> = {}) => extractCorrelationId(headers, payload, PATHS);

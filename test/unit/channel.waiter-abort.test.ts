@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { ResponseChannel } from '../../shared/channel/response-channel';
 import type { ChannelStore } from '../../shared/channel/types';
-import { loadConfig } from '../../shared/config';
+import { loadConfig } from '../../shared/settings';
 import { silentLogger } from '../../shared/log';
 import { WakeSignal } from '../../shared/transport/wake';
 

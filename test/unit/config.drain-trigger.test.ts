@@ -2,7 +2,7 @@
 // one 5-minute slot (they share a billed period) and ends a timer drain after one empty claim; timer mode keeps
 // today's schedules; queue without storage, an unknown mode or a bad queue name are refused.
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../shared/config';
+import { ConfigError, loadConfig } from '../../shared/settings';
 
 const base = { PGLITE_DATA_DIR: 'memory://' };
 

@@ -1,12 +1,12 @@
 // Per-queue settings QUEUE__<key>__<SETTING>: the key mapping, the precedence over the global settings, and every
 // mistake reported at start-up together with the other bad settings.
 import { describe, expect, it } from 'vitest';
-import { ConfigError, engineOptions, loadConfig, SETTINGS, type Env } from '../../shared/config';
+import { ConfigError, engineOptions, loadConfig, SETTINGS, type Env } from '../../shared/settings';
 import { DEFAULT_CHANNEL, DEFAULT_POOL } from '../../shared/engine/options';
 import { DEFAULT_QUEUE_POLICY } from '../../shared/engine/policy';
 import { HandlerRegistry } from '../../shared/handlers/registry';
 import { silentLogger } from '../../shared/log';
-import { queueSettingKey, queueSettingName } from '../../shared/queue-settings';
+import { queueSettingKey, queueSettingName } from '../../shared/settings/per-queue';
 
 function problems(env: Env, options = {}): string[] {
   try {

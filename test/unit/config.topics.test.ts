@@ -1,6 +1,6 @@
 // TOPICS and TOPIC__<key>__SUBSCRIPTIONS: subscription queues become worker queues with routes; bad settings fail start-up.
 import { describe, expect, it } from 'vitest';
-import { ConfigError, engineOptions, loadConfig } from '../../shared/config';
+import { ConfigError, engineOptions, loadConfig } from '../../shared/settings';
 import { silentLogger } from '../../shared/log';
 
 const base = { PGLITE_DATA_DIR: 'memory://' };

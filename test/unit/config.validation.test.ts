@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, SETTINGS } from '../../shared/config';
+import { ConfigError, loadConfig, SETTINGS } from '../../shared/settings';
 
 describe('configuration', () => {
   it('defaults to the embedded PGlite store with the spec defaults', () => {
@@ -101,7 +101,9 @@ describe('configuration', () => {
   });
 
   it('documents every setting it reads', () => {
-    const source = loadConfig.toString() + require('node:fs').readFileSync(require.resolve('../../shared/config.ts'), 'utf8');
+    const fs = require('node:fs') as typeof import('node:fs');
+    const dir = require('node:path').dirname(require.resolve('../../shared/settings/load.ts')) as string;
+    const source = fs.readdirSync(dir).map((f) => fs.readFileSync(`${dir}/${f}`, 'utf8')).join('\n');
     const read = new Set([...source.matchAll(/(?:str|num|bool)\('([A-Z_]+)'/g)].map((m) => m[1]));
     // the scan must find what loadConfig reads; one that matched nothing would check only the name added below
     expect(read.size, 'settings found by the source scan').toBeGreaterThan(20);

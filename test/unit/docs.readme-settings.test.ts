@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { SETTINGS } from '../../shared/config';
+import { SETTINGS } from '../../shared/settings';
 
 describe('README', () => {
   const readme = readFileSync(require.resolve('../../README.md'), 'utf8');

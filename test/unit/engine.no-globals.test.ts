@@ -43,7 +43,7 @@ describe('shared/index.ts import closure', () => {
     for (const f of ['shared/engine/create-engine.ts', 'shared/transport/drain-loop.ts', 'shared/stores/postgres/notify-listener.ts', 'shared/stores/sqlserver/open.ts']) {
       expect(files).toContain(f);
     }
-    for (const f of ['shared/config.ts', 'shared/runtime.ts', 'shared/telemetry/setup.ts', 'handlers/index.ts']) expect(files).not.toContain(f);
+    for (const f of ['shared/settings/load.ts', 'shared/settings/index.ts', 'shared/runtime.ts', 'shared/telemetry/setup.ts', 'handlers/index.ts']) expect(files).not.toContain(f);
   });
 
   it('reads no environment variables and keeps no module-level mutable state', () => {

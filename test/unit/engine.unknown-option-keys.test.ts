@@ -1,9 +1,9 @@
 // Issue 18: a misspelled engine option (`policy: { maxDeliveryAtempts: 1 }`) was ignored and the default ran.
 // createEngine refuses every unknown key, at every level, naming its path and the nearest valid key; the options
-// the app builds from its settings (shared/config.ts) have none.
+// the app builds from its settings (shared/settings) have none.
 import { describe, expect, it } from 'vitest';
 import { createEngine, EngineOptionsError, HandlerRegistry, silentLogger, type EngineOptions } from '../../shared';
-import { engineOptions, loadConfig } from '../../shared/config';
+import { engineOptions, loadConfig } from '../../shared/settings';
 import { nearestKey } from '../../shared/engine/option-keys';
 
 const store = { kind: 'pglite', dataDir: 'memory://' } as const;

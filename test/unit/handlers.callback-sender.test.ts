@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { buildEnvelope } from '../../shared/channel/envelope';
 import { verifySignature } from '../../shared/channel/signature';
 import { callbackDeadLetterHold, callbackRowHoldMs, callbackSender } from '../../shared/handlers/callback-sender';
-import { loadConfig } from '../../shared/config';
+import { loadConfig } from '../../shared/settings';
 import { decodeHeaderValue } from '../../shared/handlers/header-value';
 import { RawJson } from '../../shared/json/raw-json';
 import { silentLogger } from '../../shared/log';

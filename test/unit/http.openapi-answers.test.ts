@@ -25,7 +25,7 @@ describe('OpenAPI answer checker', () => {
       deadLettered: 0,
       oldestReadyAgeSeconds: null,
       route: { handler: 'echo' },
-      policy: { maxDeliveryAttempts: 5, redeliveryDelaySeconds: 5, redeliveryMaxDelaySeconds: 300, lockTimeoutSeconds: 30, batchSize: 16, prefetch: 16, handlerConcurrency: 16, deadLetter: true },
+      policy: { maxDeliveryAttempts: 5, redeliveryDelaySeconds: 5, redeliveryMaxDelaySeconds: 300, lockTimeoutSeconds: 30, batchSize: 16, prefetch: 16, concurrency: 16, deadLetter: true },
     };
     expect(checker.problems({ method: 'GET', route: '/queues/{queue}', status: 200, contentType: 'application/json; charset=utf-8', body: JSON.stringify(stats) })).toEqual([]);
     expect(checker.problems({ method: 'DELETE', route: '/waiters/{registrationId}', status: 204, contentType: null, body: '' })).toEqual([]);

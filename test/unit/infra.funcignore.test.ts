@@ -52,7 +52,7 @@ describe('.funcignore', () => {
       'package.json',
       pkg.main,
       'dist/functions/publish-message.js',
-      'dist/shared/config.js',
+      'dist/shared/settings/load.js',
       'dist/shared/stores/sqlserver/statements.js',
       'dist/vendor/applicationinsights.js', // the bundled SDK (npm run build) that setup.ts loads
       ...Object.keys(pkg.dependencies).map((d) => `node_modules/${d}/package.json`),
@@ -65,7 +65,7 @@ describe('.funcignore', () => {
   it('leaves out sources, tests, benchmark, infrastructure, docs and local settings', () => {
     for (const left of [
       'functions/index.ts',
-      'shared/config.ts',
+      'shared/settings/load.ts',
       'local/main.ts',
       'bench/run.ts',
       'test/unit/infra.funcignore.test.ts',

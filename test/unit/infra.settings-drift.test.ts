@@ -1,4 +1,4 @@
-// The app settings the Bicep writes vs the settings the app reads (SETTINGS in shared/config.ts). No Bicep
+// The app settings the Bicep writes vs the settings the app reads (SETTINGS in shared/settings/catalog.ts). No Bicep
 // compiler runs here, so the object literals of infra/modules/function-app.bicep are read with a small parser:
 // comments and string contents are blanked first, then the top-level keys of `var appSettings = {…}` and
 // `var platformSettings = {…}` (and of any siteConfig `appSettings: [ { name: '…' } ]` array) are collected.
@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { SETTINGS } from '../../shared/config';
+import { SETTINGS } from '../../shared/settings';
 import { bicepFiles, blankCommentsAndStrings, INFRA, objectBody, topLevelKeys } from '../support/bicep';
 
 const MODULE = join(INFRA, 'modules', 'function-app.bicep');
@@ -14,7 +14,7 @@ const MODULE = join(INFRA, 'modules', 'function-app.bicep');
 /** Settings Azure must set for the app to reach its database as its identity, without DDL rights. */
 const REQUIRED_IN_AZURE = ['SQL_SERVER', 'SQL_DATABASE', 'AZURE_CLIENT_ID', 'AUTO_CREATE_SCHEMA'];
 
-/** Read by the Functions host, the platform or the Application Insights integration, not by shared/config.ts. */
+/** Read by the Functions host, the platform or the Application Insights integration, not by shared/settings. */
 const PLATFORM = [/^AzureWebJobs/, /^AzureFunctionsJobHost__/, /^APPLICATIONINSIGHTS_/, /^WEBSITE_/, /^FUNCTIONS_/];
 const isPlatform = (name: string) => PLATFORM.some((re) => re.test(name));
 
@@ -64,7 +64,7 @@ function bicepSettings() {
   };
 }
 
-describe('infra: app settings in the Bicep vs SETTINGS (shared/config.ts)', () => {
+describe('infra: app settings in the Bicep vs SETTINGS (shared/settings/catalog.ts)', () => {
   const known = new Set(SETTINGS.map((s) => s.name));
   /** A fixed name, or one of a declared family (QUEUE__<key>__<SETTING>). */
   const isKnown = (name: string) => known.has(name) || SETTINGS.some((s) => s.pattern?.test(name));
@@ -85,7 +85,7 @@ describe('infra: app settings in the Bicep vs SETTINGS (shared/config.ts)', () =
     const { app, platform, arrayStyle } = bicepSettings();
     const ours = [...app, ...platform, ...arrayStyle].filter((n) => !isPlatform(n));
     const unknown = ours.filter((n) => !isKnown(n));
-    expect(unknown, 'Bicep app settings that shared/config.ts does not read (typo, or add them to SETTINGS)').toEqual([]);
+    expect(unknown, 'Bicep app settings that shared/settings does not read (typo, or add them to SETTINGS)').toEqual([]);
     expect(app.filter(isPlatform), 'platform settings belong in var platformSettings').toEqual([]);
     expect(platform.filter((n) => !isPlatform(n)), 'app settings belong in var appSettings').toEqual([]);
   });

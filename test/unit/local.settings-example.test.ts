@@ -5,8 +5,8 @@
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { SETTINGS } from '../../shared/config';
-import { storageConfigured } from '../../shared/drain-requests/settings';
+import { SETTINGS } from '../../shared/settings';
+import { storageConfigured } from '../../shared/settings/drain-requests';
 
 const example = JSON.parse(readFileSync(path.join(__dirname, '../../local.settings.example.json'), 'utf8')) as { Values: Record<string, string> };
 

@@ -1,7 +1,7 @@
 // ID_GENERATION reaches the ids a publish generates: the setting, the publisher's generator per store kind,
 // and the publish parser, which uses it only where the caller gave no id.
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../shared/config';
+import { ConfigError, loadConfig } from '../../shared/settings';
 import { silentLogger } from '../../shared/log';
 import { parsePublishBody } from '../../shared/transport/publish-request';
 import { Publisher } from '../../shared/transport/publisher';

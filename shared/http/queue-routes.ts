@@ -1,9 +1,11 @@
-import type { AppConfig } from '../config';
 import { CALLBACK_QUEUE, RESPONSE_QUEUE } from '../queue-names';
-import { problem, type HttpAnswer } from '../http/problem';
+import { problem, type HttpAnswer } from './problem';
+
+/** What the routes check against: the configured worker queues (AppConfig has them). */
+type Configured = { queues: readonly string[] };
 
 /** Every queue the configuration knows: the worker queues, the response ingress queue, then (internal) callbacks. */
-export function knownQueues(config: AppConfig, options: { internal?: boolean } = {}): string[] {
+export function knownQueues(config: Configured, options: { internal?: boolean } = {}): string[] {
   return [...config.queues, RESPONSE_QUEUE, ...(options.internal ? [CALLBACK_QUEUE] : [])];
 }
 
@@ -11,7 +13,7 @@ export function knownQueues(config: AppConfig, options: { internal?: boolean } =
  * A route's {queue} must be a configured worker queue or the response ingress queue, so a typo never creates
  * a black hole. (The internal callbacks queue is not published to over HTTP.)
  */
-export function unknownQueue(config: AppConfig, queue: string | undefined, options: { internal?: boolean } = {}): HttpAnswer | null {
+export function unknownQueue(config: Configured, queue: string | undefined, options: { internal?: boolean } = {}): HttpAnswer | null {
   const known = knownQueues(config, options);
   if (queue !== undefined && known.includes(queue)) return null;
   const shown = queue === undefined ? '' : queue.length > 100 ? `${queue.slice(0, 100)}…` : queue;

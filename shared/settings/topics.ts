@@ -3,8 +3,8 @@
 // `_` (as for QUEUE__<key>__…, Azure app settings on Linux allow letters, digits and underscores only), matched
 // case-insensitively. A topic without the setting has no subscription: a publish to it is accepted and dropped.
 
-import { queueSettingKey } from './queue-settings';
-import type { TopicMap } from './transport/topics';
+import { queueSettingKey } from './per-queue';
+import type { TopicMap } from '../transport/topics';
 
 export const TOPIC_SETTING_PREFIX = 'TOPIC__';
 /** A topic's subscriptions setting (the infra drift test and the README use it too). */

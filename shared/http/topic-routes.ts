@@ -1,8 +1,7 @@
-import type { AppConfig } from '../config';
-import { problem, type HttpAnswer } from '../http/problem';
+import { problem, type HttpAnswer } from './problem';
 
 /** A route's {topic} must be one of TOPICS, so a typo never drops messages silently. */
-export function unknownTopic(config: AppConfig, topic: string | undefined): HttpAnswer | null {
+export function unknownTopic(config: { topics: Readonly<Record<string, readonly string[]>> }, topic: string | undefined): HttpAnswer | null {
   if (topic !== undefined && Object.hasOwn(config.topics, topic)) return null;
   const shown = topic === undefined ? '' : topic.length > 100 ? `${topic.slice(0, 100)}…` : topic;
   const known = Object.keys(config.topics);

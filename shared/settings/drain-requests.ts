@@ -1,29 +1,12 @@
 // DRAIN_TRIGGER and the drain-request settings: what makes a drain run (storage-queue requests sent by the work
 // itself, with slow safety-net timers; or today's frequent timers alone) and the timers' defaults in each mode.
-import type { Env } from '../config';
-
-export const STORAGE_CONNECTION = 'AzureWebJobsStorage';
+import { STORAGE_CONNECTION, type DrainRequestConfig, type DrainTrigger } from '../drain-requests/options';
+import type { Env } from '../env';
+import type { Num, Str } from './env';
 
 /** Whether the connection is configured at all (a connection string, a queue service URI or an account name). */
 export function storageConfigured(env: Env, connection = STORAGE_CONNECTION): boolean {
   return Boolean(env[connection] || env[`${connection}__queueServiceUri`] || env[`${connection}__accountName`]);
-}
-
-export type DrainTrigger = 'queue' | 'timer';
-
-export interface DrainRequestConfig {
-  /** `queue`: drains are requested through a storage queue (the timers are a slow safety net). `timer`: timers only. */
-  trigger: DrainTrigger;
-  /** The storage queue the requests travel on (its poison queue is `<name>-poison`). */
-  queueName: string;
-  /** The connection setting of the storage account (the trigger's `connection`). */
-  connection: string;
-  /** A requested drain ends once its queues stayed empty this long; also the coalescing window of a process. */
-  idleGraceMs: number;
-  /** Requests a drain stopped by its budget sends (more instances join). */
-  fanOut: number;
-  /** No extra fan-out while the request queue holds this many messages. */
-  maxPending: number;
 }
 
 /** In queue mode every timer fires in the same slot: overlapping executions share one billed period. */
@@ -36,9 +19,6 @@ export const DRAIN_REQUEST_SETTINGS = [
   { name: 'DRAIN_FANOUT', default: '2', description: 'Requests a drain that stopped by its budget with work left sends, so more instances join (1–8).' },
   { name: 'DRAIN_FANOUT_MAX_PENDING', default: '32', description: 'While the request queue holds this many messages, a budget-stopped drain sends one continuation request instead of DRAIN_FANOUT.' },
 ] as const;
-
-type Str = (name: string) => string | undefined;
-type Num = (name: string, def: number, opts?: { min?: number; max?: number; integer?: boolean }) => number;
 
 /** Storage queue names: 3–63 lower-case letters, digits and single hyphens, starting and ending with a letter or digit. */
 const QUEUE_NAME = /^[a-z0-9](?!.*--)[a-z0-9-]{1,54}[a-z0-9]$/;
