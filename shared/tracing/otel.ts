@@ -10,14 +10,13 @@ import { childOf, type TraceContext } from './trace-context';
 type Api = typeof OtelApi;
 const API_GLOBAL = Symbol.for('opentelemetry.js.api.1');
 const TRACER_NAME = 'asyncresponse-functions';
-let loaded: Api | undefined;
-
-/** The OpenTelemetry API when something registered its globals; undefined otherwise (then no span can record). */
+/**
+ * The OpenTelemetry API when something registered its globals; undefined otherwise (then no span can record).
+ * Node's module cache makes the repeated require a lookup (and keeps this module free of mutable state).
+ */
 export function registeredApi(): Api | undefined {
-  if (loaded) return loaded;
   if ((globalThis as Record<symbol, unknown>)[API_GLOBAL] === undefined) return undefined;
-  loaded = require('@opentelemetry/api') as Api;
-  return loaded;
+  return require('@opentelemetry/api') as Api;
 }
 
 /** The active span's context (e.g. the Functions invocation's, bound by the distro), when it is a valid one. */

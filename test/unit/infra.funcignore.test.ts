@@ -89,9 +89,20 @@ describe('.funcignore', () => {
     }
   });
 
-  it('leaves out every devDependency', () => {
-    for (const dev of Object.keys(pkg.devDependencies)) {
-      expect(ignored(rules, `node_modules/${dev}/package.json`), dev).toBe(true);
+  // A devDependency that a production package also needs (the lockfile does not mark it `dev`, e.g. the
+  // OpenTelemetry SDK the tracing tests register, which applicationinsights runs on) must ship; every other one not.
+  const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean }> };
+  const devOnly = (name: string) => lock.packages[`node_modules/${name}`]?.dev === true;
+
+  it('leaves out every development-only devDependency', () => {
+    const devOnlyNames = Object.keys(pkg.devDependencies).filter(devOnly);
+    expect(devOnlyNames.length).toBeGreaterThan(5);
+    for (const dev of devOnlyNames) expect(ignored(rules, `node_modules/${dev}/package.json`), dev).toBe(true);
+  });
+
+  it('keeps a devDependency that production packages need too', () => {
+    for (const dev of Object.keys(pkg.devDependencies).filter((d) => !devOnly(d))) {
+      expect(ignored(rules, `node_modules/${dev}/package.json`), dev).toBe(false);
     }
   });
 
