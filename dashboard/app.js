@@ -15,6 +15,8 @@
 
   const state = {
     queues: [],
+    /** whether a refresh has succeeded since the page opened (the loading line goes away then) */
+    loaded: false,
     /** queue → [{ t, depth }] since the page opened */
     history: new Map(),
     selected: null,
@@ -461,6 +463,18 @@
     notice(err instanceof Error ? err.message : String(err), 'error');
   }
 
+  /** The loading line: shown until the first refresh succeeds; a failed one says why there (and stays until one succeeds). */
+  function showLoading(failure) {
+    const box = $('loading');
+    if (state.loaded) return void (box.hidden = true);
+    box.hidden = false;
+    box.dataset.state = failure ? 'error' : 'loading';
+    const status = failure instanceof ApiError ? ` (${failure.status})` : '';
+    box.textContent = failure
+      ? `Not loaded${status}: ${failure instanceof Error ? failure.message : String(failure)}`
+      : 'Loading queues, topics and the response channel…';
+  }
+
   async function refresh(options = {}) {
     if (state.refreshing) return;
     state.refreshing = true;
@@ -487,6 +501,8 @@
         renderDeadLetters(); // ages move on
       }
       $('updated').textContent = `Updated ${new Date(now).toLocaleTimeString('en-GB')}`;
+      state.loaded = true;
+      showLoading();
       if (!$('notice').hidden && $('notice').dataset.kind === 'error') $('notice').hidden = true;
       if (state.keyPrompted) {
         state.keyPrompted = false;
@@ -494,6 +510,7 @@
       }
     } catch (err) {
       showError(err);
+      showLoading(err);
     } finally {
       state.refreshing = false;
     }

@@ -4,6 +4,8 @@
 // the API. A topic with two subscriptions (one named with markup) shows with both subscriptions' counts, and a
 // subscription row selects its queue's dead letters. A payload, a reason and a name holding markup must show as text. Skips (with the reason) when chromium is
 // absent, unless REQUIRE_BROWSER=1 (set by .ci/run), which makes that a failure.
+// Until the first data arrive the page says it is loading, and a failed first load says why in the page (a 401, a
+// 503 while the store is unreachable).
 // DASHBOARD_SCREENSHOT_DIR=docs saves the README's screenshots (dashboard.png, dashboard-narrow.png).
 import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -121,14 +123,33 @@ describe.skipIf(!!missing)('operator dashboard in chromium', () => {
       if (/Content Security Policy|Refused to/i.test(m.text())) problems.push(m.text());
     });
 
+    // The first data are slow to come (held back here): the page says it is loading, not an empty table.
+    let releaseQueues: () => void = () => undefined;
+    const queuesHeld = new Promise<void>((r) => (releaseQueues = r));
+    const held = ['**/api/queues', '**/api/channel', '**/api/topics'];
+    for (const pattern of held) {
+      await page.route(pattern, async (route) => {
+        await queuesHeld;
+        await route.continue();
+      });
+    }
     const opened = await page.goto(`${app.url}/api/dashboard`);
     expect(opened!.status()).toBe(200);
-    // the page's own files need no key; the data calls do, so the page asks for it
+    await expect.poll(() => page.locator('#loading').isVisible(), { timeout: 10_000 }).toBe(true);
+    expect(await page.locator('#loading').getAttribute('data-state')).toBe('loading');
+    expect(await page.locator('#loading').textContent()).toMatch(/^Loading queues/);
+    releaseQueues();
+    // the page's own files need no key; the data calls do, so the page asks for it, and the loading line says why
+    // nothing is shown (the 401, in the page, not only in a notice that fades)
     await expect.poll(() => page.locator('#key-form').isVisible(), { timeout: 10_000 }).toBe(true);
+    await expect.poll(() => page.locator('#loading').getAttribute('data-state'), { timeout: 10_000 }).toBe('error');
+    expect(await page.locator('#loading').textContent()).toBe('Not loaded (401): This app needs a function key. Enter it above.');
+    for (const pattern of held) await page.unroute(pattern);
     await page.fill('#key-input', KEY);
     await page.click('#key-form button[type="submit"]');
 
     await expect.poll(() => queueCell(page, 'worker', 'deadLettered').textContent(), { timeout: 15_000 }).toBe('2');
+    expect(await page.locator('#loading').isVisible()).toBe(false);
     expect(await queueCell(page, 'worker', 'delayed').textContent()).toBe('3');
     expect(await queueCell(page, 'worker', 'ready').textContent()).toBe('0');
     expect(await queueCell(page, 'worker', 'leased').textContent()).toBe('0');
@@ -224,6 +245,19 @@ describe.skipIf(!!missing)('operator dashboard in chromium', () => {
     expect(problems).toEqual([]);
     await page.close();
   }, 90_000);
+
+  it('says in the page that the store is unreachable when the data routes answer 503', async () => {
+    const page = await browser!.newPage({ viewport: { width: 1280, height: 900 } });
+    // what the app answers while its database cannot be reached (503 problem with Retry-After)
+    const unavailable = { status: 503, headers: { 'retry-after': '5' }, contentType: 'application/problem+json', body: JSON.stringify({ type: 'about:blank', title: 'Service Unavailable', status: 503, detail: 'the database is unavailable; retry later' }) };
+    for (const route of ['**/api/queues', '**/api/channel', '**/api/topics']) await page.route(route, (r) => r.fulfill(unavailable));
+    await page.route('**/api/health', (r) => r.fulfill({ ...unavailable, contentType: 'application/json', body: JSON.stringify({ status: 'unavailable', store: 'pglite' }) }));
+    await page.goto(`${app.url}/api/dashboard`);
+    await expect.poll(() => page.locator('#loading').getAttribute('data-state'), { timeout: 10_000 }).toBe('error');
+    expect(await page.locator('#loading').textContent()).toBe('Not loaded (503): the database is unavailable; retry later');
+    expect(await page.locator('#health').textContent()).toBe('unavailable · pglite');
+    await page.close();
+  }, 30_000);
 });
 
 describe.skipIf(!!missing)('dashboard routes', () => {
