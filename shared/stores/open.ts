@@ -3,6 +3,7 @@ import type { AppConfig } from '../config';
 import { CALLBACK_QUEUE } from '../queue-names';
 import type { Logger } from '../log';
 import { channelNames, transportNames } from '../sql/identifiers';
+import type { ScheduleStore } from '../schedules/types';
 import type { TransportStore } from '../transport/types';
 import type { SchemaMigrator } from './migration-plan';
 import type { TransportStoreOptions } from './options';
@@ -13,6 +14,8 @@ import { schemaNames } from './schema-names';
 export interface Stores {
   transport: TransportStore;
   channel: ChannelStore;
+  /** The schedules table (recurring schedules); absent on stores without one (test doubles): schedules are then off. */
+  schedules?: ScheduleStore;
   /** Closes the one pool both stores share. */
   close(): Promise<void>;
 }
@@ -82,6 +85,7 @@ export async function openPostgresStoresOn(
   const { PostgresTransportStore } = await import('./postgres/store');
   const { PostgresChannelStore } = await import('./postgres/channel-store');
   const { PostgresMigrator } = await import('./postgres/migrator');
+  const { PostgresScheduleStore } = await import('./postgres/schedule-store');
   const names = schemaNames(transportNames(transportOptions.schema, transportOptions.table, 'postgres'), channelOptions.names, 'postgres');
   const migrator = new PostgresMigrator(client, names);
   const gate = new SchemaVersionGate(migrator, transportOptions.autoCreateSchema, transportOptions.logger);
@@ -90,6 +94,7 @@ export async function openPostgresStoresOn(
     transport: new PostgresTransportStore(client, { ...transportOptions, schemaGate }),
     // callback jobs go to the transport's own table, in the same statement as the recovery claim
     channel: new PostgresChannelStore(client, { ...channelOptions, schemaGate, callbacks: { schema: transportOptions.schema, table: transportOptions.table, queue: CALLBACK_QUEUE } }),
+    schedules: new PostgresScheduleStore(client, names, schemaGate),
     migrator,
     close: () => client.close(),
   };

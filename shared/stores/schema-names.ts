@@ -19,6 +19,10 @@ export interface SchemaNames {
   publishTopicRoutine: string;
   /** The shared body the two call (not granted to callers). */
   enqueueRoutine: string;
+  /** Recurring schedules (shared/schedules), one row per schedule (PostgreSQL version 5, SQL Server version 7). */
+  schedulesTable: string;
+  /** The schedules' due index (next slot of the unpaused). */
+  schedulesDueIndex: string;
 }
 
 export function schemaNames(transport: TransportNames, channel: ChannelNames, dialect: Dialect): SchemaNames {
@@ -32,6 +36,8 @@ export function schemaNames(transport: TransportNames, channel: ChannelNames, di
     publishRoutine: derivedName(transport.table, '_publish', cap),
     publishTopicRoutine: derivedName(transport.table, '_publish_topic', cap),
     enqueueRoutine: derivedName(transport.table, '_enqueue', cap),
+    schedulesTable: schedulesTableName(transport, dialect),
+    schedulesDueIndex: derivedName(transport.table, '_schedules_due_idx', cap),
   };
   const inSchema: Array<[string, string]> = [
     ['transport table', transport.table],
@@ -40,6 +46,7 @@ export function schemaNames(transport: TransportNames, channel: ChannelNames, di
     ['publish routine', names.publishRoutine],
     ['publish topic routine', names.publishTopicRoutine],
     ['enqueue routine', names.enqueueRoutine],
+    ['schedules table', names.schedulesTable],
   ];
   if (channel.schema.toLowerCase() === transport.schema.toLowerCase()) {
     inSchema.push(
@@ -56,4 +63,9 @@ export function schemaNames(transport: TransportNames, channel: ChannelNames, di
 /** The subscriptions table of a transport table (the transport stores read it for the topic fan-out). */
 export function subscriptionsTableName(transport: TransportNames, dialect: Dialect): string {
   return derivedName(transport.table, '_subscriptions', IDENTIFIER_CAP[dialect]);
+}
+
+/** The schedules table of a transport table (`…_schedules`, like the subscriptions table). */
+export function schedulesTableName(transport: TransportNames, dialect: Dialect): string {
+  return derivedName(transport.table, '_schedules', IDENTIFIER_CAP[dialect]);
 }

@@ -135,6 +135,7 @@ export async function instrumentStores(stores: Stores, selection: StoreSelection
   return {
     transport: instrumentTransportStore(stores.transport, telemetry),
     channel: instrumentChannelStore(stores.channel, telemetry),
+    ...(stores.schedules ? { schedules: stores.schedules } : {}), // not instrumented yet: a few statements a minute at most
     close: () => stores.close(),
   };
 }

@@ -10,6 +10,7 @@ import { channelDdl, channelTables } from './channel-statements';
 import { SOURCE_QUEUE } from './statements';
 import { advisoryKey, createIndexesSql, createTableSql, schemaLockResource } from './ddl';
 import { postgresOutboxStatements } from './outbox';
+import { pgScheduleDdl } from './schedule-statements';
 
 const q = (n: string) => quoteIdentifier(n, 'postgres');
 
@@ -90,6 +91,9 @@ export function postgresMigrations(n: SchemaNames): readonly Migration[] {
         },
       ],
     },
+    // Issue 16 §1: the next version on this branch (the checker wants 1, 2, 3…). The durable-flow state table is
+    // added on another branch at the same time: whichever merges second takes the number after the other's.
+    { version: 5, name: 'schedules table', statements: pgScheduleDdl(n) },
   ]);
 }
 

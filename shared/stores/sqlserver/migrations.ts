@@ -10,6 +10,7 @@ import { quoteIdentifier } from '../../sql/identifiers';
 import { checkMigrations, type Migration, type MigrationStatement } from '../migration-plan';
 import type { SchemaNames } from '../schema-names';
 import { sqlServerOutboxStatements } from './outbox';
+import { scheduleDdl } from './schedule-statements';
 import {
   channelAckSequenceMigration,
   channelIndexes,
@@ -128,6 +129,9 @@ export function sqlServerMigrations(n: SchemaNames): readonly Migration[] {
       name: 'publish procedures: per-id lock',
       statements: sqlServerOutboxStatements(n),
     },
+    // Issue 16 §1: the next version on this branch (the checker wants 1, 2, 3…). The durable-flow state table is
+    // added on another branch at the same time: whichever merges second takes the number after the other's.
+    { version: 7, name: 'schedules table', statements: scheduleDdl(n).map((b) => batch(b.name, b.lines)) },
   ]);
 }
 

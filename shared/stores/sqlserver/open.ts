@@ -16,6 +16,7 @@ import { SqlServerChannelStore } from './channel-store';
 import { createSqlServerPool, type SqlServerConnectionOptions } from './connection';
 import { CALLBACK_QUEUE } from '../../queue-names';
 import { SqlServerMigrator } from './migrator';
+import { SqlServerScheduleStore } from './schedule-store';
 import { createPoolHolder, type PoolHolder } from './pool-guard';
 import { SqlServerTransportStore, type SqlServerStoreDeps } from './store';
 
@@ -28,6 +29,7 @@ export interface SqlServerChannelOptions {
 export interface SqlServerStores {
   transport: SqlServerTransportStore;
   channel: SqlServerChannelStore;
+  schedules: SqlServerScheduleStore;
   /** The shared pool's holder (a rebuild replaces the pool: ask it for the current one). */
   poolHolder: PoolHolder;
   /** The schema versions (status / apply); both stores run its gate before their own schema step. */
@@ -74,6 +76,7 @@ export function openSqlServerStores(
   return {
     transport,
     channel: channelStore,
+    schedules: new SqlServerScheduleStore(holder, names, logger, schemaGate),
     poolHolder: holder,
     migrator,
     get pool() {
