@@ -3,6 +3,7 @@ import { drainQueues } from '../shared/drain-queues';
 import { parseRequest } from '../shared/drain-requests/message';
 import { appConfig, getRuntime } from '../shared/runtime';
 import type { DrainReport } from '../shared/transport/drain-loop';
+import { evaluateSchedules } from '../shared/evaluate-schedules';
 import { sweepChannelTimer } from './sweep-channel';
 
 /** The timer argument of a sweep run on request (the sweep does not read it). */
@@ -10,7 +11,8 @@ const REQUESTED: Timer = { isPastDue: false, schedule: { adjustForDST: false }, 
 
 /**
  * Storage-queue trigger (DRAIN_TRIGGER=queue): one drain request = one budgeted drain of the queues it names
- * (ending after DRAIN_REQUEST_IDLE_GRACE_SECONDS of empty claims), a channel sweep when it asks for one. A drain
+ * (ending after DRAIN_REQUEST_IDLE_GRACE_SECONDS of empty claims), a channel sweep when it asks for one, an
+ * evaluation of the due schedules when it asks for that (sent to surface at a schedule's next slot). A drain
  * stopped by its budget asks for more (drainQueues). A drain that failed throws, so the host makes the request
  * visible again (host.json visibilityTimeout) and, after maxDequeueCount, moves it to the poison queue; the
  * timers drain what it was for either way.
@@ -28,6 +30,7 @@ export async function drainRequested(message: unknown, context: InvocationContex
   const [reports] = await Promise.all([
     drainQueues(rt, queues, context, { idleGraceMs: rt.config.drainRequests.idleGraceMs }),
     request.sweep ? sweepChannelTimer(REQUESTED, context) : undefined,
+    request.schedules ? evaluateSchedules(rt, context) : undefined,
   ]);
   const failed = reports.filter((r) => r.stoppedBy === 'error').map((r) => r.queue);
   if (failed.length > 0) throw new Error(`draining ${failed.join(', ')} failed; the request comes back after the visibility timeout`);

@@ -28,6 +28,12 @@ import './list-subscriptions';
 import './get-channel';
 import './dashboard';
 import './dashboard-asset';
+import './put-schedule';
+import './get-schedule';
+import './list-schedules';
+import './delete-schedule';
+import './pause-schedule';
+import './resume-schedule';
 
 // Application Insights (only with APPLICATIONINSIGHTS_CONNECTION_STRING) starts before the first invocation, so
 // its preInvocation hook gives every invocation's dependencies the host's operation id (shared/telemetry/setup.ts).

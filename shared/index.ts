@@ -29,3 +29,7 @@ export { subscriptionQueue, topicCopyId } from './transport/topic-names';
 export type { DrainReport } from './transport/drain-loop';
 export { PermanentJobError, type Job, type JobContext, type JobHandler } from './transport/job';
 export type { QueueStats } from './transport/types';
+export { occurrenceId } from './schedules/occurrence-id';
+export { ScheduleRejectedError, type EvaluationReport, type PutResult, type ScheduleService } from './schedules/service';
+export type { ScheduleInput } from './schedules/input';
+export { SCHEDULE_HEADER, SCHEDULE_SLOT_HEADER, type ScheduleRow, type ScheduleStore, type ScheduleTarget, type MisfirePolicy } from './schedules/types';

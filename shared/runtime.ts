@@ -7,11 +7,12 @@
 
 import { codeHandlers } from '../handlers';
 import type { ResponseChannel } from './channel/response-channel';
-import { engineOptions, loadConfig, type AppConfig, type Env } from './settings';
+import { engineOptions, loadConfig, staticSchedules, type AppConfig, type Env } from './settings';
 import { openDrainRequests } from './drain-requests/open';
 import type { DrainRequestSender } from './drain-requests/sender';
 import { createEngine, type Engine } from './engine/create-engine';
 import { consoleLogger, safeLogger, type Logger } from './log';
+import { applyStaticSchedules } from './schedules/static-schedules';
 import { openStores, type Stores } from './stores/open';
 import { instrumentStores } from './telemetry/dependencies';
 import type { Metrics } from './telemetry/metrics';
@@ -76,6 +77,7 @@ export function getRuntime(overrides: RuntimeOverrides = {}): Promise<Runtime> {
     const cfg = appConfig();
     const logger = safeLogger(consoleLogger(cfg.logLevel));
     if (cfg.channel.callbackSigningSecretProblem) logger.error(cfg.channel.callbackSigningSecretProblem);
+    const fixedSchedules = staticSchedules(process.env); // a malformed SCHEDULES fails here, before a pool opens
     const telemetry = startTelemetry(process.env);
     const metrics = overrides.metrics ?? telemetry.metrics;
     const stores = await instrumentStores(await openStores(cfg, logger), cfg.store, telemetry.dependencies);
@@ -97,6 +99,12 @@ export function getRuntime(overrides: RuntimeOverrides = {}): Promise<Runtime> {
       track(engine.announcePending(logger)).then(
         (n) => n > 0 && logger.info(`start-up: asked for drains of ${n} queue(s) with work due or leased`),
         (err: unknown) => logger.warn('start-up: reading the queues for work already due failed (the safety-net timers drain it)', err),
+      );
+    }
+    if (fixedSchedules.length > 0) {
+      track(applyStaticSchedules(engine.schedules, fixedSchedules, logger)).then(
+        (n) => logger.info(`start-up: applied ${n} of ${fixedSchedules.length} schedule(s) from SCHEDULES`),
+        (err: unknown) => logger.error('start-up: applying SCHEDULES failed; the next start applies them again', err),
       );
     }
     return { config: cfg, engine, store, stores, channel, publisher, wake, logger, metrics, telemetry, drainRequests, stopping, track };

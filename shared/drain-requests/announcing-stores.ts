@@ -88,5 +88,6 @@ export function announcingStores(stores: Stores, announcer: DrainAnnouncer, swee
       return jobs;
     },
   });
-  return { transport, channel, flows: stores.flows, close: () => stores.close() };
+  // schedules announce their own jobs and next slots (shared/schedules/service.ts)
+  return { transport, channel, flows: stores.flows, ...(stores.schedules ? { schedules: stores.schedules } : {}), close: () => stores.close() };
 }

@@ -5,15 +5,20 @@
 
 /** The target that asks for a channel sweep rather than a queue drain. */
 export const SWEEP_TARGET = '#sweep';
+/** The target that asks for an evaluation of the due schedules (sent to surface at a schedule's next slot). */
+export const SCHEDULES_TARGET = '#schedules';
 
 export interface DrainRequestMessage {
   /** Queues to drain. */
   queues: string[];
   /** Run the channel sweep (overdue unacked responses to their callbacks). */
   sweep?: boolean;
+  /** Evaluate the due schedules (shared/schedules). */
+  schedules?: boolean;
 }
 
 export function requestFor(target: string): DrainRequestMessage {
+  if (target === SCHEDULES_TARGET) return { queues: [], schedules: true };
   return target === SWEEP_TARGET ? { queues: [], sweep: true } : { queues: [target] };
 }
 
@@ -35,8 +40,9 @@ export function parseRequest(body: unknown): DrainRequestMessage | string {
     }
   }
   if (typeof value !== 'object' || value === null) return 'the message is not a JSON object';
-  const { queues, sweep } = value as Record<string, unknown>;
+  const { queues, sweep, schedules } = value as Record<string, unknown>;
   if (!Array.isArray(queues) || !queues.every((q): q is string => typeof q === 'string')) return '`queues` must be an array of queue names';
   if (sweep !== undefined && typeof sweep !== 'boolean') return '`sweep` must be true or false';
-  return sweep ? { queues, sweep } : { queues };
+  if (schedules !== undefined && typeof schedules !== 'boolean') return '`schedules` must be true or false';
+  return { queues, ...(sweep ? { sweep } : {}), ...(schedules ? { schedules } : {}) };
 }

@@ -4,6 +4,9 @@
 import { ResponseChannel } from '../channel/response-channel';
 import type { ChannelConfig } from '../channel/options';
 import { announcingStores } from '../drain-requests/announcing-stores';
+import { SCHEDULES_TARGET } from '../drain-requests/message';
+import { createScheduleService, type ScheduleService } from '../schedules/service';
+import { unavailableSchedules } from '../schedules/unavailable';
 import type { FieldError } from '../validation';
 import { consoleLogger, safeLogger, type Logger } from '../log';
 import { BUILT_IN_QUEUES, DEFAULT_DEAD_LETTER_QUEUE, RESPONSE_QUEUE } from '../queue-names';
@@ -134,6 +137,11 @@ export interface Engine {
    * per engine (again after a failure); topic publishes and drains run it first.
    */
   recordSubscriptions(): Promise<void>;
+  /**
+   * Recurring schedules (schedules table): put/get/list/delete/pause/resume, and evaluateDue, which fires the due
+   * slots (the drain-worker timer and the schedule drain requests call it; a library host calls it from its timer).
+   */
+  readonly schedules: ScheduleService;
   /** One budgeted drain of a queue with its route (a timer invocation's work). */
   drain(queue: string, request: DrainRequest): Promise<DrainReport>;
   /** Long-running: drains the queues (default: every worker queue) without a budget until the signal aborts. */
@@ -384,6 +392,26 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   };
   let closed: Promise<void> | undefined;
 
+  const schedules = stores.schedules
+    ? createScheduleService({
+        store: stores.schedules,
+        maxMessageBytes,
+        targetProblem: (t) =>
+          t.kind === 'queue'
+            ? workerQueues.includes(t.name) ? null : `queue '${t.name}' has no route; the queues are ${workerQueues.join(', ')}`
+            : Object.hasOwn(topics, t.name) ? null : `topic '${t.name}' is not configured; the topics are ${Object.keys(topics).join(', ') || '(none)'}`,
+        beforeTopicFiring: recordSubscriptions,
+        jobsInserted: (queues) => {
+          for (const q of queues) {
+            publishWake.notify(q);
+            requests?.announce(q, 0);
+          }
+        },
+        announceEvaluation: requests && ((delayMs: number) => requests.announce(SCHEDULES_TARGET, delayMs)),
+        logger,
+      })
+    : unavailableSchedules();
+
   const engine: Engine = {
     store: stores.transport,
     stores,
@@ -393,6 +421,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     deadLetterQueue,
     queues: workerQueues,
     route: (queue) => routes.get(queue),
+    schedules,
 
     async publish(queue, message, o = {}) {
       publishable(queue);
@@ -513,6 +542,12 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
           if (!requests) return announced;
           // one after another: start-up must not take a pool connection per queue
           for (const [queue, route] of routes) if (await announceOutlook(queue, route.policy.lockTimeoutMs, log)) announced++;
+          // the soonest schedule slot gets its request too (one whose request was lost, or sent before a restart)
+          try {
+            await schedules.announceSoonest();
+          } catch (err) {
+            log.warn('start-up: reading the soonest schedule slot failed (the safety-net timers evaluate the schedules)', err);
+          }
           return announced;
         })(),
       );

@@ -9,6 +9,8 @@ const problem = { $ref: '#/components/responses/Problem' };
 const json = (schema: object) => ({ 'application/json': { schema } });
 const queueParam = { name: 'queue', in: 'path', required: true, schema: { type: 'string', maxLength: 200 } };
 const topicParam = { name: 'topic', in: 'path', required: true, schema: { type: 'string', maxLength: 200 } };
+const scheduleParam = { name: 'name', in: 'path', required: true, schema: { type: 'string', minLength: 1, maxLength: 200 } };
+const scheduleAnswer = (description: string) => ({ description, content: json({ $ref: '#/components/schemas/Schedule' }) });
 const idParam = (name: string) => ({ name, in: 'path', required: true, schema: { type: 'string', format: 'uuid' } });
 const correlationQuery = { name: 'correlationId', in: 'query', required: true, schema: { $ref: '#/components/schemas/CorrelationId' } };
 
@@ -318,6 +320,56 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
           },
         },
       },
+      '/schedules/{name}': {
+        put: {
+          operationId: 'putSchedule',
+          summary: 'Create or replace a recurring schedule: one job per slot on a queue, or one copy per subscription of a topic.',
+          parameters: [scheduleParam],
+          requestBody: { required: true, content: json({ $ref: '#/components/schemas/ScheduleRequest' }) },
+          responses: {
+            '201': scheduleAnswer('Created.'),
+            '200': scheduleAnswer('Replaced (the next slot is kept while cron, zone and paused are unchanged).'),
+            '400': withDescription('Invalid fields (a bad cron expression, an unknown time zone, an unknown queue or topic…): errors names each.'),
+          },
+        },
+        get: {
+          operationId: 'getSchedule',
+          summary: 'A schedule with its last and next run.',
+          parameters: [scheduleParam],
+          responses: { '200': scheduleAnswer('The schedule.'), '400': problem, '404': withDescription('No such schedule.') },
+        },
+        delete: {
+          operationId: 'deleteSchedule',
+          summary: 'Delete a schedule (jobs it already published stay on their queue).',
+          parameters: [scheduleParam],
+          responses: { '204': { description: 'Deleted.' }, '400': problem, '404': withDescription('No such schedule.') },
+        },
+      },
+      '/schedules/{name}/pause': {
+        post: {
+          operationId: 'pauseSchedule',
+          summary: 'Pause: no slot fires until it is resumed.',
+          parameters: [scheduleParam],
+          responses: { '200': scheduleAnswer('Paused.'), '400': problem, '404': withDescription('No such schedule.') },
+        },
+      },
+      '/schedules/{name}/resume': {
+        post: {
+          operationId: 'resumeSchedule',
+          summary: 'Resume from the next slot after now (slots passed while paused do not run).',
+          parameters: [scheduleParam],
+          responses: { '200': scheduleAnswer('Resumed.'), '400': problem, '404': withDescription('No such schedule.') },
+        },
+      },
+      '/schedules': {
+        get: {
+          operationId: 'listSchedules',
+          summary: 'Every schedule by name (at most 1,000), with its last and next run.',
+          responses: {
+            '200': { description: 'Schedules.', content: json(exact(['items'], { items: { type: 'array', maxItems: 1000, items: { $ref: '#/components/schemas/Schedule' } } })) },
+          },
+        },
+      },
       '/openapi.json': {
         get: {
           operationId: 'openApi',
@@ -357,6 +409,42 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
           maxLength: 400,
           description: 'Case-sensitive; no leading/trailing whitespace, no control characters, well-formed UTF-16.',
         },
+        ScheduleRequest: {
+          type: 'object',
+          required: ['cron'],
+          additionalProperties: false,
+          description: 'Exactly one of queue and topic.',
+          properties: {
+            queue: { type: 'string', maxLength: 200 },
+            topic: { type: 'string', maxLength: 200 },
+            cron: { type: 'string', description: 'NCRONTAB: six fields (second minute hour day month day-of-week, as the Functions timer) or five (seconds 0).' },
+            timeZone: { type: 'string', default: 'UTC', description: 'IANA time zone; DST is handled (a skipped or repeated wall-clock slot runs once).' },
+            payload: { description: 'Any JSON value (default null), stored and sent byte for byte.' },
+            correlationId: { $ref: '#/components/schemas/CorrelationId' },
+            headers: { $ref: '#/components/schemas/PublishRequest/properties/headers' },
+            paused: { type: 'boolean', default: false },
+            misfire: {
+              description: '"skip" (default): slots missed by more than a minute do not run; {"catchUp": n}: the newest n of them run late.',
+              oneOf: [{ const: 'skip' }, exact(['catchUp'], { catchUp: { type: 'integer', minimum: 1, maximum: 1000 } })],
+            },
+          },
+        },
+        Schedule: exact(['name', 'cron', 'timeZone', 'payload', 'headers', 'paused', 'misfire', 'lastRun', 'nextRun', 'createdAt', 'updatedAt'], {
+          name: { type: 'string' },
+          queue: { type: 'string' },
+          topic: { type: 'string' },
+          cron: { type: 'string' },
+          timeZone: { type: 'string' },
+          payload: { description: 'The payload as it was given.' },
+          headers: { type: 'object', additionalProperties: { type: 'string' } },
+          correlationId: { type: 'string' },
+          paused: { type: 'boolean' },
+          misfire: { oneOf: [{ const: 'skip' }, exact(['catchUp'], { catchUp: { type: 'integer', minimum: 1 } })] },
+          lastRun: { type: ['string', 'null'], format: 'date-time', description: 'The newest slot fired; null before the first.' },
+          nextRun: { type: ['string', 'null'], format: 'date-time', description: 'The slot it fires next (while paused: where it would).' },
+          createdAt: { type: 'string', format: 'date-time' },
+          updatedAt: { type: 'string', format: 'date-time' },
+        }),
         PublishRequest: {
           type: 'object',
           required: ['payload'],

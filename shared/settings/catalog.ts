@@ -37,6 +37,7 @@ export const SETTINGS: readonly Setting[] = [
   { name: 'AZURE_CLIENT_ID', default: '', description: 'Client id of the user-assigned managed identity used for Entra auth in Azure.' },
   { name: 'QUEUES', default: 'worker', description: 'Comma-separated worker queues that accept publishes; publishing elsewhere is a 404.' },
   { name: 'TOPICS', default: '', description: 'Comma-separated topics that accept publishes (POST /api/topics/{topic}/messages); publishing to another topic is a 404.' },
+  { name: 'SCHEDULES', default: '', description: 'Static recurring schedules applied at start-up (idempotent upsert): a JSON object of name → the PUT /api/schedules/{name} body.' },
   {
     name: 'TOPIC__<key>__SUBSCRIPTIONS',
     default: '',

@@ -4,6 +4,7 @@ import type { FlowStateStore } from '../flows/store';
 import { CALLBACK_QUEUE } from '../queue-names';
 import type { Logger } from '../log';
 import { channelNames, transportNames } from '../sql/identifiers';
+import type { ScheduleStore } from '../schedules/types';
 import type { TransportStore } from '../transport/types';
 import type { SchemaMigrator } from './migration-plan';
 import type { TransportStoreOptions } from './options';
@@ -17,6 +18,8 @@ export interface Stores {
   channel: ChannelStore;
   /** Durable-flow ledgers (issue 15), in the transport's schema. */
   flows: FlowStateStore;
+  /** The schedules table (recurring schedules); absent on stores without one (test doubles): schedules are then off. */
+  schedules?: ScheduleStore;
   /** Closes the one pool the stores share. */
   close(): Promise<void>;
 }
@@ -94,6 +97,7 @@ export async function openPostgresStoresOn(
   const { PostgresChannelStore } = await import('./postgres/channel-store');
   const { PostgresMigrator } = await import('./postgres/migrator');
   const { PostgresFlowStore } = await import('./postgres/flow-store');
+  const { PostgresScheduleStore } = await import('./postgres/schedule-store');
   const names = schemaNames(transportNames(transportOptions.schema, transportOptions.table, 'postgres'), channelOptions.names, 'postgres');
   const migrator = new PostgresMigrator(client, names);
   const gate = new SchemaVersionGate(migrator, transportOptions.autoCreateSchema, transportOptions.logger);
@@ -103,6 +107,7 @@ export async function openPostgresStoresOn(
     // callback jobs go to the transport's own table, in the same statement as the recovery claim
     channel: new PostgresChannelStore(client, { ...channelOptions, schemaGate, callbacks: { schema: transportOptions.schema, table: transportOptions.table, queue: CALLBACK_QUEUE } }),
     flows: new PostgresFlowStore(client, { names, logger: transportOptions.logger, schemaGate, maxStateBytes: flowOptions.maxStateBytes }),
+    schedules: new PostgresScheduleStore(client, names, schemaGate),
     migrator,
     close: () => client.close(),
   };

@@ -28,6 +28,10 @@ export interface SchemaNames {
   flowStateExpiresIndex: string;
   /** (status, updated_at_utc, flow_id) including flow_name, expires_at_utc: list newest first, countByStatus. */
   flowStateListIndex: string;
+  /** Recurring schedules (shared/schedules), one row per schedule (PostgreSQL version 6, SQL Server version 8). */
+  schedulesTable: string;
+  /** The schedules' due index (next slot of the unpaused). */
+  schedulesDueIndex: string;
 }
 
 export function schemaNames(
@@ -50,6 +54,8 @@ export function schemaNames(
     flowStateTable,
     flowStateExpiresIndex: derivedName(flowStateTable, '_expires_idx', cap),
     flowStateListIndex: derivedName(flowStateTable, '_list_idx', cap),
+    schedulesTable: schedulesTableName(transport, dialect),
+    schedulesDueIndex: derivedName(transport.table, '_schedules_due_idx', cap),
   };
   const inSchema: Array<[string, string]> = [
     ['transport table', transport.table],
@@ -62,6 +68,7 @@ export function schemaNames(
     // PostgreSQL indexes share the schema's namespace with its tables
     ['flow state expires index', names.flowStateExpiresIndex],
     ['flow state list index', names.flowStateListIndex],
+    ['schedules table', names.schedulesTable],
   ];
   if (channel.schema.toLowerCase() === transport.schema.toLowerCase()) {
     inSchema.push(
@@ -78,4 +85,9 @@ export function schemaNames(
 /** The subscriptions table of a transport table (the transport stores read it for the topic fan-out). */
 export function subscriptionsTableName(transport: TransportNames, dialect: Dialect): string {
   return derivedName(transport.table, '_subscriptions', IDENTIFIER_CAP[dialect]);
+}
+
+/** The schedules table of a transport table (`…_schedules`, like the subscriptions table). */
+export function schedulesTableName(transport: TransportNames, dialect: Dialect): string {
+  return derivedName(transport.table, '_schedules', IDENTIFIER_CAP[dialect]);
 }

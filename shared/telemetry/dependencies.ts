@@ -136,6 +136,7 @@ export async function instrumentStores(stores: Stores, selection: StoreSelection
     transport: instrumentTransportStore(stores.transport, telemetry),
     channel: instrumentChannelStore(stores.channel, telemetry),
     flows: stores.flows,
+    ...(stores.schedules ? { schedules: stores.schedules } : {}), // not instrumented yet: a few statements a minute at most
     close: () => stores.close(),
   };
 }

@@ -149,4 +149,22 @@ describe('drain requests on Azurite (DRAIN_TRIGGER=queue, timers off)', () => {
     expect(runs.size).toBe(next);
     for (const [n, times] of runs) expect(times, `job ${n}`).toHaveLength(1);
   });
+
+  // after the exactly-once check above: the schedule's jobs share one payload n
+  it('a schedule fires through its drain requests alone (timers off): each slot once, the next slot announced', async () => {
+    const n = -2;
+    const put = await checkedFetch(`${host.url}/api/schedules/every-2s`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ queue: 'worker', cron: '*/2 * * * * *', payload: { n } }),
+    });
+    expect(put.status).toBe(201);
+    const from = Date.now();
+    await eventually(() => ((runs.get(n)?.length ?? 0) >= 4 ? true : undefined), 'four slots through drain requests', 40_000, 100);
+    expect((await checkedFetch(`${host.url}/api/schedules/every-2s`, { method: 'DELETE' })).status).toBe(204);
+    const times = runs.get(n)!;
+    // no slot twice: runs are about 2 s apart (delivery jitter aside), never back to back, and no more than the slots passed
+    for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!, `run ${i}`).toBeGreaterThan(300);
+    expect(times.length).toBeLessThanOrEqual(Math.floor((times.at(-1)! - from) / 2000) + 2);
+  }, 60_000);
 });

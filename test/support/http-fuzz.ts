@@ -217,6 +217,38 @@ export function fuzzCases(seed: number, count: number, setup: FuzzSetup): FuzzCa
     { operation: 'GET /dashboard/{file}', method: 'GET', path: ({ queue }) => `dashboard/${queue}`, keyed: false, hasQueue: true, validQueues: ['app.js', 'app.css'] },
   );
 
+  // schedules: no schedule named here ever exists (every PUT below is malformed), so a wrong method on these paths
+  // (GET, DELETE, pause) finds nothing to read or change
+  const schedulePath = ({ queue }: { queue: string }) => `schedules/${queue}`;
+  bases.push(
+    {
+      operation: 'PUT /schedules/{name}',
+      method: 'PUT',
+      path: schedulePath,
+      validQueues: ['fuzz-never'],
+      body: () => ({ queue: 'worker', cron: '0 0 0 1 1 *', payload: { n: r.int(1e6) } }),
+      fields: {
+        queue: [...WRONG_TYPES, '', 'no-such-queue'],
+        topic: ['no-such-topic', FUZZ_TOPIC, 1],
+        cron: [...WRONG_TYPES, '', '61 * * * * *', '* * *', '@daily', '0 0 0 30 2 *'],
+        timeZone: [1, '', ' UTC', 'Nowhere/Atlantis', null],
+        payload: [big(setup.maxMessageBytes + 10)],
+        correlationId: BAD_CORRELATION_IDS,
+        headers: [1, 'x', [], { 'AR-Schedule': 'x' }, { a: 1 }],
+        paused: ['true', 1, null, []],
+        misfire: ['catch', { catchUp: 0 }, { catchUp: 1.5 }, { catchUp: 1001 }, 1, null, {}],
+      },
+      required: ['cron'],
+      keyed: true,
+    },
+    { operation: 'GET /schedules/{name}', method: 'GET', path: schedulePath, validQueues: ['fuzz-never'], keyed: true },
+    { operation: 'DELETE /schedules/{name}', method: 'DELETE', path: schedulePath, validQueues: ['fuzz-never'], keyed: true },
+    { operation: 'POST /schedules/{name}/pause', method: 'POST', path: ({ queue }) => `schedules/${queue}/pause`, validQueues: ['fuzz-never'], keyed: true },
+    { operation: 'POST /schedules/{name}/resume', method: 'POST', path: ({ queue }) => `schedules/${queue}/resume`, validQueues: ['fuzz-never'], keyed: true },
+    { operation: 'GET /schedules', method: 'GET', path: () => 'schedules', keyed: true },
+  );
+  const listSchedulesBase = bases.at(-1)!;
+
   const cases: FuzzCase[] = [];
   const fieldTurns = new Map<string, number>();
   const published: string[] = [];
@@ -326,6 +358,7 @@ export function fuzzCases(seed: number, count: number, setup: FuzzSetup): FuzzCa
     () => ({ ...assemble(r.pick([bases[1]!, bases[2]!, bases[9]!, bases[10]!]), {}), control: 'read', expectStatus: 200 }),
     () => ({ ...assemble(bases[6]!, {}), control: 'read', expectStatus: 204 }),
     () => ({ ...assemble(r.pick([bases[12]!, bases[13]!]), {}), control: 'read', expectStatus: 200 }),
+    () => ({ ...assemble(listSchedulesBase, {}), control: 'read', expectStatus: 200 }),
   ];
 
   // every documented body field of every operation gets a bad value at least once, whatever the draws below

@@ -13,6 +13,7 @@ import { serverCapabilities } from '../../shared/stores/sqlserver/server-version
 import { transportStatements } from '../../shared/stores/sqlserver/statements';
 import { topicStatements } from '../../shared/stores/sqlserver/topic-statements';
 import { claimOutlook } from '../../shared/stores/sqlserver/outlook-statements';
+import { scheduleStatements } from '../../shared/stores/sqlserver/schedule-statements';
 import { CALLBACK_QUEUE } from '../../shared/queue-names';
 import { sqlServerMigrationStatements } from '../../shared/stores/sqlserver/migrations';
 import { schemaNames, subscriptionsTableName } from '../../shared/stores/schema-names';
@@ -72,6 +73,8 @@ export const SQLSERVER_STATEMENT_SOURCES: readonly StatementSource[] = [
   { name: 'transport', texts: (n) => fromMap('transport', n.variant, transportStatements(n.transport)) },
   // the topic statements of the transport store (fan-out publish, subscriptions upsert and list)
   { name: 'topics', texts: (n) => fromMap('topics', n.variant, topicStatements(n.transport, subscriptionsTableName(n.transport, 'sqlserver'))) },
+  // the schedules table's statements (upsert, reads, due seek, the firing with its publish)
+  { name: 'schedules', texts: (n) => fromMap('schedules', n.variant, scheduleStatements(schemaNames(n.transport, n.channel, 'sqlserver'))) },
   // the claim-outlook probe (queue mode: after a drain and at start-up)
   { name: 'outlook', texts: (n) => fromMap('outlook', n.variant, { claimOutlook: claimOutlook(n.transport) }) },
   // the channel store's statements (registrations, messages, subscribers, prunes, DDL, catalog snapshot)
@@ -112,6 +115,7 @@ export const SQLSERVER_MODULE_COVERAGE: Readonly<Record<string, string>> = {
   'channel-statements.ts': 'channel, migration',
   'channel-stats.ts': 'channel-stats',
   'outlook-statements.ts': 'outlook',
+  'schedule-statements.ts': 'schedules, migrations (version 7 creates the table)',
   'server-version.ts': 'server-version',
   'migrations.ts': 'migrations, schema-print',
   'outbox.ts': 'migrations (version 3 creates the procedures)',

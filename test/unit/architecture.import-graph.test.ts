@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 
 const ROOT = resolve(__dirname, '../..');
 const FOLDERS = ['shared', 'functions', 'local', 'handlers'];
-const ENGINE_LAYERS = ['shared/channel/', 'shared/transport/', 'shared/stores/', 'shared/engine/', 'shared/sql/'];
+const ENGINE_LAYERS = ['shared/channel/', 'shared/transport/', 'shared/stores/', 'shared/engine/', 'shared/sql/', 'shared/flows/', 'shared/schedules/', 'shared/tracing/'];
 const ABOVE_THE_ENGINE = ['shared/settings/', 'shared/config.ts', 'shared/runtime.ts', 'shared/http/'];
 
 function sourceFiles(dir: string): string[] {

@@ -33,6 +33,12 @@ describe('function table', () => {
         ['get-channel', 'GET', 'channel', 'function'],
         ['dashboard', 'GET', 'dashboard', 'anonymous'],
         ['dashboard-asset', 'GET', 'dashboard/{file}', 'anonymous'],
+        ['put-schedule', 'PUT', 'schedules/{name}', 'function'],
+        ['get-schedule', 'GET', 'schedules/{name}', 'function'],
+        ['list-schedules', 'GET', 'schedules', 'function'],
+        ['delete-schedule', 'DELETE', 'schedules/{name}', 'function'],
+        ['pause-schedule', 'POST', 'schedules/{name}/pause', 'function'],
+        ['resume-schedule', 'POST', 'schedules/{name}/resume', 'function'],
       ].sort(),
     );
   });

@@ -11,6 +11,7 @@ import { SOURCE_QUEUE } from './statements';
 import { advisoryKey, createIndexesSql, createTableSql, schemaLockResource } from './ddl';
 import { postgresOutboxStatements } from './outbox';
 import { flowStateDdl } from './flow-statements';
+import { pgScheduleDdl } from './schedule-statements';
 
 const q = (n: string) => quoteIdentifier(n, 'postgres');
 
@@ -94,6 +95,8 @@ export function postgresMigrations(n: SchemaNames): readonly Migration[] {
     // SQL Server's twin is its version 7 (versions are numbered per dialect: PostgreSQL never had 5 and 6's
     // T-SQL-only column split and procedure rewrite).
     { version: 5, name: 'durable flow state table', statements: flowStateDdl(n) },
+    // Issue 16 §1 (SQL Server's twin is its version 8).
+    { version: 6, name: 'schedules table', statements: pgScheduleDdl(n) },
   ]);
 }
 

@@ -11,6 +11,7 @@ import { checkMigrations, type Migration, type MigrationStatement } from '../mig
 import type { SchemaNames } from '../schema-names';
 import { sqlServerOutboxStatements } from './outbox';
 import { flowStateDdl } from './flow-statements';
+import { scheduleDdl } from './schedule-statements';
 import {
   channelAckSequenceMigration,
   channelIndexes,
@@ -135,6 +136,8 @@ export function sqlServerMigrations(n: SchemaNames): readonly Migration[] {
       name: 'durable flow state table',
       statements: flowStateDdl(n).map((s) => batch(s.name, s.lines)),
     },
+    // Issue 16 §1: a new table built empty (PostgreSQL's twin is its version 6).
+    { version: 8, name: 'schedules table', statements: scheduleDdl(n).map((b) => batch(b.name, b.lines)) },
   ]);
 }
 

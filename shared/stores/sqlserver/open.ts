@@ -16,6 +16,7 @@ import { SqlServerChannelStore } from './channel-store';
 import { createSqlServerPool, type SqlServerConnectionOptions } from './connection';
 import { CALLBACK_QUEUE } from '../../queue-names';
 import { SqlServerMigrator } from './migrator';
+import { SqlServerScheduleStore } from './schedule-store';
 import { createPoolHolder, type PoolHolder } from './pool-guard';
 import { SqlServerTransportStore, type SqlServerStoreDeps } from './store';
 import { SqlServerFlowStore } from './flow-store';
@@ -30,6 +31,7 @@ export interface SqlServerStores {
   transport: SqlServerTransportStore;
   channel: SqlServerChannelStore;
   flows: SqlServerFlowStore;
+  schedules: SqlServerScheduleStore;
   /** The shared pool's holder (a rebuild replaces the pool: ask it for the current one). */
   poolHolder: PoolHolder;
   /** The schema versions (status / apply); both stores run its gate before their own schema step. */
@@ -79,6 +81,7 @@ export function openSqlServerStores(
     transport,
     channel: channelStore,
     flows,
+    schedules: new SqlServerScheduleStore(holder, names, logger, schemaGate),
     poolHolder: holder,
     migrator,
     get pool() {
