@@ -4,7 +4,7 @@
 
 import type { Logger } from '../log';
 import { systemClock, type FlowClock } from './clock';
-import { FlowRunNotFoundError, FlowStatusError } from './errors';
+import { FlowFailedError, FlowIdConflictError, FlowIdError, FlowRunNotFoundError, FlowStatusError } from './errors';
 import { FlowEvents } from './events';
 import { FlowExecutor } from './executor';
 import { readFlowJob, wakeJobId, type FlowJobQueue, type FlowPublisher } from './jobs';
@@ -74,7 +74,13 @@ export function createFlows(deps: FlowsDeps): Flows {
     responses: deps.responses,
     publish: deps.publish,
     startChild: async (parent, stepName, flowName, input, childId) => {
-      await startFlow(starter, flowName, input, { id: childId, parent: { flowId: parent.flowId, stepName }, ...(parent.context ? { context: parent.context } : {}) });
+      try {
+        await startFlow(starter, flowName, input, { id: childId, parent: { flowId: parent.flowId, stepName }, ...(parent.context ? { context: parent.context } : {}) });
+      } catch (err) {
+        // retrying cannot help: the id belongs to another run, or the flow is unknown here
+        if (err instanceof FlowIdConflictError || err instanceof FlowIdError) throw new FlowFailedError(`child '${stepName}': ${err.message}`);
+        throw err;
+      }
       return store.load(childId);
     },
   });

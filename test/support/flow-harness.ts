@@ -87,6 +87,23 @@ export class FlowHarness {
     });
   }
 
+  /** Handles one queued job now, whatever else runs (a second worker on the same queue). */
+  async runNow(job: QueuedJob): Promise<'acked' | 'failed'> {
+    job.running = true;
+    job.attempts++;
+    try {
+      await this.flows.handleJob({ id: job.id, payload: job.job });
+      this.jobs.delete(job.id);
+      this.handled.push({ id: job.id, kind: job.job.kind, flowId: job.job.flowId, outcome: 'acked' });
+      return 'acked';
+    } catch {
+      job.running = false;
+      job.availableAt = this.clock.now() + this.redeliveryDelayMs;
+      this.handled.push({ id: job.id, kind: job.job.kind, flowId: job.job.flowId, outcome: 'failed' });
+      return 'failed';
+    }
+  }
+
   dueJobs(): QueuedJob[] {
     return [...this.jobs.values()].filter((j) => !j.running && j.availableAt <= this.clock.now()).sort((a, b) => a.availableAt - b.availableAt);
   }
