@@ -6,6 +6,8 @@ import { readJsonBody } from '../shared/http/body';
 import { failureAnswer } from '../shared/http/failure';
 import { json, problem } from '../shared/http/problem';
 import { getRuntime } from '../shared/runtime';
+import { carrierOf } from '../shared/tracing/publish-trace';
+import { requestTraceContext } from '../shared/tracing/request-trace';
 
 /** POST /api/responses — publish a response: 202 { id, delivery: live | stored | recovery }. */
 export async function postResponse(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
@@ -15,7 +17,9 @@ export async function postResponse(request: HttpRequest, context: InvocationCont
   const parsed = parseResponseBody(body.value, rt.config.maxMessageBytes);
   if (!parsed.ok) return problem(400, 'the response has invalid fields; nothing was published', parsed.errors);
   try {
-    const result = await rt.track(rt.channel.publishResponse(parsed.value, { confirm: true, signal: rt.stopping, logger: context }));
+    // the poster's trace (e.g. a forward target answering under the traceparent it was sent): README "Tracing"
+    const input = { ...parsed.value, ...carrierOf(requestTraceContext(context, request.headers)) };
+    const result = await rt.track(rt.channel.publishResponse(input, { confirm: true, signal: rt.stopping, logger: context }));
     if (!result.duplicate) rt.metrics.responsePublished(result.delivery, 'http');
     return json(202, { id: result.id, delivery: result.delivery, ...(result.duplicate ? { duplicate: true } : {}) });
   } catch (err) {

@@ -4,6 +4,8 @@ import { readJsonBody } from '../shared/http/body';
 import { failureAnswer } from '../shared/http/failure';
 import { json, problem } from '../shared/http/problem';
 import { getRuntime } from '../shared/runtime';
+import { publishTraced } from '../shared/tracing/publish-trace';
+import { requestTraceContext } from '../shared/tracing/request-trace';
 import { isPublishPayloadPath, parsePublishBody } from '../shared/transport/publish-request';
 import { unknownQueue } from '../shared/transport/queue-routes';
 
@@ -21,7 +23,9 @@ export async function publishMessage(request: HttpRequest, context: InvocationCo
   if (!parsed.ok) return problem(parsed.status, parsed.detail, parsed.errors);
   try {
     // Retries stop in time for a prompt 503 instead of waiting out every throttling backoff.
-    const outcomes = await rt.track(rt.publisher.publish(parsed.messages, Date.now() + PUBLISH_BUDGET_MS, undefined, context));
+    const deadline = Date.now() + PUBLISH_BUDGET_MS;
+    const trace = requestTraceContext(context, request.headers);
+    const outcomes = await publishTraced(queue!, trace, parsed.messages, () => rt.track(rt.publisher.publish(parsed.messages, deadline, undefined, context)));
     // Ids are unique across queues: a duplicate names the queue its job is really on.
     const items = outcomes.map((o) => ({
       id: o.id,

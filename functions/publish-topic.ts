@@ -5,6 +5,8 @@ import { readJsonBody } from '../shared/http/body';
 import { failureAnswer } from '../shared/http/failure';
 import { json, problem } from '../shared/http/problem';
 import { getRuntime } from '../shared/runtime';
+import { carrierOf } from '../shared/tracing/publish-trace';
+import { requestTraceContext } from '../shared/tracing/request-trace';
 import { isPublishPayloadPath, parsePublishBody } from '../shared/transport/publish-request';
 import { unknownTopic } from '../shared/transport/topic-routes';
 
@@ -22,7 +24,7 @@ export async function publishTopic(request: HttpRequest, context: InvocationCont
   const parsed = parsePublishBody(body.value, topic!, rt.config.maxMessageBytes, rt.publisher.newId);
   if (!parsed.ok) return problem(parsed.status, parsed.detail, parsed.errors);
   try {
-    const o = { deadline: Date.now() + PUBLISH_BUDGET_MS, logger: context };
+    const o = { deadline: Date.now() + PUBLISH_BUDGET_MS, logger: context, ...carrierOf(requestTraceContext(context, request.headers)) };
     const results = parsed.batch
       ? await rt.track(rt.engine.publishBatchToTopic(topic!, body.value as PublishInput[], o))
       : [await rt.track(rt.engine.publishToTopic(topic!, body.value as PublishInput, o))];

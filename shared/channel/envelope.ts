@@ -9,6 +9,12 @@ export interface ResponseBody {
   error?: string;
   /** false = a progress/checkpoint message: a callback registration stays for the terminal one. */
   final: boolean;
+  /**
+   * The trace the response belongs to (W3C traceparent / tracestate: the job that answered, or the poster's
+   * request): stored as TraceParent / TraceState, so a callback sent later carries it on (README "Tracing").
+   */
+  traceparent?: string;
+  tracestate?: string;
 }
 
 interface Envelope {
@@ -18,6 +24,9 @@ interface Envelope {
   ExceptionMessage: string | null;
   ExceptionStackTrace: string | null;
   Final?: boolean;
+  /** Only when the response has a trace context; readers that do not know them ignore them. */
+  TraceParent?: string;
+  TraceState?: string;
 }
 
 export function buildEnvelope(body: ResponseBody): string {
@@ -29,6 +38,10 @@ export function buildEnvelope(body: ResponseBody): string {
     ExceptionStackTrace: null,
     Final: body.final,
   };
+  if (body.traceparent !== undefined) {
+    envelope.TraceParent = body.traceparent;
+    if (body.tracestate !== undefined) envelope.TraceState = body.tracestate;
+  }
   return stringifyJson(envelope);
 }
 
@@ -40,5 +53,9 @@ export function readEnvelope(json: string): ResponseBody {
   const payload = e.Payload === undefined || e.Payload === null ? null : (rawJsonAt(json, ['Payload']) ?? null);
   const body: ResponseBody = { payload, final: e.Final !== false };
   if (e.Success === false) body.error = e.ExceptionMessage ?? 'Unknown error during asynchronous processing.';
+  if (typeof e.TraceParent === 'string') {
+    body.traceparent = e.TraceParent;
+    if (typeof e.TraceState === 'string') body.tracestate = e.TraceState;
+  }
   return body;
 }

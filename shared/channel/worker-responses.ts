@@ -4,6 +4,8 @@ import { noopMetrics, type Metrics } from '../telemetry/metrics';
 import type { DispatchDeps } from '../transport/dispatcher';
 import { getHeader } from '../transport/headers';
 import { CORRELATION_ID_HEADER } from '../transport/types';
+import { carrierOf } from '../tracing/publish-trace';
+import { parseTraceparent, TRACEPARENT_HEADER, TRACESTATE_HEADER } from '../tracing/trace-context';
 import { derivedUuid } from './ids';
 import type { Delivery, ResponseChannel } from './response-channel';
 
@@ -27,7 +29,7 @@ export function workerResponseHooks(channel: ResponseChannel, logger: Logger, me
       if (!usable(job.correlationId, settle.logger)) return;
       published(
         await channel.publishResponse(
-          { correlationId: job.correlationId, id: job.id, payload: result ?? null, final: true },
+          { correlationId: job.correlationId, id: job.id, payload: result ?? null, final: true, ...carrierOf(settle.trace) },
           { confirm: false, deadline: settle.deadline, logger: settle.logger },
         ),
       );
@@ -37,7 +39,14 @@ export function workerResponseHooks(channel: ResponseChannel, logger: Logger, me
       if (!usable(correlationId, settle.logger)) return;
       published(
         await channel.publishResponse(
-          { correlationId, id: derivedUuid(`dead-letter:${message.id}`), payload: null, error: reason, final: true },
+          {
+            correlationId,
+            id: derivedUuid(`dead-letter:${message.id}`),
+            payload: null,
+            error: reason,
+            final: true,
+            ...carrierOf(parseTraceparent(message.headers[TRACEPARENT_HEADER], message.headers[TRACESTATE_HEADER])),
+          },
           { confirm: false, deadline: settle.deadline, logger: settle.logger },
         ),
       );

@@ -13,6 +13,7 @@ import { openStores, type Stores } from '../stores/open';
 import type { NotifyListener } from '../stores/postgres/notify-listener';
 import { DEFAULT_TRANSPORT_TABLE } from '../stores/options';
 import { noopMetrics } from '../telemetry/metrics';
+import { carriedContext, publishTraced } from '../tracing/publish-trace';
 import { drainQueue, type DrainReport } from '../transport/drain-loop';
 import { Publisher } from '../transport/publisher';
 import { MAX_BATCH, parsePublishBody } from '../transport/publish-request';
@@ -77,6 +78,12 @@ export interface PublishCallOptions {
   deadline?: number;
   signal?: AbortSignal;
   logger?: Logger;
+  /**
+   * The W3C trace context the jobs are published under (README "Tracing"); default: the active OpenTelemetry
+   * span's, if any. An invalid value is ignored.
+   */
+  traceparent?: string;
+  tracestate?: string;
 }
 
 export interface DrainRequest {
@@ -329,7 +336,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     if (!workerQueues.includes(queue) && queue !== RESPONSE_QUEUE) throw new UnknownQueueError(queue, [...workerQueues, RESPONSE_QUEUE]);
   };
   const insert = async (queue: string, messages: OutgoingMessage[], o: PublishCallOptions): Promise<PublishResult[]> => {
-    const outcomes = await track(publisher.publish(messages, o.deadline, o.signal, o.logger));
+    const outcomes = await publishTraced(queue, carriedContext(o), messages, () => track(publisher.publish(messages, o.deadline, o.signal, o.logger)));
     metrics.jobsPublished(queue, outcomes.filter((x) => x.inserted).length);
     return outcomes.map((x) => ({ id: x.id, queue: x.existingQueue ?? queue, availableAt: x.availableAt, duplicate: !x.inserted }));
   };
@@ -355,7 +362,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   };
   const fanOut = async (topic: string, messages: OutgoingMessage[], o: PublishCallOptions): Promise<TopicPublishResult[]> => {
     await recordSubscriptions();
-    const outcomes = await track(publisher.publishToTopic(topic, messages, o.deadline, o.signal, o.logger));
+    const outcomes = await publishTraced(topic, carriedContext(o), messages, () => track(publisher.publishToTopic(topic, messages, o.deadline, o.signal, o.logger)));
     const results = outcomes.map((x) => topicResult(topic, x));
     for (const r of results) {
       for (const c of r.copies) if (!c.duplicate) metrics.jobsPublished(c.queue, 1);

@@ -8,11 +8,14 @@ import type { ChannelStore } from '../channel/types';
 import { rawJsonAt, stringifyJson } from '../json/raw-json';
 import type { DispatchDeps } from '../transport/dispatcher';
 import { PermanentJobError, type JobHandler } from '../transport/job';
+import { outgoingCall } from '../tracing/otel';
+import { parseTraceparent, traceHeaders, type TraceContext } from '../tracing/trace-context';
 import { encodeHeaderValue } from './header-value';
 
 /**
  * The internal `callbacks` queue's handler: POSTs a routed response to its registration's URL, signed with
- * HMAC-SHA256 (X-Signature: sha256=<hex>). 2xx = done; anything else fails the job, so the transport's
+ * HMAC-SHA256 (X-Signature: sha256=<hex>), with the response's `traceparent` (a new span id under the trace of
+ * the job that answered, stored in the envelope; README "Tracing"). 2xx = done; anything else fails the job, so the transport's
  * redelivery backoff and dead letters apply. The allowlist is checked again at send time, and the race guard
  * (claim for recovery) is taken again before sending: a response a live waiter acknowledged is not sent.
  *
@@ -39,9 +42,11 @@ export function callbackSender(
     const callbackUrl = cb.callbackUrl as string;
     if (!options.secret) throw new Error('CALLBACK_SIGNING_SECRET is not set: callbacks cannot be signed');
     let response: CallbackBody;
+    let trace = ctx.trace; // the response's own trace (stored with it) wins below: the worker job's that answered
     const envelope = await channel.holdForCallback(cb.messageId, options.holdMs);
     if (envelope !== null) {
       const body = readEnvelope(envelope);
+      trace = parseTraceparent(body.traceparent, body.tracestate) ?? trace;
       response = { correlationId: cb.correlationId, id: cb.messageId, payload: body.payload, final: body.final, ...(body.error !== undefined ? { error: body.error } : {}) };
     } else if (await channel.isAcknowledged(cb.messageId)) {
       ctx.log.info(`response ${cb.messageId} of '${cb.correlationId}' was delivered live; callback not sent`);
@@ -57,20 +62,17 @@ export function callbackSender(
     // The payload goes out as stored (readEnvelope keeps it as its text); a carried copy goes out as routed.
     const body = response === cb.copy ? (rawJsonAt(job.payloadJson, ['response'])?.text ?? JSON.stringify(response)) : stringifyJson(response);
     const timeout = AbortSignal.timeout(options.timeoutMs);
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      [SIGNATURE_HEADER]: signBody(options.secret, body),
+      'X-AsyncResponse-Delivery-Id': job.id,
+      'X-AsyncResponse-Correlation-Id': encodeHeaderValue(response.correlationId),
+    };
+    const send = (sent: TraceContext | undefined) =>
+      fetchImpl(callbackUrl, { method: 'POST', headers: sent ? { ...headers, ...traceHeaders(sent) } : headers, body, signal: AbortSignal.any([timeout, ctx.signal]), redirect: 'manual' });
     let res: Response;
     try {
-      res = await fetchImpl(callbackUrl, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          [SIGNATURE_HEADER]: signBody(options.secret, body),
-          'X-AsyncResponse-Delivery-Id': job.id,
-          'X-AsyncResponse-Correlation-Id': encodeHeaderValue(response.correlationId),
-        },
-        body,
-        signal: AbortSignal.any([timeout, ctx.signal]),
-        redirect: 'manual',
-      });
+      res = await outgoingCall('callback POST', trace, { 'http.request.method': 'POST', 'url.full': callbackUrl }, send);
     } catch (err) {
       throw new Error(timeout.aborted ? `callback to ${callbackUrl} timed out after ${options.timeoutMs} ms` : `callback to ${callbackUrl} failed: ${(err as Error).message}`);
     }

@@ -1,16 +1,20 @@
 import { RawJson, stringifyJson } from '../json/raw-json';
-import type { JobHandler } from '../transport/job';
+import type { Job, JobHandler } from '../transport/job';
 import { encodeHeaderValue } from './header-value';
+import { outgoingCall } from '../tracing/otel';
+import { formatTraceparent, TRACEPARENT_HEADER, TRACESTATE_HEADER, type TraceContext } from '../tracing/trace-context';
 import { httpPost, type HttpPost, type PostAnswer } from './http-post';
 
 /**
  * POSTs each job to an HTTP endpoint: 2xx = success (a JSON answer becomes the result, as its text), anything
  * else = failure whose reason carries the status, so retries and dead letters say what the target answered.
- * The body carries the payload as it was published; the correlation id header is encoded (header-value.ts).
+ * The body carries the payload as it was published; the correlation id header is encoded (header-value.ts). A job
+ * with a trace context sends `traceparent` (and tracestate): a new span id under the job's trace.
  * A redirect is an answer like any other (a failure), as for callbacks: a job is never re-sent somewhere else.
  */
 export function forwardingHandler(url: string, timeoutMs: number, post: HttpPost = httpPost): JobHandler {
   const target = new URL(url);
+  const spanAttributes = { 'http.request.method': 'POST', 'url.full': target.href, 'server.address': target.hostname };
   return async (job, ctx) => {
     // One controller per job, aborted by the timer or the lease (AbortSignal.timeout + AbortSignal.any cost more
     // CPU per job than the rest of the forward's own code).
@@ -25,24 +29,11 @@ export function forwardingHandler(url: string, timeoutMs: number, post: HttpPost
     else ctx.signal.addEventListener('abort', onLeaseLost, { once: true });
     let answer: PostAnswer;
     try {
-      answer = await post(
-        target,
-        {
-          'content-type': 'application/json',
-          'x-asyncresponse-job-id': job.id,
-          'x-asyncresponse-attempt': String(job.attempt),
-          ...(job.correlationId ? { 'x-asyncresponse-correlation-id': encodeHeaderValue(job.correlationId) } : {}),
-        },
-        stringifyJson({
-          id: job.id,
-          queue: job.queue,
-          attempt: job.attempt,
-          correlationId: job.correlationId,
-          headers: job.headers,
-          payload: new RawJson(job.payloadJson),
-        }),
-        abort.signal,
-      );
+      // a job published without a trace context skips the span work (one property read)
+      answer =
+        ctx.trace === undefined
+          ? await postJob(post, target, job, undefined, abort.signal)
+          : await outgoingCall('forward POST', ctx.trace, spanAttributes, (sent) => postJob(post, target, job, sent, abort.signal));
     } catch (err) {
       if (timedOut) throw new Error(`forward to ${url} timed out after ${timeoutMs} ms`);
       throw new Error(`forward to ${url} failed: ${(err as Error)?.message ?? String(err)}`);
@@ -61,4 +52,26 @@ export function forwardingHandler(url: string, timeoutMs: number, post: HttpPost
       return text;
     }
   };
+}
+
+function postJob(post: HttpPost, target: URL, job: Job, trace: TraceContext | undefined, signal: AbortSignal): Promise<PostAnswer> {
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    'x-asyncresponse-job-id': job.id,
+    'x-asyncresponse-attempt': String(job.attempt),
+  };
+  if (job.correlationId) headers['x-asyncresponse-correlation-id'] = encodeHeaderValue(job.correlationId);
+  if (trace) {
+    headers[TRACEPARENT_HEADER] = formatTraceparent(trace);
+    if (trace.traceState !== undefined) headers[TRACESTATE_HEADER] = trace.traceState;
+  }
+  const body = stringifyJson({
+    id: job.id,
+    queue: job.queue,
+    attempt: job.attempt,
+    correlationId: job.correlationId,
+    headers: job.headers,
+    payload: new RawJson(job.payloadJson),
+  });
+  return post(target, headers, body, signal);
 }

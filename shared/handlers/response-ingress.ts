@@ -3,6 +3,7 @@ import type { ResponseChannel } from '../channel/response-channel';
 import { correlationIdProblem } from '../correlation-id';
 import { RawJson } from '../json/raw-json';
 import { noopMetrics, type Metrics } from '../telemetry/metrics';
+import { carrierOf } from '../tracing/publish-trace';
 import { PermanentJobError, type JobHandler } from '../transport/job';
 
 /**
@@ -21,7 +22,7 @@ export function responseIngressHandler(channel: ResponseChannel, jsonPaths: read
     const why = correlationIdProblem(correlationId);
     if (why) throw new PermanentJobError(`the response's correlation id ${why}`);
     const final = !(job.payload && typeof job.payload === 'object' && (job.payload as Record<string, unknown>).Final === false);
-    const published = await channel.publishResponse({ correlationId, id: job.id, payload, final }, { confirm: false, logger: ctx.log });
+    const published = await channel.publishResponse({ correlationId, id: job.id, payload, final, ...carrierOf(ctx.trace) }, { confirm: false, logger: ctx.log });
     if (!published.duplicate) metrics.responsePublished(published.delivery, 'ingress');
     return undefined;
   };

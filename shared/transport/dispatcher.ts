@@ -5,12 +5,16 @@ import { exceedsCap, isLastAttempt, redeliveryDelay, type DeliveryPolicy } from 
 import { deadLetterHeaders, getHeader } from './headers';
 import { PermanentJobError, type Job, type JobHandler } from './job';
 import { startHeartbeat } from './lease-heartbeat';
+import { inSpan } from '../tracing/otel';
+import { parseTraceparent, TRACEPARENT_HEADER, TRACESTATE_HEADER, type TraceContext } from '../tracing/trace-context';
 import { CORRELATION_ID_HEADER, type ClaimedMessage, type TransportStore } from './types';
 
 export interface SettleContext {
   deadline?: number;
   /** The invocation's logger, so what the hooks log correlates with it. */
   logger?: Logger;
+  /** The job's trace context (JobContext.trace), e.g. for the response it publishes. */
+  trace?: TraceContext;
 }
 
 export type DeliveryOutcome = 'completed' | 'retried' | 'dead-lettered' | 'dropped' | 'released';
@@ -70,10 +74,13 @@ export async function dispatchDelivery(msg: ClaimedMessage, handler: JobHandler,
     deps.logger,
     what,
   );
-  let result: unknown;
+  // One property read when the job carries no trace context: no span, no parsing, no allocation.
+  const storedTrace = msg.headers[TRACEPARENT_HEADER];
   try {
-    result = await handler(job, { signal: lease.signal, log: deps.logger });
-    if (deps.onCompleted) await deps.onCompleted(job, result, { deadline: deps.settleDeadline, logger: deps.logger });
+    if (storedTrace === undefined) {
+      const result = await handler(job, { signal: lease.signal, log: deps.logger });
+      if (deps.onCompleted) await deps.onCompleted(job, result, { deadline: deps.settleDeadline, logger: deps.logger });
+    } else await runTraced(job, parseTraceparent(storedTrace, msg.headers[TRACESTATE_HEADER]), lease.signal, handler, deps);
   } catch (err) {
     heartbeat.stop();
     const reason = err instanceof Error ? err.message || err.name : String(err);
@@ -89,6 +96,24 @@ export async function dispatchDelivery(msg: ClaimedMessage, handler: JobHandler,
   heartbeat.stop();
   deps.acks.add(msg);
   return 'completed';
+}
+
+/** The handler and its completion hook inside the job's span (a child of the publish's context), when the stored context is valid. */
+async function runTraced(job: Job, parent: TraceContext | undefined, signal: AbortSignal, handler: JobHandler, deps: DispatchDeps): Promise<void> {
+  const run = async (trace: TraceContext | undefined) => {
+    const result = await handler(job, { signal, log: deps.logger, trace });
+    if (deps.onCompleted) await deps.onCompleted(job, result, { deadline: deps.settleDeadline, logger: deps.logger, trace });
+  };
+  if (parent === undefined) return run(undefined); // an unreadable traceparent is ignored
+  const attributes: Record<string, string | number> = {
+    'messaging.system': 'asyncresponse',
+    'messaging.operation.type': 'process',
+    'messaging.destination.name': job.queue,
+    'messaging.message.id': job.id,
+    'asyncresponse.attempt': job.attempt,
+  };
+  if (job.correlationId !== undefined) attributes['messaging.message.conversation_id'] = job.correlationId;
+  return inSpan({ name: `process ${job.queue}`, kind: 'consumer', parent, attributes, linkActive: true }, run);
 }
 
 const burying = (deps: DispatchDeps) => (deps.policy.deadLetter === false ? 'dropping it (dead-lettering is off)' : 'dead-lettering');

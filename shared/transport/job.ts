@@ -1,4 +1,5 @@
 import type { Logger } from '../log';
+import type { TraceContext } from '../tracing/trace-context';
 import type { Headers } from './types';
 
 /** What a handler sees of one claimed message. */
@@ -20,6 +21,11 @@ export interface JobContext {
   /** Aborted when the lease is lost to another consumer (the result would be discarded). */
   signal: AbortSignal;
   log: Logger;
+  /**
+   * The trace context the job's onward work hangs under (its span's when a tracer provider records, else the one
+   * stored at publish); undefined when the job was published without one. README "Tracing".
+   */
+  trace?: TraceContext;
 }
 
 /**
