@@ -29,3 +29,31 @@ export { subscriptionQueue, topicCopyId } from './transport/topic-names';
 export type { DrainReport } from './transport/drain-loop';
 export { PermanentJobError, type Job, type JobContext, type JobHandler } from './transport/job';
 export type { QueueStats } from './transport/types';
+export {
+  AwaitedResponseError,
+  ChildFlowFailedError,
+  DEFAULT_FLOW_OPTIONS,
+  DEFAULT_FLOWS_QUEUE,
+  FlowFailedError,
+  FlowIdConflictError,
+  FlowIdError,
+  FlowRegistry,
+  FlowRunNotFoundError,
+  FlowStatusError,
+  FlowStepTimeoutError,
+  UnknownFlowError,
+  type AwaitOptions,
+  type FlowContext,
+  type FlowFunction,
+  type FlowOptions,
+  type FlowPublishInput,
+  type FlowResponse,
+  type Flows,
+  type FlowState,
+  type FlowStateStore,
+  type FlowStatus,
+  type FlowStepState,
+  type FlowSummary,
+  type StartedFlow,
+} from './flows';
+export type { FlowsEngineOptions } from './engine/flows-wiring';
