@@ -88,5 +88,5 @@ export function announcingStores(stores: Stores, announcer: DrainAnnouncer, swee
       return jobs;
     },
   });
-  return { transport, channel, close: () => stores.close() };
+  return { transport, channel, flows: stores.flows, close: () => stores.close() };
 }

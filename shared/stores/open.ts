@@ -1,4 +1,5 @@
 import type { ChannelNames, ChannelStore } from '../channel/types';
+import type { FlowStateStore } from '../flows/store';
 import type { AppConfig } from '../config';
 import { CALLBACK_QUEUE } from '../queue-names';
 import type { Logger } from '../log';
@@ -13,7 +14,9 @@ import { schemaNames } from './schema-names';
 export interface Stores {
   transport: TransportStore;
   channel: ChannelStore;
-  /** Closes the one pool both stores share. */
+  /** Durable-flow ledgers (issue 15), in the transport's schema. */
+  flows: FlowStateStore;
+  /** Closes the one pool the stores share. */
   close(): Promise<void>;
 }
 
@@ -78,10 +81,12 @@ export async function openPostgresStoresOn(
   client: PgClient,
   transportOptions: TransportStoreOptions,
   channelOptions: { names: ChannelNames; autoCreateSchema: boolean; logger: Logger },
+  flowOptions: { maxStateBytes?: number } = {},
 ): Promise<OpenedStores> {
   const { PostgresTransportStore } = await import('./postgres/store');
   const { PostgresChannelStore } = await import('./postgres/channel-store');
   const { PostgresMigrator } = await import('./postgres/migrator');
+  const { PostgresFlowStore } = await import('./postgres/flow-store');
   const names = schemaNames(transportNames(transportOptions.schema, transportOptions.table, 'postgres'), channelOptions.names, 'postgres');
   const migrator = new PostgresMigrator(client, names);
   const gate = new SchemaVersionGate(migrator, transportOptions.autoCreateSchema, transportOptions.logger);
@@ -90,6 +95,7 @@ export async function openPostgresStoresOn(
     transport: new PostgresTransportStore(client, { ...transportOptions, schemaGate }),
     // callback jobs go to the transport's own table, in the same statement as the recovery claim
     channel: new PostgresChannelStore(client, { ...channelOptions, schemaGate, callbacks: { schema: transportOptions.schema, table: transportOptions.table, queue: CALLBACK_QUEUE } }),
+    flows: new PostgresFlowStore(client, { names, logger: transportOptions.logger, schemaGate, maxStateBytes: flowOptions.maxStateBytes }),
     migrator,
     close: () => client.close(),
   };

@@ -4,7 +4,10 @@
 // in one schema keep their own versions).
 
 import type { ChannelNames } from '../channel/types';
-import { assertDistinct, derivedName, IDENTIFIER_CAP, type Dialect, type TransportNames } from '../sql/identifiers';
+import { assertDistinct, derivedName, IDENTIFIER_CAP, validateIdentifier, type Dialect, type TransportNames } from '../sql/identifiers';
+
+/** The durable-flow state table's default name (the spec's). */
+export const DEFAULT_FLOW_STATE_TABLE = 'asyncresponse_flow_state';
 
 export interface SchemaNames {
   schema: string;
@@ -19,10 +22,22 @@ export interface SchemaNames {
   publishTopicRoutine: string;
   /** The shared body the two call (not granted to callers). */
   enqueueRoutine: string;
+  /** Durable-flow ledgers, one row per run (flow_id with a binary collation); SQL Server version 7, PostgreSQL 5. */
+  flowStateTable: string;
+  /** (expires_at_utc): prune. */
+  flowStateExpiresIndex: string;
+  /** (status, updated_at_utc, flow_id) including flow_name, expires_at_utc: list newest first, countByStatus. */
+  flowStateListIndex: string;
 }
 
-export function schemaNames(transport: TransportNames, channel: ChannelNames, dialect: Dialect): SchemaNames {
+export function schemaNames(
+  transport: TransportNames,
+  channel: ChannelNames,
+  dialect: Dialect,
+  flowStateTable: string = DEFAULT_FLOW_STATE_TABLE,
+): SchemaNames {
   const cap = IDENTIFIER_CAP[dialect];
+  validateIdentifier(flowStateTable, 'flow state table', dialect);
   const names: SchemaNames = {
     schema: transport.schema,
     transport,
@@ -32,6 +47,9 @@ export function schemaNames(transport: TransportNames, channel: ChannelNames, di
     publishRoutine: derivedName(transport.table, '_publish', cap),
     publishTopicRoutine: derivedName(transport.table, '_publish_topic', cap),
     enqueueRoutine: derivedName(transport.table, '_enqueue', cap),
+    flowStateTable,
+    flowStateExpiresIndex: derivedName(flowStateTable, '_expires_idx', cap),
+    flowStateListIndex: derivedName(flowStateTable, '_list_idx', cap),
   };
   const inSchema: Array<[string, string]> = [
     ['transport table', transport.table],
@@ -40,6 +58,10 @@ export function schemaNames(transport: TransportNames, channel: ChannelNames, di
     ['publish routine', names.publishRoutine],
     ['publish topic routine', names.publishTopicRoutine],
     ['enqueue routine', names.enqueueRoutine],
+    ['flow state table', names.flowStateTable],
+    // PostgreSQL indexes share the schema's namespace with its tables
+    ['flow state expires index', names.flowStateExpiresIndex],
+    ['flow state list index', names.flowStateListIndex],
   ];
   if (channel.schema.toLowerCase() === transport.schema.toLowerCase()) {
     inSchema.push(

@@ -135,6 +135,7 @@ export async function instrumentStores(stores: Stores, selection: StoreSelection
   return {
     transport: instrumentTransportStore(stores.transport, telemetry),
     channel: instrumentChannelStore(stores.channel, telemetry),
+    flows: stores.flows,
     close: () => stores.close(),
   };
 }

@@ -17,6 +17,7 @@ import { CALLBACK_QUEUE } from '../../shared/queue-names';
 import { sqlServerMigrationStatements } from '../../shared/stores/sqlserver/migrations';
 import { schemaNames, subscriptionsTableName } from '../../shared/stores/schema-names';
 import { scriptBatches } from './tsql-grammar';
+import { flowStatements } from '../../shared/stores/sqlserver/flow-statements';
 
 /** One batch the app sends (or prints for an operator to run). */
 export interface StatementText {
@@ -77,6 +78,8 @@ export const SQLSERVER_STATEMENT_SOURCES: readonly StatementSource[] = [
   { name: 'channel', texts: (n) => fromMap('channel', n.variant, channelStatements(n.channel, { schema: n.transport.schema, table: n.transport.table, queue: CALLBACK_QUEUE })) },
   // the channel's counts for the dashboard and /api/stats
   { name: 'channel-stats', texts: (n) => [{ name: 'channel-stats.channelStats', variant: n.variant, text: channelStats(n.channel).text }] },
+  // the durable-flow state store's statements (create, CAS, leases, prune, list variants, catalog snapshot)
+  { name: 'flows', texts: (n) => fromMap('flows', n.variant, flowStatements(schemaNames(n.transport, n.channel, 'sqlserver'))) },
   // the migrator's server probe (SQL Server 2019+ for the UTF-8 collation)
   { name: 'server-version', texts: (n) => [{ name: 'server-version.serverCapabilities', variant: n.variant, text: serverCapabilities.text }] },
   // `npm run schema -- print --dialect sqlserver`, batch by batch as sqlcmd runs it
@@ -115,6 +118,8 @@ export const SQLSERVER_MODULE_COVERAGE: Readonly<Record<string, string>> = {
   'catalog-common.ts': 'none: an ALTER DATABASE hint inside an error message, never sent',
   'verify.ts': 'none: CREATE INDEX hints inside warnings, never sent',
   'channel-verify.ts': 'none: ALTER hints inside error messages, never sent',
+  'flow-statements.ts': 'flows, migrations (version 7 creates the table)',
+  'flow-verify.ts': 'none: ALTER hints inside error messages, never sent',
   'connection.ts': 'none: a comment',
   'channel-store.ts': 'none: a comment',
 };

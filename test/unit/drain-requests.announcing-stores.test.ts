@@ -1,6 +1,7 @@
 // Every store write that makes work claimable announces it (after it committed), once per queue and delay; writes
 // that inserted nothing announce nothing. Reads and other methods pass through to the store untouched.
 import { describe, expect, it } from 'vitest';
+import type { FlowStateStore } from '../../shared/flows/store';
 import type { ChannelStore } from '../../shared/channel/types';
 import { announcingStores } from '../../shared/drain-requests/announcing-stores';
 import { SWEEP_TARGET } from '../../shared/drain-requests/message';
@@ -24,7 +25,7 @@ function fakeStores() {
     routeToCallbacks: async (id: string) => (id === 'none' ? null : 2),
   } as unknown as ChannelStore;
   let closed = 0;
-  const stores: Stores = { transport, channel, close: async () => void closed++ };
+  const stores: Stores = { transport, channel, flows: {} as unknown as FlowStateStore, close: async () => void closed++ };
   return { stores, closed: () => closed };
 }
 

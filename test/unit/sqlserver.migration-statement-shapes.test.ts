@@ -18,7 +18,7 @@ import { length, typeName } from '../support/sqlserver-statements';
 
 const names = schemaNames(transportNames('dbo', 'jobs', 'sqlserver'), channelNames('dbo', DEFAULT_CHANNEL_TABLES, 'sqlserver'), 'sqlserver');
 const r = sqlServerRunnerStatements(names);
-const [v1, v2, v3, v4, v5, v6] = sqlServerMigrations(names);
+const [v1, v2, v3, v4, v5, v6, v7] = sqlServerMigrations(names);
 
 describe('SQL Server schema-version statement shapes', () => {
   it('names: the migrations and subscriptions tables take the transport table as their base', () => {
@@ -144,21 +144,78 @@ describe('SQL Server schema-version statement shapes', () => {
       'runner: recordedVersions',
       'runner: recordVersion',
     ]);
-    expect(all).toHaveLength(6 + [v1, v2, v3, v4, v5, v6].reduce((sum, v) => sum + v!.statements.length, 0));
+    expect(all).toHaveLength(6 + [v1, v2, v3, v4, v5, v6, v7].reduce((sum, v) => sum + v!.statements.length, 0));
     expect(all).toContainEqual({ name: 'v2: create subscriptions table', text: v2!.statements[0]!.text });
     expect(all).toContainEqual({ name: 'v3: create publish topic procedure', text: v3!.statements[2]!.text });
     expect(all).toContainEqual({ name: 'v5: create transport dead-letter index', text: v5!.statements[0]!.text });
-    expect(all.at(-1)).toEqual({ name: 'v6: create publish topic procedure', text: v6!.statements[2]!.text });
+    expect(all).toContainEqual({ name: 'v6: create publish topic procedure', text: v6!.statements[2]!.text });
+    expect(all.at(-1)).toEqual({ name: 'v7: create flow state list index', text: v7!.statements[2]!.text });
   });
 
   it('the printed script: one transaction per version under the applock, each recorded if not yet', () => {
     const script = printSqlServerMigrations(names);
-    expect(script.match(/BEGIN TRANSACTION;\nSET XACT_ABORT ON;/g)).toHaveLength(6);
+    expect(script.match(/BEGIN TRANSACTION;\nSET XACT_ABORT ON;/g)).toHaveLength(7);
     expect(script).toContain("IF NOT EXISTS (SELECT 1 FROM [dbo].[jobs_migrations] WHERE version = 2)\n    INSERT INTO [dbo].[jobs_migrations] (version, name) VALUES (2, N'topic subscriptions table');\nCOMMIT;\nGO");
     expect(script.indexOf('-- version 1:')).toBeLessThan(script.indexOf('-- version 2:'));
     expect(script.indexOf('-- version 2:')).toBeLessThan(script.indexOf('-- version 3: publish procedures (outbox)'));
     expect(script.indexOf('-- version 3:')).toBeLessThan(script.indexOf('-- version 4: dead-letter source column'));
     expect(script.indexOf('-- version 4:')).toBeLessThan(script.indexOf('-- version 5: dead-letter source index'));
+    expect(script.indexOf('-- version 6:')).toBeLessThan(script.indexOf('-- version 7: durable flow state table'));
+    expect(script).toContain("INSERT INTO [dbo].[jobs_migrations] (version, name) VALUES (7, N'durable flow state table');");
+  });
+
+  it('version 7: the flow state table (binary flow_id, datetime2(7), unnamed revision default) and its two indexes', () => {
+    expect(v7).toMatchObject({ version: 7, name: 'durable flow state table' });
+    expect(v7!.statements).toEqual([
+      {
+        name: 'create flow state table',
+        text: [
+          "IF OBJECT_ID(N'[dbo].[asyncresponse_flow_state]', N'U') IS NULL",
+          'BEGIN',
+          'CREATE TABLE [dbo].[asyncresponse_flow_state] (',
+          '    flow_id nvarchar(400) COLLATE Latin1_General_100_BIN2 NOT NULL PRIMARY KEY,',
+          '    flow_name nvarchar(200) COLLATE Latin1_General_100_BIN2 NOT NULL,',
+          '    status nvarchar(16) COLLATE Latin1_General_100_BIN2 NOT NULL,',
+          '    last_message nvarchar(400) NULL,',
+          '    state_json nvarchar(max) NOT NULL,',
+          '    created_at_utc datetime2(7) NOT NULL DEFAULT SYSUTCDATETIME(),',
+          '    updated_at_utc datetime2(7) NOT NULL,',
+          '    expires_at_utc datetime2(7) NOT NULL,',
+          '    revision bigint NOT NULL DEFAULT 0,',
+          '    lease_id nvarchar(64) NULL,',
+          '    lease_expires_at_utc datetime2(7) NULL',
+          ');',
+          'END',
+        ].join('\n'),
+      },
+      {
+        name: 'create flow state expires index',
+        text: [
+          "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(N'[dbo].[asyncresponse_flow_state]', N'U') AND name = N'asyncresponse_flow_state_expires_idx')",
+          '    CREATE INDEX [asyncresponse_flow_state_expires_idx] ON [dbo].[asyncresponse_flow_state] (expires_at_utc);',
+        ].join('\n'),
+      },
+      {
+        name: 'create flow state list index',
+        text: [
+          "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(N'[dbo].[asyncresponse_flow_state]', N'U') AND name = N'asyncresponse_flow_state_list_idx')",
+          '    CREATE INDEX [asyncresponse_flow_state_list_idx] ON [dbo].[asyncresponse_flow_state] (status, updated_at_utc, flow_id) INCLUDE (flow_name, expires_at_utc);',
+        ].join('\n'),
+      },
+    ]);
+    expect(v7!.statements.some((s) => /CONSTRAINT|\bDF_/.test(s.text))).toBe(false);
+  });
+
+  it('version 7 with a 117-character flow table name: derived index names keep their suffix within 128 characters', () => {
+    const long = 'f'.repeat(117);
+    const n = schemaNames(transportNames('dbo', 'jobs', 'sqlserver'), channelNames('dbo', DEFAULT_CHANNEL_TABLES, 'sqlserver'), 'sqlserver', long);
+    expect(n.flowStateExpiresIndex).toHaveLength(128);
+    expect(n.flowStateExpiresIndex.endsWith('_expires_idx')).toBe(true);
+    expect(n.flowStateListIndex.endsWith('_list_idx')).toBe(true);
+    expect(n.flowStateListIndex.length).toBeLessThanOrEqual(128);
+    expect(() => schemaNames(transportNames('dbo', 'jobs', 'sqlserver'), channelNames('dbo', DEFAULT_CHANNEL_TABLES, 'sqlserver'), 'sqlserver', 'jobs')).toThrow(
+      /flow state table \('jobs'\) resolve to the same name/,
+    );
   });
 
   it('the printed script sets the session options procedures capture before any batch (M1)', () => {

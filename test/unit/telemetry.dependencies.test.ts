@@ -2,6 +2,7 @@
 // and when the runtime wraps at all.
 
 import { describe, expect, it, vi } from 'vitest';
+import type { FlowStateStore } from '../../shared/flows/store';
 import type { ChannelStore } from '../../shared/channel/types';
 import type { Stores } from '../../shared/stores/open';
 import {
@@ -125,7 +126,7 @@ describe('instrumentStores (the runtime seam)', () => {
   const stores = (): Stores => {
     const channel: Record<string, unknown> = {};
     for (const m of CHANNEL) channel[m] = async () => undefined;
-    return { transport: fakeTransport(), channel: channel as unknown as ChannelStore, close: vi.fn(async () => {}) };
+    return { transport: fakeTransport(), channel: channel as unknown as ChannelStore, flows: {} as unknown as FlowStateStore, close: vi.fn(async () => {}) };
   };
 
   it('leaves the stores alone when telemetry is off', async () => {
@@ -143,6 +144,7 @@ describe('instrumentStores (the runtime seam)', () => {
     const { calls, record } = recorder();
     const wrapped = await instrumentStores(s, { kind: 'sqlserver', server: 'tcp:srv.database.windows.net', database: 'db' }, record);
     expect(wrapped.transport).not.toBe(s.transport);
+    expect(wrapped.flows).toBe(s.flows); // not instrumented yet: passed through
     await wrapped.transport.now();
     await wrapped.channel.isAcknowledged('id');
     await wrapped.close();

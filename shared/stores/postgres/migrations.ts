@@ -10,6 +10,7 @@ import { channelDdl, channelTables } from './channel-statements';
 import { SOURCE_QUEUE } from './statements';
 import { advisoryKey, createIndexesSql, createTableSql, schemaLockResource } from './ddl';
 import { postgresOutboxStatements } from './outbox';
+import { flowStateDdl } from './flow-statements';
 
 const q = (n: string) => quoteIdentifier(n, 'postgres');
 
@@ -90,6 +91,9 @@ export function postgresMigrations(n: SchemaNames): readonly Migration[] {
         },
       ],
     },
+    // SQL Server's twin is its version 7 (versions are numbered per dialect: PostgreSQL never had 5 and 6's
+    // T-SQL-only column split and procedure rewrite).
+    { version: 5, name: 'durable flow state table', statements: flowStateDdl(n) },
   ]);
 }
 

@@ -10,6 +10,7 @@ import { quoteIdentifier } from '../../sql/identifiers';
 import { checkMigrations, type Migration, type MigrationStatement } from '../migration-plan';
 import type { SchemaNames } from '../schema-names';
 import { sqlServerOutboxStatements } from './outbox';
+import { flowStateDdl } from './flow-statements';
 import {
   channelAckSequenceMigration,
   channelIndexes,
@@ -127,6 +128,12 @@ export function sqlServerMigrations(n: SchemaNames): readonly Migration[] {
       version: 6,
       name: 'publish procedures: per-id lock',
       statements: sqlServerOutboxStatements(n),
+    },
+    {
+      // A new table and its indexes, built empty: no lock wait on live traffic (PostgreSQL's twin is its version 5).
+      version: 7,
+      name: 'durable flow state table',
+      statements: flowStateDdl(n).map((s) => batch(s.name, s.lines)),
     },
   ]);
 }

@@ -18,6 +18,7 @@ import { CALLBACK_QUEUE } from '../../queue-names';
 import { SqlServerMigrator } from './migrator';
 import { createPoolHolder, type PoolHolder } from './pool-guard';
 import { SqlServerTransportStore, type SqlServerStoreDeps } from './store';
+import { SqlServerFlowStore } from './flow-store';
 
 export interface SqlServerChannelOptions {
   names: ChannelNames;
@@ -28,6 +29,7 @@ export interface SqlServerChannelOptions {
 export interface SqlServerStores {
   transport: SqlServerTransportStore;
   channel: SqlServerChannelStore;
+  flows: SqlServerFlowStore;
   /** The shared pool's holder (a rebuild replaces the pool: ask it for the current one). */
   poolHolder: PoolHolder;
   /** The schema versions (status / apply); both stores run its gate before their own schema step. */
@@ -47,6 +49,7 @@ export function openSqlServerStores(
   transportOptions: TransportStoreOptions,
   channelOptions: SqlServerChannelOptions,
   deps: Omit<SqlServerStoreDeps, 'ownsPool'> = {},
+  flowOptions: { maxStateBytes?: number; verifyCatalog?: boolean } = {},
 ): SqlServerStores {
   const transportNamesValidated = transportNames(transportOptions.schema, transportOptions.table, 'sqlserver');
   const channel = channelOptions.names;
@@ -70,10 +73,12 @@ export function openSqlServerStores(
   const schemaGate = () => gate.ensure();
   const transport = new SqlServerTransportStore(holder, { ...transportOptions, schemaGate }, { ...deps, ownsPool: false });
   const channelStore = new SqlServerChannelStore(holder, { ...channelOptions, ownsPool: false, callbacks, schemaGate });
+  const flows = new SqlServerFlowStore(holder, { names, logger, autoCreateSchema: transportOptions.autoCreateSchema, schemaGate, ...flowOptions });
   let closing: Promise<void> | null = null;
   return {
     transport,
     channel: channelStore,
+    flows,
     poolHolder: holder,
     migrator,
     get pool() {
@@ -84,6 +89,7 @@ export function openSqlServerStores(
         try {
           await transport.close();
           await channelStore.close();
+          await flows.close();
         } finally {
           await holder.close();
         }

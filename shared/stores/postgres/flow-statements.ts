@@ -1,0 +1,113 @@
+// PostgreSQL (and PGlite) statements of the durable-flow state store (SQL Server: stores/sqlserver/
+// flow-statements.ts). Every instant is clock_timestamp() (the statement's own time, not the transaction's);
+// durations arrive as bigint milliseconds. flow_id is COLLATE "C": ids compare byte-wise, so `CASE-FLOW` and
+// `case-flow` are two runs.
+
+import type { FlowStatus } from '../../flows/state';
+import { FLOW_PRUNE_BATCH } from '../../flows/store-rules';
+import { quoteIdentifier } from '../../sql/identifiers';
+import type { SchemaNames } from '../schema-names';
+
+const q = (n: string) => quoteIdentifier(n, 'postgres');
+const NOW = 'clock_timestamp()';
+const plusMs = (param: string) => `${NOW} + ${param}::bigint * interval '1 millisecond'`;
+/** Microsecond-exact UTC text of a timestamptz (the list cursor hands it back). */
+const exactText = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+
+export const flowStateTable = (n: SchemaNames) => `${q(n.schema)}.${q(n.flowStateTable)}`;
+
+/** Version 5 of the PostgreSQL schema: the table and its two indexes. state_json is text (jsonb rejects \u0000). */
+export function flowStateDdl(n: SchemaNames): Array<{ name: string; text: string }> {
+  const t = flowStateTable(n);
+  return [
+    {
+      name: 'create flow state table',
+      text: `CREATE TABLE IF NOT EXISTS ${t} (
+    flow_id text COLLATE "C" NOT NULL PRIMARY KEY,
+    flow_name text COLLATE "C" NOT NULL,
+    status text NOT NULL,
+    last_message text NULL,
+    state_json text NOT NULL,
+    created_at_utc timestamptz NOT NULL DEFAULT clock_timestamp(),
+    updated_at_utc timestamptz NOT NULL,
+    expires_at_utc timestamptz NOT NULL,
+    revision bigint NOT NULL DEFAULT 0,
+    lease_id text NULL,
+    lease_expires_at_utc timestamptz NULL)`,
+    },
+    { name: 'create flow state expires index', text: `CREATE INDEX IF NOT EXISTS ${q(n.flowStateExpiresIndex)} ON ${t} (expires_at_utc)` },
+    {
+      name: 'create flow state list index',
+      text: `CREATE INDEX IF NOT EXISTS ${q(n.flowStateListIndex)} ON ${t} (status, updated_at_utc, flow_id) INCLUDE (flow_name, expires_at_utc)`,
+    },
+  ];
+}
+
+export interface FlowListFilter {
+  status?: FlowStatus;
+  flowName?: string;
+  cursor?: boolean;
+}
+
+/**
+ * One text per filter combination (the planner then sees only the predicates in use). Parameters: $1 limit,
+ * then status, flow name, cursor instant and cursor id, each only when used, in that order.
+ */
+export function flowListStatement(n: SchemaNames, filter: FlowListFilter): string {
+  const where = [`expires_at_utc > ${NOW}`];
+  let p = 1;
+  if (filter.status !== undefined) where.push(`status = $${++p}`);
+  if (filter.flowName !== undefined) where.push(`flow_name = $${++p}`);
+  if (filter.cursor) {
+    where.push(`(updated_at_utc, flow_id) < ($${p + 1}::timestamptz, $${p + 2}::text)`);
+    p += 2;
+  }
+  return `SELECT flow_id, flow_name, status, last_message, created_at_utc, updated_at_utc, ${exactText('updated_at_utc')} AS updated_exact
+FROM ${flowStateTable(n)}
+WHERE ${where.join(' AND ')}
+ORDER BY updated_at_utc DESC, flow_id DESC
+LIMIT $1`;
+}
+
+export function flowStatements(n: SchemaNames) {
+  const t = flowStateTable(n);
+  return {
+    /** $1 id, $2 name, $3 status, $4 last message, $5 json, $6 ttl ms. An expired row is replaced, its lease cleared. */
+    create: `INSERT INTO ${t} AS f (flow_id, flow_name, status, last_message, state_json, created_at_utc, updated_at_utc, expires_at_utc, revision, lease_id, lease_expires_at_utc)
+VALUES ($1, $2, $3, $4, $5, ${NOW}, ${NOW}, ${plusMs('$6')}, 0, NULL, NULL)
+ON CONFLICT (flow_id) DO UPDATE
+SET flow_name = EXCLUDED.flow_name, status = EXCLUDED.status, last_message = EXCLUDED.last_message, state_json = EXCLUDED.state_json,
+    created_at_utc = EXCLUDED.created_at_utc, updated_at_utc = EXCLUDED.updated_at_utc, expires_at_utc = EXCLUDED.expires_at_utc,
+    revision = 0, lease_id = NULL, lease_expires_at_utc = NULL
+WHERE f.expires_at_utc <= ${NOW}`,
+    load: `SELECT state_json, revision::text AS revision FROM ${t} WHERE flow_id = $1 AND expires_at_utc > ${NOW}`,
+    /**
+     * $1 id, $2 name, $3 status, $4 last message, $5 json, $6 new revision, $7 ttl ms, $8 expected revision,
+     * $9 lease id or NULL (lease-less compare-and-swap).
+     */
+    update: `UPDATE ${t}
+SET flow_name = $2, status = $3, last_message = $4, state_json = $5, revision = $6::bigint,
+    expires_at_utc = ${plusMs('$7')}, updated_at_utc = ${NOW}
+WHERE flow_id = $1 AND revision = $8::bigint AND expires_at_utc > ${NOW}
+  AND ($9::text IS NULL OR (lease_id = $9::text AND lease_expires_at_utc > ${NOW}))`,
+    /** $1 id, $2 lease id, $3 duration ms. */
+    acquireLease: `UPDATE ${t} SET lease_id = $2, lease_expires_at_utc = ${plusMs('$3')}
+WHERE flow_id = $1 AND expires_at_utc > ${NOW}
+  AND (lease_id IS NULL OR lease_expires_at_utc <= ${NOW} OR lease_id = $2)`,
+    renewLease: `UPDATE ${t} SET lease_expires_at_utc = ${plusMs('$3')}
+WHERE flow_id = $1 AND expires_at_utc > ${NOW} AND lease_id = $2 AND lease_expires_at_utc > ${NOW}`,
+    /** No expiry predicate: our own lease is cleared even on an expired row. */
+    releaseLease: `UPDATE ${t} SET lease_id = NULL, lease_expires_at_utc = NULL WHERE flow_id = $1 AND lease_id = $2`,
+    /** As stored: no clock predicate (the caller judges lapse). */
+    observeLease: `SELECT lease_id, lease_expires_at_utc FROM ${t} WHERE flow_id = $1`,
+    delete: `DELETE FROM ${t} WHERE flow_id = $1`,
+    /** One bounded batch by key; the outer predicate re-checks expiry on rows refreshed meanwhile. */
+    pruneBatch: `DELETE FROM ${t}
+WHERE flow_id IN (SELECT flow_id FROM ${t} WHERE expires_at_utc <= ${NOW} LIMIT ${FLOW_PRUNE_BATCH})
+  AND expires_at_utc <= ${NOW}`,
+    now: `SELECT ${NOW} AS now`,
+    countByStatus: `SELECT status, count(*)::int AS n FROM ${t} WHERE expires_at_utc > ${NOW} GROUP BY status`,
+  };
+}
+
+export type FlowStatements = ReturnType<typeof flowStatements>;

@@ -1,0 +1,201 @@
+// The durable-flow state store on PostgreSQL and PGlite (the FlowStateStore contract, flows/store.ts). The table
+// comes from the schema versions (version 5, migrations.ts); this store runs the version gate, verifies the
+// table once (flow-verify.ts) and binds the statements of flow-statements.ts.
+
+import { parseFlowState, type FlowState, type FlowStatus } from '../../flows/state';
+import type { FlowLease, FlowListQuery, FlowStateStore, FlowSummary } from '../../flows/store';
+import {
+  checkCreateRevision,
+  checkFlowId,
+  checkLeaseId,
+  checkListQuery,
+  checkMaxStateBytes,
+  checkUpdateRevision,
+  clampDurationMs,
+  emptyStatusCounts,
+  encodeListCursor,
+  FLOW_PRUNE_BATCH,
+  FLOW_PRUNE_BUDGET_MS,
+  flowRowValues,
+  PruneGate,
+} from '../../flows/store-rules';
+import type { Logger } from '../../log';
+import type { SchemaNames } from '../schema-names';
+import type { PgClient } from './client';
+import { flowListStatement, flowStatements, flowStateTable, type FlowStatements } from './flow-statements';
+import { evaluateFlowTable, readFlowTableCatalog } from './flow-verify';
+
+export interface PostgresFlowStoreOptions {
+  names: SchemaNames;
+  logger: Logger;
+  /** The schema-version check run before the table is verified (openStores wires it; it creates the table under AUTO_CREATE_SCHEMA). */
+  schemaGate?: () => Promise<void>;
+  /** Largest serialized ledger (UTF-8 bytes) validateCreate accepts; default none. */
+  maxStateBytes?: number;
+  /** Test seam: the opportunistic prune's interval clock. */
+  pruneGate?: PruneGate;
+}
+
+interface SummaryRow {
+  flow_id: string;
+  flow_name: string;
+  status: FlowStatus;
+  last_message: string | null;
+  created_at_utc: Date;
+  updated_at_utc: Date;
+  updated_exact: string;
+}
+
+export class PostgresFlowStore implements FlowStateStore {
+  private readonly sql: FlowStatements;
+  private readonly maxStateBytes: number | undefined;
+  private readonly pruneGate: PruneGate;
+  private ready = false;
+  private attempt?: Promise<void>;
+
+  constructor(
+    private readonly client: PgClient,
+    private readonly options: PostgresFlowStoreOptions,
+  ) {
+    this.sql = flowStatements(options.names);
+    this.maxStateBytes = checkMaxStateBytes(options.maxStateBytes);
+    this.pruneGate = options.pruneGate ?? new PruneGate();
+  }
+
+  ensureSchema(): Promise<void> {
+    if (this.ready) return Promise.resolve();
+    this.attempt ??= this.verify().finally(() => (this.attempt = undefined));
+    return this.attempt;
+  }
+
+  private async verify(): Promise<void> {
+    await this.options.schemaGate?.();
+    const result = evaluateFlowTable(await readFlowTableCatalog(this.client, this.options.names), this.options.names);
+    for (const w of result.warnings) this.options.logger.warn(w);
+    if (result.absent) {
+      // not latched: the next operation checks again (an operator may be applying the schema right now)
+      throw new Error(
+        `the flow state table ${flowStateTable(this.options.names)} does not exist; run \`npm run schema -- apply\` (or \`npm run schema -- print --dialect postgres\`), or set AUTO_CREATE_SCHEMA=true.`,
+      );
+    }
+    if (result.problems.length > 0) {
+      throw new Error(
+        `the flow state table is not usable:\n- ${result.problems.join('\n- ')}\n` +
+          'Fix it to match `npm run schema -- print --dialect postgres`, or give the flow state its own table.',
+      );
+    }
+    this.ready = true;
+  }
+
+  private async run<R>(text: string, values: unknown[]) {
+    await this.ensureSchema();
+    return this.client.query<R>(text, values);
+  }
+
+  validateCreate(state: FlowState): void {
+    checkCreateRevision(state);
+    flowRowValues(state, this.maxStateBytes);
+  }
+
+  async tryCreate(state: FlowState, ttlMs: number): Promise<boolean> {
+    checkCreateRevision(state);
+    const v = flowRowValues(state, this.maxStateBytes);
+    const ttl = clampDurationMs(ttlMs, 'the flow state TTL');
+    const r = await this.run(this.sql.create, [v.flowId, v.flowName, v.status, v.lastMessage, v.stateJson, ttl]);
+    if (this.pruneGate.take()) await this.pruneQuietly();
+    return r.rowCount > 0;
+  }
+
+  private async pruneQuietly(): Promise<void> {
+    try {
+      await this.prune();
+    } catch (err) {
+      this.options.logger.debug('flow state prune failed (the next create retries it)', err);
+    }
+  }
+
+  async load(flowId: string): Promise<FlowState | null> {
+    checkFlowId(flowId);
+    const r = await this.run<{ state_json: string; revision: string }>(this.sql.load, [flowId]);
+    const row = r.rows[0];
+    return row ? parseFlowState(flowId, row.state_json, Number(row.revision)) : null;
+  }
+
+  async tryUpdate(state: FlowState, expectedRevision: number, ttlMs: number, leaseId?: string): Promise<boolean> {
+    checkUpdateRevision(state, expectedRevision);
+    if (leaseId !== undefined) checkLeaseId(leaseId);
+    const v = flowRowValues(state, undefined);
+    const ttl = clampDurationMs(ttlMs, 'the flow state TTL');
+    const r = await this.run(this.sql.update, [v.flowId, v.flowName, v.status, v.lastMessage, v.stateJson, state.revision, ttl, expectedRevision, leaseId ?? null]);
+    return r.rowCount > 0;
+  }
+
+  async tryAcquireLease(flowId: string, leaseId: string, durationMs: number): Promise<boolean> {
+    const args = [checkFlowId(flowId), checkLeaseId(leaseId), clampDurationMs(durationMs, 'the lease duration')];
+    return (await this.run(this.sql.acquireLease, args)).rowCount > 0;
+  }
+
+  async tryRenewLease(flowId: string, leaseId: string, durationMs: number): Promise<boolean> {
+    const args = [checkFlowId(flowId), checkLeaseId(leaseId), clampDurationMs(durationMs, 'the lease duration')];
+    return (await this.run(this.sql.renewLease, args)).rowCount > 0;
+  }
+
+  async releaseLease(flowId: string, leaseId: string): Promise<void> {
+    await this.run(this.sql.releaseLease, [checkFlowId(flowId), checkLeaseId(leaseId)]);
+  }
+
+  async observeLease(flowId: string): Promise<FlowLease | 'unheld'> {
+    const r = await this.run<{ lease_id: string | null; lease_expires_at_utc: Date | null }>(this.sql.observeLease, [checkFlowId(flowId)]);
+    const row = r.rows[0];
+    if (!row || row.lease_id === null || row.lease_expires_at_utc === null) return 'unheld';
+    return { leaseId: row.lease_id, expiresAt: row.lease_expires_at_utc };
+  }
+
+  async tryDelete(flowId: string): Promise<boolean> {
+    return (await this.run(this.sql.delete, [checkFlowId(flowId)])).rowCount > 0;
+  }
+
+  async prune(budgetMs = FLOW_PRUNE_BUDGET_MS): Promise<number> {
+    const deadline = Date.now() + Math.max(0, budgetMs);
+    let total = 0;
+    for (;;) {
+      const n = (await this.run(this.sql.pruneBatch, [])).rowCount;
+      total += n;
+      if (n < FLOW_PRUNE_BATCH || Date.now() >= deadline) return total;
+    }
+  }
+
+  async now(): Promise<Date> {
+    return (await this.client.query<{ now: Date }>(this.sql.now)).rows[0]!.now;
+  }
+
+  async list(query: FlowListQuery): Promise<{ items: FlowSummary[]; cursor?: string }> {
+    const { limit, cursor } = checkListQuery(query);
+    const values: unknown[] = [limit];
+    if (query.status !== undefined) values.push(query.status);
+    if (query.flowName !== undefined) values.push(query.flowName);
+    if (cursor) values.push(cursor.updatedAt, cursor.flowId);
+    const text = flowListStatement(this.options.names, { status: query.status, flowName: query.flowName, cursor: cursor !== undefined });
+    const rows = (await this.run<SummaryRow>(text, values)).rows;
+    const items = rows.map(
+      (r): FlowSummary => ({
+        flowId: r.flow_id,
+        flowName: r.flow_name,
+        status: r.status,
+        createdAt: r.created_at_utc.toISOString(),
+        updatedAt: r.updated_at_utc.toISOString(),
+        ...(r.last_message === null ? {} : { lastMessage: r.last_message }),
+      }),
+    );
+    const last = rows[rows.length - 1];
+    return rows.length === limit && last ? { items, cursor: encodeListCursor({ updatedAt: last.updated_exact, flowId: last.flow_id }) } : { items };
+  }
+
+  async countByStatus(): Promise<Record<FlowStatus, number>> {
+    const counts = emptyStatusCounts();
+    for (const r of (await this.run<{ status: FlowStatus; n: number }>(this.sql.countByStatus, [])).rows) {
+      if (r.status in counts) counts[r.status] = Number(r.n);
+    }
+    return counts;
+  }
+}

@@ -1,0 +1,292 @@
+// Every T-SQL statement of the SQL Server durable-flow state store, as pure functions of the validated names
+// (PostgreSQL twins: stores/postgres/flow-statements.ts). Every instant is SYSUTCDATETIME(); durations are bigint
+// milliseconds split for DATEADD (dbClockPlus). Each write turns NOCOUNT off so a server-wide SET NOCOUNT ON
+// cannot hide its rowsAffected. flow_id is nvarchar(400) COLLATE Latin1_General_100_BIN2: ids compare ordinally.
+
+import * as sql from 'mssql';
+import type { FlowStatus } from '../../flows/state';
+import { FLOW_PRUNE_BATCH } from '../../flows/store-rules';
+import { quoteIdentifier } from '../../sql/identifiers';
+import type { SchemaNames } from '../schema-names';
+import { BIN2, createIndexIfMissing, createTableIfMissing, dbClockPlus, nameLiteral, type Statement } from './statements';
+
+const q = (n: string) => quoteIdentifier(n, 'sqlserver');
+const NOW = 'SYSUTCDATETIME()';
+
+const types = {
+  id: () => sql.NVarChar(400),
+  name: () => sql.NVarChar(200),
+  status: () => sql.NVarChar(16),
+  message: () => sql.NVarChar(400),
+  json: () => sql.NVarChar(sql.MAX),
+  lease: () => sql.NVarChar(64),
+  ms: () => sql.BigInt(),
+  revision: () => sql.BigInt(),
+  count: () => sql.Int(),
+  sysname: () => sql.NVarChar(128),
+  instant: () => sql.VarChar(27),
+};
+
+export const qualifiedFlowTable = (n: SchemaNames) => `${q(n.schema)}.${q(n.flowStateTable)}`;
+
+export const FLOW_EXPIRES_INDEX_KEYS = ['expires_at_utc'] as const;
+export const FLOW_LIST_INDEX_KEYS = ['status', 'updated_at_utc', 'flow_id'] as const;
+export const FLOW_LIST_INDEX_INCLUDES = ['flow_name', 'expires_at_utc'] as const;
+
+/** The table's columns (version 7). The revision default is unnamed: a DF_{table}_revision name could pass 128 characters. */
+export function flowStateTableBody(): string {
+  return [
+    `    flow_id nvarchar(400) COLLATE ${BIN2} NOT NULL PRIMARY KEY,`,
+    `    flow_name nvarchar(200) COLLATE ${BIN2} NOT NULL,`,
+    `    status nvarchar(16) COLLATE ${BIN2} NOT NULL,`,
+    '    last_message nvarchar(400) NULL,',
+    '    state_json nvarchar(max) NOT NULL,',
+    '    created_at_utc datetime2(7) NOT NULL DEFAULT SYSUTCDATETIME(),',
+    '    updated_at_utc datetime2(7) NOT NULL,',
+    '    expires_at_utc datetime2(7) NOT NULL,',
+    '    revision bigint NOT NULL DEFAULT 0,',
+    '    lease_id nvarchar(64) NULL,',
+    '    lease_expires_at_utc datetime2(7) NULL',
+  ].join('\n');
+}
+
+/** Version 7's batches: the table, the prune index, the list index (keys plus included columns). */
+export function flowStateDdl(n: SchemaNames): Array<{ name: string; lines: string[] }> {
+  const t = qualifiedFlowTable(n);
+  const list = createIndexIfMissing(t, n.flowStateListIndex, FLOW_LIST_INDEX_KEYS);
+  list[1] = list[1]!.replace(/;$/, ` INCLUDE (${FLOW_LIST_INDEX_INCLUDES.join(', ')});`);
+  return [
+    { name: 'create flow state table', lines: createTableIfMissing(t, flowStateTableBody()) },
+    { name: 'create flow state expires index', lines: createIndexIfMissing(t, n.flowStateExpiresIndex, FLOW_EXPIRES_INDEX_KEYS) },
+    { name: 'create flow state list index', lines: list },
+  ];
+}
+
+type RowParams = 'flow_id' | 'flow_name' | 'status' | 'last_message' | 'state_json';
+const rowParams = () => ({ flow_id: types.id(), flow_name: types.name(), status: types.status(), last_message: types.message(), state_json: types.json() });
+
+/**
+ * Insert-if-absent without MERGE (Babelfish has none; MERGE … HOLDLOCK has a history of bugs), in one
+ * transaction: replace an expired row in place (its lease cleared), else insert unless the key exists. Both
+ * probes hold UPDLOCK, HOLDLOCK (a key-range lock on an absent id), so concurrent creates of one id serialise and
+ * exactly one inserts; a duplicate-key error (2627/2601) still means false. One result set: created (0/1).
+ */
+function create(n: SchemaNames): Statement<RowParams | 'ttl_ms'> {
+  const t = qualifiedFlowTable(n);
+  return {
+    text: [
+      'SET NOCOUNT OFF;',
+      'SET XACT_ABORT ON;',
+      'DECLARE @created int;',
+      'BEGIN TRANSACTION;',
+      `UPDATE ${t} WITH (UPDLOCK, HOLDLOCK)`,
+      'SET flow_name = @flow_name, status = @status, last_message = @last_message, state_json = @state_json,',
+      `    created_at_utc = ${NOW}, updated_at_utc = ${NOW}, expires_at_utc = ${dbClockPlus('@ttl_ms')},`,
+      '    revision = 0, lease_id = NULL, lease_expires_at_utc = NULL',
+      `WHERE flow_id = @flow_id AND expires_at_utc <= ${NOW};`,
+      'SET @created = @@ROWCOUNT;',
+      'IF @created = 0',
+      'BEGIN',
+      `    INSERT INTO ${t} (flow_id, flow_name, status, last_message, state_json, created_at_utc, updated_at_utc, expires_at_utc, revision)`,
+      `    SELECT @flow_id, @flow_name, @status, @last_message, @state_json, ${NOW}, ${NOW}, ${dbClockPlus('@ttl_ms')}, 0`,
+      `    WHERE NOT EXISTS (SELECT 1 FROM ${t} WITH (UPDLOCK, HOLDLOCK) WHERE flow_id = @flow_id);`,
+      '    SET @created = @@ROWCOUNT;',
+      'END',
+      'COMMIT TRANSACTION;',
+      'SELECT @created AS created;',
+    ].join('\n'),
+    params: { ...rowParams(), ttl_ms: types.ms() },
+  };
+}
+
+function load(n: SchemaNames): Statement<'flow_id'> {
+  return {
+    text: `SELECT state_json, revision FROM ${qualifiedFlowTable(n)} WHERE flow_id = @flow_id AND expires_at_utc > ${NOW};`,
+    params: { flow_id: types.id() },
+  };
+}
+
+/** Compare-and-swap; @lease_id NULL is the lease-less path (recovery, operator edits). */
+function update(n: SchemaNames): Statement<RowParams | 'revision' | 'expected_revision' | 'ttl_ms' | 'lease_id'> {
+  return {
+    text: [
+      'SET NOCOUNT OFF;',
+      `UPDATE ${qualifiedFlowTable(n)}`,
+      'SET flow_name = @flow_name, status = @status, last_message = @last_message, state_json = @state_json, revision = @revision,',
+      `    expires_at_utc = ${dbClockPlus('@ttl_ms')}, updated_at_utc = ${NOW}`,
+      `WHERE flow_id = @flow_id AND revision = @expected_revision AND expires_at_utc > ${NOW}`,
+      `  AND (@lease_id IS NULL OR (lease_id = @lease_id AND lease_expires_at_utc > ${NOW}));`,
+    ].join('\n'),
+    params: { ...rowParams(), revision: types.revision(), expected_revision: types.revision(), ttl_ms: types.ms(), lease_id: types.lease() },
+  };
+}
+
+function acquireLease(n: SchemaNames): Statement<'flow_id' | 'lease_id' | 'duration_ms'> {
+  return {
+    text: [
+      'SET NOCOUNT OFF;',
+      `UPDATE ${qualifiedFlowTable(n)} SET lease_id = @lease_id, lease_expires_at_utc = ${dbClockPlus('@duration_ms')}`,
+      `WHERE flow_id = @flow_id AND expires_at_utc > ${NOW}`,
+      `  AND (lease_id IS NULL OR lease_expires_at_utc <= ${NOW} OR lease_id = @lease_id);`,
+    ].join('\n'),
+    params: { flow_id: types.id(), lease_id: types.lease(), duration_ms: types.ms() },
+  };
+}
+
+function renewLease(n: SchemaNames): Statement<'flow_id' | 'lease_id' | 'duration_ms'> {
+  return {
+    text: [
+      'SET NOCOUNT OFF;',
+      `UPDATE ${qualifiedFlowTable(n)} SET lease_expires_at_utc = ${dbClockPlus('@duration_ms')}`,
+      `WHERE flow_id = @flow_id AND expires_at_utc > ${NOW} AND lease_id = @lease_id AND lease_expires_at_utc > ${NOW};`,
+    ].join('\n'),
+    params: { flow_id: types.id(), lease_id: types.lease(), duration_ms: types.ms() },
+  };
+}
+
+/** No expiry predicate: our own lease is cleared even on an expired row. */
+function releaseLease(n: SchemaNames): Statement<'flow_id' | 'lease_id'> {
+  return {
+    text: [
+      'SET NOCOUNT OFF;',
+      `UPDATE ${qualifiedFlowTable(n)} SET lease_id = NULL, lease_expires_at_utc = NULL WHERE flow_id = @flow_id AND lease_id = @lease_id;`,
+    ].join('\n'),
+    params: { flow_id: types.id(), lease_id: types.lease() },
+  };
+}
+
+/** As stored: no clock predicate (the caller judges lapse). */
+function observeLease(n: SchemaNames): Statement<'flow_id'> {
+  return {
+    text: `SELECT lease_id, lease_expires_at_utc FROM ${qualifiedFlowTable(n)} WHERE flow_id = @flow_id;`,
+    params: { flow_id: types.id() },
+  };
+}
+
+function deleteFlow(n: SchemaNames): Statement<'flow_id'> {
+  return { text: ['SET NOCOUNT OFF;', `DELETE FROM ${qualifiedFlowTable(n)} WHERE flow_id = @flow_id;`].join('\n'), params: { flow_id: types.id() } };
+}
+
+/** One bounded prune batch (below lock escalation); the count is read server-side (NOCOUNT-proof). */
+function pruneBatch(n: SchemaNames): Statement<never> {
+  return {
+    text: [
+      'SET NOCOUNT OFF;',
+      `DELETE TOP (${FLOW_PRUNE_BATCH}) FROM ${qualifiedFlowTable(n)} WHERE expires_at_utc <= ${NOW};`,
+      'SELECT @@ROWCOUNT AS deleted;',
+    ].join('\n'),
+    params: {},
+  };
+}
+
+const now: Statement<never> = { text: `SELECT ${NOW} AS now;`, params: {} };
+
+function countByStatus(n: SchemaNames): Statement<never> {
+  return {
+    text: `SELECT status, COUNT_BIG(*) AS n FROM ${qualifiedFlowTable(n)} WHERE expires_at_utc > ${NOW} GROUP BY status;`,
+    params: {},
+  };
+}
+
+export interface FlowListFilter {
+  status?: FlowStatus;
+  flowName?: string;
+  cursor?: boolean;
+}
+
+type ListParams = 'limit' | 'status' | 'flow_name' | 'cursor_at' | 'cursor_id';
+
+/** One text per filter combination (a seek on the list index when the status is given). */
+export function flowList(n: SchemaNames, filter: FlowListFilter): Statement<ListParams> {
+  const where = [`expires_at_utc > ${NOW}`];
+  if (filter.status !== undefined) where.push('status = @status');
+  if (filter.flowName !== undefined) where.push('flow_name = @flow_name');
+  if (filter.cursor) {
+    where.push(
+      '(updated_at_utc < CONVERT(datetime2(7), @cursor_at, 121) OR (updated_at_utc = CONVERT(datetime2(7), @cursor_at, 121) AND flow_id < @cursor_id))',
+    );
+  }
+  return {
+    text: [
+      'SELECT TOP (@limit) flow_id, flow_name, status, last_message, created_at_utc, updated_at_utc,',
+      '       CONVERT(varchar(27), updated_at_utc, 121) AS updated_exact',
+      `FROM ${qualifiedFlowTable(n)}`,
+      `WHERE ${where.join('\n  AND ')}`,
+      'ORDER BY updated_at_utc DESC, flow_id DESC;',
+    ].join('\n'),
+    params: { limit: types.count(), status: types.status(), flow_name: types.name(), cursor_at: types.instant(), cursor_id: types.id() },
+  };
+}
+
+/** Every list variant, named for the shape and grammar tests. */
+export function flowListVariants(n: SchemaNames): Record<string, Statement<ListParams>> {
+  const out: Record<string, Statement<ListParams>> = {};
+  for (const status of [undefined, 'Running' as const]) {
+    for (const flowName of [undefined, 'x']) {
+      for (const cursor of [false, true]) {
+        const key = `list${status ? 'ByStatus' : ''}${flowName ? 'ByName' : ''}${cursor ? 'After' : ''}`;
+        out[key] = flowList(n, { status, flowName, cursor });
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * The catalog snapshot verification reads (outside any DDL transaction): objects holding the name, columns,
+ * primary key columns, index columns.
+ */
+export function flowCatalogSnapshot(): Statement<'schema' | 'table'> {
+  return {
+    text: [
+      'DECLARE @schema_id int = SCHEMA_ID(@schema);',
+      "DECLARE @object_id int = OBJECT_ID(QUOTENAME(@schema) + N'.' + QUOTENAME(@table), N'U');",
+      'SELECT o.name, o.type, o.type_desc, CAST(CASE WHEN o.object_id = @object_id THEN 1 ELSE 0 END AS bit) AS is_target',
+      'FROM sys.objects AS o WHERE o.schema_id = @schema_id AND LOWER(o.name) = LOWER(@table);',
+      'SELECT c.column_id, c.name, TYPE_NAME(c.system_type_id) AS type_name, c.max_length, c.precision, c.scale,',
+      '       c.is_nullable, c.collation_name, c.is_identity, c.is_computed, c.default_object_id,',
+      '       dc.definition AS default_definition',
+      'FROM sys.columns AS c',
+      'LEFT JOIN sys.default_constraints AS dc ON dc.object_id = c.default_object_id',
+      'WHERE c.object_id = @object_id',
+      'ORDER BY c.column_id;',
+      'SELECT kc.name AS constraint_name, col.name AS column_name, ic.key_ordinal',
+      "FROM sys.key_constraints AS kc",
+      'INNER JOIN sys.index_columns AS ic ON ic.object_id = kc.parent_object_id AND ic.index_id = kc.unique_index_id',
+      'INNER JOIN sys.columns AS col ON col.object_id = ic.object_id AND col.column_id = ic.column_id',
+      "WHERE kc.parent_object_id = @object_id AND kc.type = 'PK' AND ic.key_ordinal > 0",
+      'ORDER BY ic.key_ordinal;',
+      'SELECT i.name AS index_name, i.index_id, i.type_desc, i.is_unique, i.is_primary_key, i.is_disabled,',
+      '       i.is_hypothetical, i.has_filter, col.name AS column_name, ic.key_ordinal, ic.is_descending_key,',
+      '       ic.is_included_column',
+      'FROM sys.indexes AS i',
+      'LEFT JOIN sys.index_columns AS ic ON ic.object_id = i.object_id AND ic.index_id = i.index_id',
+      'LEFT JOIN sys.columns AS col ON col.object_id = ic.object_id AND col.column_id = ic.column_id',
+      'WHERE i.object_id = @object_id AND i.index_id > 0',
+      'ORDER BY i.index_id, ic.key_ordinal;',
+    ].join('\n'),
+    params: { schema: types.sysname(), table: types.sysname() },
+  };
+}
+
+/** Every statement of the flow store, built once from the validated names (`nameLiteral` guards the DDL). */
+export function flowStatements(n: SchemaNames) {
+  nameLiteral(qualifiedFlowTable(n));
+  return {
+    create: create(n),
+    load: load(n),
+    update: update(n),
+    acquireLease: acquireLease(n),
+    renewLease: renewLease(n),
+    releaseLease: releaseLease(n),
+    observeLease: observeLease(n),
+    delete: deleteFlow(n),
+    pruneBatch: pruneBatch(n),
+    now,
+    countByStatus: countByStatus(n),
+    ...flowListVariants(n),
+    catalogSnapshot: flowCatalogSnapshot(),
+  };
+}
+
+export type FlowStatements = ReturnType<typeof flowStatements>;

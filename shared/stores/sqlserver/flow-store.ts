@@ -1,0 +1,238 @@
+// The SQL Server durable-flow state store (the FlowStateStore contract, flows/store.ts) over the pool the transport
+// and the channel share (open.ts). The table comes from schema version 7 (migrations.ts); this store runs the version
+// gate, verifies the table (flow-verify.ts) and binds the statements of flow-statements.ts.
+
+import type * as sql from 'mssql';
+import { parseFlowState, type FlowState, type FlowStatus } from '../../flows/state';
+import type { FlowLease, FlowListQuery, FlowStateStore, FlowSummary } from '../../flows/store';
+import {
+  checkCreateRevision,
+  checkFlowId,
+  checkLeaseId,
+  checkListQuery,
+  checkMaxStateBytes,
+  checkUpdateRevision,
+  clampDurationMs,
+  emptyStatusCounts,
+  encodeListCursor,
+  FLOW_PRUNE_BATCH,
+  FLOW_PRUNE_BUDGET_MS,
+  flowRowValues,
+  PruneGate,
+  type FlowRowValues,
+} from '../../flows/store-rules';
+import type { Logger } from '../../log';
+import { sqlServerErrorNumbers } from '../../sql/transient';
+import type { SchemaNames } from '../schema-names';
+import { flowList, flowStatements, type FlowStatements } from './flow-statements';
+import { evaluateFlowCatalog, FLOW_VERIFICATION_FIX_HINT, flowAbsentMessage, readFlowCatalog } from './flow-verify';
+import type { PoolHolder } from './pool-guard';
+import { rows, SqlServerStoreBase } from './store-common';
+
+export interface SqlServerFlowStoreOptions {
+  names: SchemaNames;
+  logger: Logger;
+  /** The migrations created the table (AUTO_CREATE_SCHEMA): its indexes must then exist as declared. */
+  autoCreateSchema: boolean;
+  schemaGate?: () => Promise<void>;
+  /** Largest serialized ledger (UTF-8 bytes) validateCreate accepts; default none. */
+  maxStateBytes?: number;
+  /** Test harness only (see TransportStoreOptions.verifyCatalog). */
+  verifyCatalog?: boolean;
+  pruneGate?: PruneGate;
+}
+
+const DUPLICATE_KEY = [2627, 2601];
+const DEADLOCK = 1205;
+const CREATE_ATTEMPTS = 3;
+
+const affected = (result: sql.IResult<unknown>) => result.rowsAffected.reduce((a, b) => a + b, 0);
+
+export class SqlServerFlowStore extends SqlServerStoreBase implements FlowStateStore {
+  private readonly sql: FlowStatements;
+  private readonly options: SqlServerFlowStoreOptions;
+  private readonly maxStateBytes: number | undefined;
+  private readonly pruneGate: PruneGate;
+
+  constructor(pool: sql.ConnectionPool | PoolHolder, options: SqlServerFlowStoreOptions) {
+    const statements = flowStatements(options.names);
+    super(pool, options.logger, false);
+    this.sql = statements;
+    this.options = options;
+    this.maxStateBytes = checkMaxStateBytes(options.maxStateBytes);
+    this.pruneGate = options.pruneGate ?? new PruneGate();
+  }
+
+  protected async runSchemaAttempt(): Promise<void> {
+    await this.poolHolder.get();
+    await this.options.schemaGate?.();
+    if (this.options.verifyCatalog === false) {
+      this.schemaReady = true;
+      return;
+    }
+    const result = evaluateFlowCatalog(await readFlowCatalog(this.pool, this.options.names), this.options.names, {
+      autoCreate: this.options.autoCreateSchema,
+    });
+    for (const w of result.warnings) this.logger.warn(w);
+    if (result.problems.length > 0) throw new Error(`${result.problems.join(' ')} ${FLOW_VERIFICATION_FIX_HINT}`);
+    // not latched: the next operation checks again
+    if (result.absent) throw new Error(flowAbsentMessage(this.options.names));
+    this.schemaReady = true;
+  }
+
+  /** The store runs no DDL of its own (the migrations do); a collision shows in verification. */
+  protected async collisionProblems(): Promise<string[]> {
+    return evaluateFlowCatalog(await readFlowCatalog(this.pool, this.options.names), this.options.names, { autoCreate: false }).problems;
+  }
+
+  private row(v: FlowRowValues) {
+    return { flow_id: v.flowId, flow_name: v.flowName, status: v.status, last_message: v.lastMessage, state_json: v.stateJson };
+  }
+
+  validateCreate(state: FlowState): void {
+    checkCreateRevision(state);
+    flowRowValues(state, this.maxStateBytes);
+  }
+
+  async tryCreate(state: FlowState, ttlMs: number): Promise<boolean> {
+    checkCreateRevision(state);
+    const v = flowRowValues(state, this.maxStateBytes);
+    const ttl = clampDurationMs(ttlMs, 'the flow state TTL');
+    await this.ensureSchema();
+    let created = false;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const result = await this.run(this.sql.create, { ...this.row(v), ttl_ms: BigInt(ttl) });
+        created = Number(rows(result)[0]?.created ?? 0) > 0;
+        break;
+      } catch (err) {
+        const numbers = sqlServerErrorNumbers(err);
+        if (numbers.some((n) => DUPLICATE_KEY.includes(n))) break; // another create of this id won
+        // a deadlock victim's transaction was rolled back whole: running it again is safe
+        if (!numbers.includes(DEADLOCK) || attempt >= CREATE_ATTEMPTS) throw err;
+        this.logger.debug(`flow create of '${v.flowId}' was a deadlock victim; retrying`, err);
+      }
+    }
+    if (this.pruneGate.take()) await this.pruneQuietly();
+    return created;
+  }
+
+  private async pruneQuietly(): Promise<void> {
+    try {
+      await this.prune();
+    } catch (err) {
+      this.logger.debug('flow state prune failed (the next create retries it)', err);
+    }
+  }
+
+  async load(flowId: string): Promise<FlowState | null> {
+    checkFlowId(flowId);
+    await this.ensureSchema();
+    const row = rows(await this.run(this.sql.load, { flow_id: flowId }))[0];
+    return row ? parseFlowState(flowId, String(row.state_json), Number(row.revision)) : null;
+  }
+
+  async tryUpdate(state: FlowState, expectedRevision: number, ttlMs: number, leaseId?: string): Promise<boolean> {
+    checkUpdateRevision(state, expectedRevision);
+    if (leaseId !== undefined) checkLeaseId(leaseId);
+    const v = flowRowValues(state, undefined);
+    const ttl = clampDurationMs(ttlMs, 'the flow state TTL');
+    await this.ensureSchema();
+    const result = await this.run(this.sql.update, {
+      ...this.row(v),
+      revision: BigInt(state.revision),
+      expected_revision: BigInt(expectedRevision),
+      ttl_ms: BigInt(ttl),
+      lease_id: leaseId ?? null,
+    });
+    return affected(result) > 0;
+  }
+
+  private async leaseWrite(statement: FlowStatements['acquireLease'], flowId: string, leaseId: string, durationMs: number): Promise<boolean> {
+    const values = { flow_id: checkFlowId(flowId), lease_id: checkLeaseId(leaseId), duration_ms: BigInt(clampDurationMs(durationMs, 'the lease duration')) };
+    await this.ensureSchema();
+    return affected(await this.run(statement, values)) > 0;
+  }
+
+  tryAcquireLease(flowId: string, leaseId: string, durationMs: number): Promise<boolean> {
+    return this.leaseWrite(this.sql.acquireLease, flowId, leaseId, durationMs);
+  }
+
+  tryRenewLease(flowId: string, leaseId: string, durationMs: number): Promise<boolean> {
+    return this.leaseWrite(this.sql.renewLease, flowId, leaseId, durationMs);
+  }
+
+  async releaseLease(flowId: string, leaseId: string): Promise<void> {
+    const values = { flow_id: checkFlowId(flowId), lease_id: checkLeaseId(leaseId) };
+    await this.ensureSchema();
+    await this.run(this.sql.releaseLease, values);
+  }
+
+  async observeLease(flowId: string): Promise<FlowLease | 'unheld'> {
+    checkFlowId(flowId);
+    await this.ensureSchema();
+    const row = rows(await this.run(this.sql.observeLease, { flow_id: flowId }))[0];
+    if (!row || row.lease_id === null || row.lease_id === undefined || !(row.lease_expires_at_utc instanceof Date)) return 'unheld';
+    return { leaseId: String(row.lease_id), expiresAt: row.lease_expires_at_utc };
+  }
+
+  async tryDelete(flowId: string): Promise<boolean> {
+    checkFlowId(flowId);
+    await this.ensureSchema();
+    return affected(await this.run(this.sql.delete, { flow_id: flowId })) > 0;
+  }
+
+  async prune(budgetMs = FLOW_PRUNE_BUDGET_MS): Promise<number> {
+    await this.ensureSchema();
+    const deadline = Date.now() + Math.max(0, budgetMs);
+    let total = 0;
+    for (;;) {
+      const n = Number(rows(await this.run(this.sql.pruneBatch, {}))[0]?.deleted ?? 0);
+      total += n;
+      if (n < FLOW_PRUNE_BATCH || Date.now() >= deadline) return total;
+    }
+  }
+
+  async now(): Promise<Date> {
+    return rows(await this.run(this.sql.now, {}))[0]!.now as Date;
+  }
+
+  async list(query: FlowListQuery): Promise<{ items: FlowSummary[]; cursor?: string }> {
+    const { limit, cursor } = checkListQuery(query);
+    await this.ensureSchema();
+    const statement = flowList(this.options.names, { status: query.status, flowName: query.flowName, cursor: cursor !== undefined });
+    const found = rows(
+      await this.run(statement, {
+        limit,
+        status: query.status ?? null,
+        flow_name: query.flowName ?? null,
+        cursor_at: cursor?.updatedAt ?? null,
+        cursor_id: cursor?.flowId ?? null,
+      }),
+    );
+    const items = found.map(
+      (r): FlowSummary => ({
+        flowId: String(r.flow_id),
+        flowName: String(r.flow_name),
+        status: String(r.status) as FlowStatus,
+        createdAt: (r.created_at_utc as Date).toISOString(),
+        updatedAt: (r.updated_at_utc as Date).toISOString(),
+        ...(r.last_message === null || r.last_message === undefined ? {} : { lastMessage: String(r.last_message) }),
+      }),
+    );
+    const last = found[found.length - 1];
+    return found.length === limit && last
+      ? { items, cursor: encodeListCursor({ updatedAt: String(last.updated_exact), flowId: String(last.flow_id) }) }
+      : { items };
+  }
+
+  async countByStatus(): Promise<Record<FlowStatus, number>> {
+    await this.ensureSchema();
+    const counts = emptyStatusCounts();
+    for (const r of rows(await this.run(this.sql.countByStatus, {}))) {
+      const status = String(r.status) as FlowStatus;
+      if (status in counts) counts[status] = Number(r.n);
+    }
+    return counts;
+  }
+}

@@ -1,0 +1,339 @@
+// The durable-flow state store contract (durable-flows.md §4: the shared contract and the custom-store
+// checklist) on every store: PGlite always, PostgreSQL with PG_URL, SQL Server with MSSQL_CONNECTION_STRING.
+import { randomUUID } from 'node:crypto';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { FLOW_STATE_SCHEMA_VERSION, FlowStateTooLargeError, FlowStateUnreadableError, type FlowState } from '../../shared/flows/state';
+import { announce } from './fixtures';
+import { closeSharedFlowPglite, flowFixtures, type FlowHarness } from './flow-fixtures';
+
+afterAll(() => closeSharedFlowPglite());
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const MIN = 60_000;
+
+function state(flowId: string, patch: Partial<FlowState> = {}): FlowState {
+  const at = new Date().toISOString();
+  return {
+    schemaVersion: FLOW_STATE_SCHEMA_VERSION,
+    revision: 0,
+    flowId,
+    flowName: 'contract-flow',
+    inputJson: '{"n":1}',
+    status: 'Running',
+    createdAt: at,
+    updatedAt: at,
+    attempts: 0,
+    steps: {},
+    values: {},
+    ...patch,
+  };
+}
+
+const fid = () => `flow-${randomUUID()}`;
+
+for (const fixture of flowFixtures()) {
+  describe.skipIf(!announce(fixture))(`[${fixture.name}] flow state store`, { timeout: 60_000 }, () => {
+    let h: FlowHarness | undefined;
+    const open = async (options?: { maxStateBytes?: number }) => (h = await fixture.create(options));
+    afterEach(async () => {
+      await h?.close();
+      h = undefined;
+    });
+
+    it('create → load round-trips status and a completed step; CAS 0→1 succeeds and shows on load', async () => {
+      const { store } = await open();
+      const id = fid();
+      const s = state(id, { steps: { reserve: { completed: true, resultJson: '{"reserved":"x"}', completedAt: new Date().toISOString() } } });
+      expect(await store.tryCreate(s, 10 * MIN)).toBe(true);
+      const loaded = await store.load(id);
+      expect(loaded).toEqual(s);
+      const next = { ...s, revision: 1, status: 'Succeeded' as const, resultJson: '42', lastMessage: 'done' };
+      expect(await store.tryUpdate(next, 0, 10 * MIN)).toBe(true);
+      expect(await store.load(id)).toEqual(next);
+      expect((await h!.raw(id))?.revision).toBe(1);
+      expect((await h!.raw(id))?.status).toBe('Succeeded');
+    });
+
+    it('a 1 ms TTL loads null after a short wait; re-creating over the expired id succeeds and clears its lease; delete is true', async () => {
+      const { store } = await open();
+      const id = fid();
+      expect(await store.tryCreate(state(id), 1)).toBe(true);
+      await sleep(20);
+      expect(await store.load(id)).toBeNull();
+      expect(await store.tryCreate(state(id, { lastMessage: 'second' }), 10 * MIN)).toBe(true);
+      expect((await store.load(id))?.lastMessage).toBe('second');
+      expect(await store.observeLease(id)).toBe('unheld');
+      expect(await store.tryDelete(id)).toBe(true);
+    });
+
+    it('an expired row that held a lease is replaced with the lease cleared', async () => {
+      const { store } = await open();
+      const id = fid();
+      expect(await store.tryCreate(state(id), 10 * MIN)).toBe(true);
+      expect(await store.tryAcquireLease(id, 'A', 10 * MIN)).toBe(true);
+      await h!.expire(id);
+      expect(await store.tryCreate(state(id, { attempts: 3 }), 10 * MIN)).toBe(true);
+      expect(await store.observeLease(id)).toBe('unheld');
+      expect((await store.load(id))?.attempts).toBe(3);
+      expect((await h!.raw(id))?.revision).toBe(0);
+    });
+
+    it('creating a live id again is false and leaves the row alone', async () => {
+      const { store } = await open();
+      const id = fid();
+      expect(await store.tryCreate(state(id, { inputJson: '"first"' }), 10 * MIN)).toBe(true);
+      expect(await store.tryCreate(state(id, { inputJson: '"second"' }), 10 * MIN)).toBe(false);
+      expect((await store.load(id))?.inputJson).toBe('"first"');
+    });
+
+    it(`16 concurrent creates of one id: exactly one true, row at revision 0${fixture.concurrent ? '' : ' (one session: they serialize)'}`, async () => {
+      const { store } = await open();
+      const id = fid();
+      const results = await Promise.all(Array.from({ length: 16 }, (_, i) => store.tryCreate(state(id, { attempts: i }), 10 * MIN)));
+      expect(results.filter((r) => r)).toHaveLength(1);
+      const winner = results.indexOf(true);
+      expect((await store.load(id))?.attempts).toBe(winner);
+      expect((await h!.raw(id))?.revision).toBe(0);
+    });
+
+    it('leases: acquire, foreign writes refused, stale revision refused, renew and release only for the owner', async () => {
+      const { store } = await open();
+      const id = fid();
+      const s0 = state(id);
+      expect(await store.tryCreate(s0, 10 * MIN)).toBe(true);
+      expect(await store.tryAcquireLease(id, 'A', MIN)).toBe(true);
+      expect(await store.tryAcquireLease(id, 'B', MIN)).toBe(false);
+      expect(await store.tryAcquireLease(id, 'A', MIN)).toBe(true); // already ours
+      const s1 = { ...s0, revision: 1, attempts: 1 };
+      expect(await store.tryUpdate(s1, 0, 10 * MIN, 'B')).toBe(false);
+      expect(await store.tryUpdate(s1, 0, 10 * MIN, 'A')).toBe(true);
+      expect(await store.tryUpdate(s1, 0, 10 * MIN, 'A')).toBe(false); // stale expected revision
+      expect((await h!.raw(id))?.revision).toBe(1);
+      expect(await store.tryRenewLease(id, 'B', MIN)).toBe(false);
+      expect(await store.tryRenewLease(id, 'A', MIN)).toBe(true);
+      await store.releaseLease(id, 'B'); // a no-op
+      expect(await store.tryAcquireLease(id, 'B', MIN)).toBe(false);
+      await store.releaseLease(id, 'A');
+      expect(await store.tryAcquireLease(id, 'B', MIN)).toBe(true);
+      // the lease-less compare-and-swap (recovery, operator edits) writes while B holds the lease
+      expect(await store.tryUpdate({ ...s1, revision: 2, status: 'Suspended' }, 1, 10 * MIN)).toBe(true);
+      expect(await store.tryUpdate({ ...s1, revision: 3 }, 2, 10 * MIN, 'A')).toBe(false);
+      expect(await store.tryDelete(id)).toBe(true);
+      expect(await store.load(id)).toBeNull();
+      expect(await store.tryDelete(id)).toBe(false);
+    });
+
+    it('lease expiry: a 250 ms lease becomes stealable; the dead owner cannot renew and its release is a no-op', async () => {
+      const { store } = await open();
+      const id = fid();
+      expect(await store.tryCreate(state(id), 10 * MIN)).toBe(true);
+      expect(await store.tryAcquireLease(id, 'dead', 250)).toBe(true);
+      expect(await store.tryAcquireLease(id, 'next', MIN)).toBe(false);
+      const until = Date.now() + 15_000;
+      let stolen = false;
+      while (!stolen && Date.now() < until) {
+        await sleep(50);
+        stolen = await store.tryAcquireLease(id, 'next', MIN);
+      }
+      expect(stolen).toBe(true);
+      expect(await store.tryRenewLease(id, 'dead', MIN)).toBe(false);
+      await store.releaseLease(id, 'dead');
+      expect(await store.observeLease(id)).toMatchObject({ leaseId: 'next' });
+    });
+
+    it('a lapsed lease cannot write a checkpoint, though its owner still shows until someone takes over', async () => {
+      const { store } = await open();
+      const id = fid();
+      expect(await store.tryCreate(state(id), 10 * MIN)).toBe(true);
+      expect(await store.tryAcquireLease(id, 'A', 100)).toBe(true);
+      await sleep(300);
+      expect(await store.tryUpdate(state(id, { revision: 1 }), 0, 10 * MIN, 'A')).toBe(false);
+      const seen = await store.observeLease(id);
+      expect(seen).not.toBe('unheld');
+      if (seen === 'unheld') return;
+      expect(seen.leaseId).toBe('A');
+      expect(seen.expiresAt.getTime()).toBeLessThan((await store.now()).getTime());
+    });
+
+    it('missing flow: load is null; delete, acquire, renew and update are false; release does not throw; observe is unheld', async () => {
+      const { store } = await open();
+      const id = fid();
+      expect(await store.load(id)).toBeNull();
+      expect(await store.tryDelete(id)).toBe(false);
+      expect(await store.tryAcquireLease(id, 'A', MIN)).toBe(false);
+      expect(await store.tryRenewLease(id, 'A', MIN)).toBe(false);
+      expect(await store.tryUpdate(state(id, { revision: 1 }), 0, MIN)).toBe(false);
+      await expect(store.releaseLease(id, 'A')).resolves.toBeUndefined();
+      expect(await store.observeLease(id)).toBe('unheld');
+    });
+
+    it('a large state (64 steps × 512 B plus 64 values, about 64 KiB) round-trips untruncated', async () => {
+      const { store } = await open();
+      const id = fid();
+      const steps: FlowState['steps'] = {};
+      const values: FlowState['values'] = {};
+      for (let i = 0; i < 64; i++) {
+        steps[`step-${i}`] = { completed: true, resultJson: JSON.stringify('é'.repeat(250) + String(i).padStart(262, '0')) };
+        values[`key-${i}`] = JSON.stringify('v'.repeat(500) + i);
+      }
+      const s = state(id, { steps, values });
+      expect(JSON.stringify(s).length).toBeGreaterThan(64 * 1024);
+      expect(await store.tryCreate(s, 10 * MIN)).toBe(true);
+      expect(await store.load(id)).toEqual(s);
+    });
+
+    it('schema version: a write of a future version throws RangeError; a seeded future-version row is refused on load', async () => {
+      const { store } = await open();
+      const id = fid();
+      const future = state(id, { schemaVersion: FLOW_STATE_SCHEMA_VERSION + 1 });
+      await expect(store.tryCreate(future, MIN)).rejects.toThrow(RangeError);
+      expect(() => store.validateCreate(future)).toThrow(RangeError);
+      expect(await store.tryCreate(state(id), MIN)).toBe(true);
+      await expect(store.tryUpdate({ ...future, revision: 1 }, 0, MIN)).rejects.toThrow(RangeError);
+      expect((await h!.raw(id))?.revision).toBe(0);
+      const seeded = fid();
+      await h!.seed(seeded, JSON.stringify({ ...state(seeded), schemaVersion: FLOW_STATE_SCHEMA_VERSION + 1 }), 0);
+      await expect(store.load(seeded)).rejects.toThrow(FlowStateUnreadableError);
+      await expect(store.load(seeded)).rejects.toThrow(/schema version 2 is unknown/);
+    });
+
+    it('malformed JSON, a revision mismatch and an id mismatch all throw FlowStateUnreadableError (never null)', async () => {
+      const { store } = await open();
+      const [a, b, c] = [fid(), fid(), fid()];
+      await h!.seed(a, '{"schemaVersion":1,', 0);
+      await h!.seed(b, JSON.stringify(state(b, { revision: 4 })), 5);
+      await h!.seed(c, JSON.stringify(state('someone-else')), 0);
+      await expect(store.load(a)).rejects.toThrow(/malformed JSON/);
+      await expect(store.load(b)).rejects.toThrow(/revision 4 differs from the row's 5/);
+      await expect(store.load(c)).rejects.toThrow(/names flow id 'someone-else'/);
+      for (const id of [a, b, c]) await expect(store.load(id)).rejects.toBeInstanceOf(FlowStateUnreadableError);
+    });
+
+    it('the TTL given is the TTL stamped (create and update), on the database clock; listing columns follow the state', async () => {
+      const { store } = await open();
+      const id = fid();
+      expect(await store.tryCreate(state(id), 90_000)).toBe(true);
+      expect(Math.abs((await h!.raw(id))!.ttlMs - 90_000)).toBeLessThan(50);
+      expect(await store.tryUpdate(state(id, { revision: 1, status: 'Suspended', flowName: 'renamed' }), 0, 3 * 24 * 3600_000)).toBe(true);
+      const row = (await h!.raw(id))!;
+      expect(Math.abs(row.ttlMs - 3 * 24 * 3600_000)).toBeLessThan(50);
+      expect(row).toMatchObject({ status: 'Suspended', flowName: 'renamed' });
+      // clamped at 3650 days
+      expect(await store.tryUpdate(state(id, { revision: 2 }), 1, 10 * 3650 * 24 * 3600_000)).toBe(true);
+      expect(Math.abs((await h!.raw(id))!.ttlMs - 3650 * 24 * 3600_000)).toBeLessThan(50);
+    });
+
+    it('case-variant ids CASE-FLOW and case-flow are two runs', async () => {
+      const { store } = await open();
+      const suffix = randomUUID();
+      const upper = `CASE-FLOW-${suffix.toUpperCase()}`;
+      const lower = `case-flow-${suffix}`;
+      expect(await store.tryCreate(state(upper, { inputJson: '"upper"' }), MIN)).toBe(true);
+      expect(await store.tryCreate(state(lower, { inputJson: '"lower"' }), MIN)).toBe(true);
+      expect((await store.load(upper))?.inputJson).toBe('"upper"');
+      expect((await store.load(lower))?.inputJson).toBe('"lower"');
+      expect(await store.tryAcquireLease(upper, 'A', MIN)).toBe(true);
+      expect(await store.tryAcquireLease(lower, 'B', MIN)).toBe(true);
+      // and accents: e + combining acute is not é
+      expect(await store.tryCreate(state('caf\u00e9'), MIN)).toBe(true);
+      expect(await store.tryCreate(state('cafe\u0301'), MIN)).toBe(true);
+    });
+
+    it('observeLease: unheld before any acquire and after release; a strictly later expiry after each renew', async () => {
+      const { store } = await open();
+      const id = fid();
+      expect(await store.tryCreate(state(id), 10 * MIN)).toBe(true);
+      expect(await store.observeLease(id)).toBe('unheld');
+      expect(await store.tryAcquireLease(id, 'A', 1000)).toBe(true);
+      const first = await store.observeLease(id);
+      expect(first).toMatchObject({ leaseId: 'A' });
+      let previous = (first as { expiresAt: Date }).expiresAt.getTime();
+      for (let i = 0; i < 2; i++) {
+        await sleep(15);
+        expect(await store.tryRenewLease(id, 'A', 1000)).toBe(true);
+        const seen = (await store.observeLease(id)) as { leaseId: string; expiresAt: Date };
+        expect(seen.leaseId).toBe('A');
+        expect(seen.expiresAt.getTime()).toBeGreaterThan(previous);
+        previous = seen.expiresAt.getTime();
+      }
+      await store.releaseLease(id, 'A');
+      expect(await store.observeLease(id)).toBe('unheld');
+    });
+
+    it('validateCreate enforces the size limit without I/O; tryCreate refuses the same state; no limit by default', async () => {
+      const { store } = await open({ maxStateBytes: 2048 });
+      const id = fid();
+      const big = state(id, { inputJson: JSON.stringify('x'.repeat(4096)) });
+      expect(() => store.validateCreate(big)).toThrow(FlowStateTooLargeError);
+      await expect(store.tryCreate(big, MIN)).rejects.toThrow(/over the limit of 2048/);
+      expect(await store.load(id)).toBeNull();
+      expect(() => store.validateCreate(state(id))).not.toThrow();
+      expect(() => store.validateCreate(state(id, { revision: 1 }))).toThrow(RangeError);
+    });
+
+    it('prune deletes expired rows only and reports how many; the first tryCreate of a store prunes opportunistically', async () => {
+      const { store } = await open();
+      const old = [fid(), fid(), fid()];
+      for (const id of old) {
+        await h!.seed(id, JSON.stringify(state(id)), 0);
+        await h!.expire(id);
+      }
+      const live = fid();
+      expect(await store.tryCreate(state(live), 10 * MIN)).toBe(true); // this store's first create: it prunes
+      for (const id of old) expect(await h!.raw(id)).toBeUndefined();
+      const dead = Array.from({ length: 5 }, fid);
+      for (const id of dead) {
+        expect(await store.tryCreate(state(id), 10 * MIN)).toBe(true); // within 5 minutes: no prune
+        await h!.expire(id);
+      }
+      for (const id of dead) expect(await h!.raw(id)).toBeDefined();
+      expect(await store.prune()).toBe(5);
+      expect(await store.prune()).toBe(0);
+      for (const id of dead) expect(await h!.raw(id)).toBeUndefined();
+      expect(await h!.raw(live)).toBeDefined();
+    });
+
+    it('list: newest first, filtered by status and flow name, paged by cursor; countByStatus counts live runs', async () => {
+      const { store } = await open();
+      const ids: string[] = [];
+      for (let i = 0; i < 7; i++) {
+        const id = `list-${i}-${randomUUID()}`;
+        ids.push(id);
+        expect(await store.tryCreate(state(id, { flowName: i % 2 === 0 ? 'even' : 'odd', lastMessage: `m${i}` }), 10 * MIN)).toBe(true);
+        await sleep(3);
+      }
+      for (const id of ids.slice(0, 2)) expect(await store.tryUpdate(state(id, { revision: 1, status: 'Succeeded', flowName: 'even' }), 0, 10 * MIN)).toBe(true);
+      const expired = fid();
+      expect(await store.tryCreate(state(expired), 10 * MIN)).toBe(true);
+      await h!.expire(expired);
+
+      expect(await store.countByStatus()).toEqual({ Running: 5, Succeeded: 2, Failed: 0, Suspended: 0 });
+      const running = await store.list({ status: 'Running', limit: 10 });
+      expect(running.items.map((i) => i.flowId)).toEqual(ids.slice(2).reverse());
+      expect(running.cursor).toBeUndefined();
+      expect(running.items[0]).toMatchObject({ flowName: 'even', status: 'Running', lastMessage: 'm6' });
+      expect(Date.parse(running.items[0]!.createdAt)).not.toBeNaN();
+
+      const page1 = await store.list({ limit: 3 });
+      expect(page1.items.map((i) => i.flowId)).toEqual([ids[1], ids[0], ids[6]]); // the two updated last come first
+      const page2 = await store.list({ limit: 3, cursor: page1.cursor });
+      expect(page2.items.map((i) => i.flowId)).toEqual([ids[5], ids[4], ids[3]]);
+      const page3 = await store.list({ limit: 3, cursor: page2.cursor });
+      expect(page3.items.map((i) => i.flowId)).toEqual([ids[2]]);
+      expect(page3.cursor).toBeUndefined();
+
+      const oddRunning = await store.list({ status: 'Running', flowName: 'odd', limit: 10 });
+      expect(oddRunning.items.map((i) => i.flowId)).toEqual([ids[5], ids[3]]);
+      const even = await store.list({ flowName: 'even', limit: 10 });
+      expect(even.items.map((i) => i.flowId)).toEqual([ids[1], ids[0], ids[6], ids[4], ids[2]]);
+      await expect(store.list({ limit: 0 })).rejects.toThrow(RangeError);
+      await expect(store.list({ limit: 5, cursor: 'not-a-cursor' })).rejects.toThrow(/cursor/);
+    });
+
+    it('now() is the database clock', async () => {
+      const { store } = await open();
+      const now = await store.now();
+      expect(Math.abs(now.getTime() - Date.now())).toBeLessThan(5 * MIN);
+    });
+  });
+}

@@ -1,0 +1,141 @@
+// Pins the shape of every T-SQL statement of the SQL Server durable-flow state store (no T-SQL engine listens on
+// this machine; the flow contract suite runs them for real when MSSQL_CONNECTION_STRING is set).
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_CHANNEL_TABLES } from '../../shared/channel/types';
+import { channelNames, transportNames } from '../../shared/sql/identifiers';
+import { schemaNames } from '../../shared/stores/schema-names';
+import { flowList, flowStatements } from '../../shared/stores/sqlserver/flow-statements';
+import type { Statement } from '../../shared/stores/sqlserver/statements';
+import { length, SPLIT, typeName } from '../support/sqlserver-statements';
+
+const names = schemaNames(transportNames('jobs', 'q', 'sqlserver'), channelNames('jobs', DEFAULT_CHANNEL_TABLES, 'sqlserver'), 'sqlserver', 'flows');
+const s = flowStatements(names);
+const all = Object.entries(s) as Array<[string, Statement]>;
+const T = '[jobs].[flows]';
+const NOW = 'SYSUTCDATETIME()';
+
+describe('SQL Server flow statement shapes', () => {
+  it('create: no MERGE; replace an expired row (lease cleared), else insert if absent, both probes UPDLOCK+HOLDLOCK, one transaction', () => {
+    expect(s.create.text).toBe(
+      [
+        'SET NOCOUNT OFF;',
+        'SET XACT_ABORT ON;',
+        'DECLARE @created int;',
+        'BEGIN TRANSACTION;',
+        `UPDATE ${T} WITH (UPDLOCK, HOLDLOCK)`,
+        'SET flow_name = @flow_name, status = @status, last_message = @last_message, state_json = @state_json,',
+        `    created_at_utc = ${NOW}, updated_at_utc = ${NOW}, expires_at_utc = ${SPLIT('@ttl_ms')},`,
+        '    revision = 0, lease_id = NULL, lease_expires_at_utc = NULL',
+        `WHERE flow_id = @flow_id AND expires_at_utc <= ${NOW};`,
+        'SET @created = @@ROWCOUNT;',
+        'IF @created = 0',
+        'BEGIN',
+        `    INSERT INTO ${T} (flow_id, flow_name, status, last_message, state_json, created_at_utc, updated_at_utc, expires_at_utc, revision)`,
+        `    SELECT @flow_id, @flow_name, @status, @last_message, @state_json, ${NOW}, ${NOW}, ${SPLIT('@ttl_ms')}, 0`,
+        `    WHERE NOT EXISTS (SELECT 1 FROM ${T} WITH (UPDLOCK, HOLDLOCK) WHERE flow_id = @flow_id);`,
+        '    SET @created = @@ROWCOUNT;',
+        'END',
+        'COMMIT TRANSACTION;',
+        'SELECT @created AS created;',
+      ].join('\n'),
+    );
+    expect(all.some(([, st]) => /\bMERGE\b/i.test(st.text))).toBe(false);
+  });
+
+  it('load reads live rows only; observe reads the lease as stored, with no clock predicate', () => {
+    expect(s.load.text).toBe(`SELECT state_json, revision FROM ${T} WHERE flow_id = @flow_id AND expires_at_utc > ${NOW};`);
+    expect(s.observeLease.text).toBe(`SELECT lease_id, lease_expires_at_utc FROM ${T} WHERE flow_id = @flow_id;`);
+  });
+
+  it('update: CAS on revision and liveness, the lease only when given, the TTL from the database clock', () => {
+    expect(s.update.text).toBe(
+      [
+        'SET NOCOUNT OFF;',
+        `UPDATE ${T}`,
+        'SET flow_name = @flow_name, status = @status, last_message = @last_message, state_json = @state_json, revision = @revision,',
+        `    expires_at_utc = ${SPLIT('@ttl_ms')}, updated_at_utc = ${NOW}`,
+        `WHERE flow_id = @flow_id AND revision = @expected_revision AND expires_at_utc > ${NOW}`,
+        `  AND (@lease_id IS NULL OR (lease_id = @lease_id AND lease_expires_at_utc > ${NOW}));`,
+      ].join('\n'),
+    );
+  });
+
+  it('leases: acquire when unheld, lapsed or ours; renew only an unexpired own lease; release only our own, expiry ignored', () => {
+    expect(s.acquireLease.text).toBe(
+      [
+        'SET NOCOUNT OFF;',
+        `UPDATE ${T} SET lease_id = @lease_id, lease_expires_at_utc = ${SPLIT('@duration_ms')}`,
+        `WHERE flow_id = @flow_id AND expires_at_utc > ${NOW}`,
+        `  AND (lease_id IS NULL OR lease_expires_at_utc <= ${NOW} OR lease_id = @lease_id);`,
+      ].join('\n'),
+    );
+    expect(s.renewLease.text).toBe(
+      [
+        'SET NOCOUNT OFF;',
+        `UPDATE ${T} SET lease_expires_at_utc = ${SPLIT('@duration_ms')}`,
+        `WHERE flow_id = @flow_id AND expires_at_utc > ${NOW} AND lease_id = @lease_id AND lease_expires_at_utc > ${NOW};`,
+      ].join('\n'),
+    );
+    expect(s.releaseLease.text).toBe(
+      ['SET NOCOUNT OFF;', `UPDATE ${T} SET lease_id = NULL, lease_expires_at_utc = NULL WHERE flow_id = @flow_id AND lease_id = @lease_id;`].join('\n'),
+    );
+  });
+
+  it('delete and the bounded prune batch (DELETE TOP (1000), count read server-side)', () => {
+    expect(s.delete.text).toBe(['SET NOCOUNT OFF;', `DELETE FROM ${T} WHERE flow_id = @flow_id;`].join('\n'));
+    expect(s.pruneBatch.text).toBe(['SET NOCOUNT OFF;', `DELETE TOP (1000) FROM ${T} WHERE expires_at_utc <= ${NOW};`, 'SELECT @@ROWCOUNT AS deleted;'].join('\n'));
+    expect(s.countByStatus.text).toBe(`SELECT status, COUNT_BIG(*) AS n FROM ${T} WHERE expires_at_utc > ${NOW} GROUP BY status;`);
+    expect(s.now.text).toBe(`SELECT ${NOW} AS now;`);
+  });
+
+  it('list: newest first, live rows, each filter only when used, the cursor as exact datetime2(7) text', () => {
+    expect(flowList(names, {}).text).toBe(
+      [
+        'SELECT TOP (@limit) flow_id, flow_name, status, last_message, created_at_utc, updated_at_utc,',
+        '       CONVERT(varchar(27), updated_at_utc, 121) AS updated_exact',
+        `FROM ${T}`,
+        `WHERE expires_at_utc > ${NOW}`,
+        'ORDER BY updated_at_utc DESC, flow_id DESC;',
+      ].join('\n'),
+    );
+    expect(flowList(names, { status: 'Running', flowName: 'x', cursor: true }).text).toContain(
+      [
+        `WHERE expires_at_utc > ${NOW}`,
+        '  AND status = @status',
+        '  AND flow_name = @flow_name',
+        '  AND (updated_at_utc < CONVERT(datetime2(7), @cursor_at, 121) OR (updated_at_utc = CONVERT(datetime2(7), @cursor_at, 121) AND flow_id < @cursor_id))',
+      ].join('\n'),
+    );
+    expect(Object.keys(s).filter((k) => k.startsWith('list'))).toHaveLength(8);
+  });
+
+  it('every write turns NOCOUNT off; every instant is SYSUTCDATETIME(); no client time, no GETDATE', () => {
+    for (const [name, st] of all) {
+      if (/^\s*(SET NOCOUNT OFF;\n)?(UPDATE|DELETE)|INSERT INTO/m.test(st.text) && name !== 'catalogSnapshot') expect(st.text.startsWith('SET NOCOUNT OFF;'), name).toBe(true);
+      expect(st.text, name).not.toMatch(/GETDATE|GETUTCDATE|CURRENT_TIMESTAMP/i);
+    }
+  });
+
+  it('every parameter the text uses is declared, and typed: ids nvarchar(400), durations and revisions bigint', () => {
+    for (const [name, st] of all) {
+      const used = new Set([...st.text.matchAll(/@([a-z_]+)/g)].map((m) => m[1]!).filter((p) => !['created', 'schema_id', 'object_id'].includes(p) && !p.startsWith('@')));
+      used.delete('ROWCOUNT');
+      for (const p of used) expect(Object.keys(st.params), `${name} uses @${p}`).toContain(p);
+    }
+    expect(typeName(s.create, 'flow_id')).toBe('NVarChar');
+    expect(length(s.create, 'flow_id')).toBe(400);
+    expect(typeName(s.create, 'ttl_ms')).toBe('BigInt');
+    expect(typeName(s.update, 'expected_revision')).toBe('BigInt');
+    expect(typeName(s.update, 'revision')).toBe('BigInt');
+    expect(typeName(s.acquireLease, 'duration_ms')).toBe('BigInt');
+    expect(length(s.acquireLease, 'lease_id')).toBe(64);
+    expect(typeName(flowList(names, { status: 'Running' }), 'limit')).toBe('Int');
+  });
+
+  it('the catalog snapshot reads the objects holding the name, the columns, the primary key and the indexes, by parameter', () => {
+    const t = s.catalogSnapshot.text;
+    expect(t).toContain("OBJECT_ID(QUOTENAME(@schema) + N'.' + QUOTENAME(@table), N'U')");
+    expect(t.match(/^SELECT /gm)).toHaveLength(4);
+    expect(Object.keys(s.catalogSnapshot.params)).toEqual(['schema', 'table']);
+  });
+});
