@@ -37,7 +37,6 @@ import { runUntilAborted } from './run-loop';
 import { linkedSignal } from './signals';
 import { wireFlows, type FlowsWiring } from './flows-wiring';
 import type { Flows } from '../flows/flows';
-import type { FlowStateStore } from '../flows/store';
 import { DEFAULT_FLOWS_QUEUE } from '../flows/jobs';
 import { DEFAULT_FLOW_OPTIONS, flowOptionProblems } from '../flows/options';
 
@@ -274,11 +273,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const channel = new ResponseChannel(stores.channel, publishWake, channelConfig, logger, retry);
   let flowsWiring: FlowsWiring | undefined;
   if (options.flows) {
-    const flowStore = options.flows.store ?? (opened as Stores & { flows?: FlowStateStore }).flows;
-    if (!flowStore) {
-      await stores.close();
-      throw new EngineOptionsError(['flows: there is no flow state store (the opened stores have none): pass flows.store']);
-    }
+    const flowStore = options.flows.store ?? opened.flows;
     flowsWiring = wireFlows({ options: options.flows, store: flowStore, publisher, channel, logger, metrics, publish: (queue, message) => engine.publish(queue, message) });
   }
   const routes = buildRoutes(options, { channel, channelStore: stores.channel, channelConfig, defaults, logger, metrics, internalTargets: flowsWiring?.internalTargets });

@@ -1,16 +1,14 @@
 // The flows layer on the engine (real transport and channel on PGlite, and PostgreSQL when PG_URL is set): the
 // example flow completes through the flows queue, its approval answered by a code handler on `approvals` whose
 // result travels as a correlated response through the channel's recovery path (the callbacks queue's `flow`
-// internal target) into the parked run. The flow state store is the in-memory one until the SQL stores land.
+// internal target) into the parked run, with the SQL flow state store of the target.
 import { randomBytes } from 'node:crypto';
 import { Pool } from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { appFlows } from '../../flows';
 import { createEngine, FlowRegistry, silentLogger, type Engine, type StoreConnection } from '../../shared';
-import { systemClock } from '../../shared/flows/clock';
 import { MemoryMetrics } from '../../shared/telemetry/metrics';
 import { METRIC } from '../../shared/telemetry/metric-names';
-import { MemoryFlowStore } from '../support/memory-flow-store';
 
 interface Target {
   name: string;
@@ -60,7 +58,7 @@ for (const target of TARGETS) {
             },
           },
         },
-        flows: { registry: appFlows, store: new MemoryFlowStore(systemClock) },
+        flows: { registry: appFlows },
       });
       engines.push(engine);
       expect(engine.flowsQueue).toBe('flows');
@@ -87,7 +85,7 @@ for (const target of TARGETS) {
         stop.abort();
         await running;
       }
-    });
+    }, 120_000); // opening PGlite with every schema version takes 20-30 s on a loaded 2-core machine
 
     it('a response posted later (no live waiter) completes the parked step within about a second', async () => {
       const registry = new FlowRegistry().register('ask-later', async (ctx) => {
@@ -96,13 +94,12 @@ for (const target of TARGETS) {
         });
         return { answer };
       });
-      const store = new MemoryFlowStore(systemClock);
       const engine = await createEngine({
         store: target.store(),
         schema: target.schema,
         logger: silentLogger,
         queues: { unused: { handler: async () => undefined } },
-        flows: { registry, store, queue: 'flows-later' },
+        flows: { registry, queue: 'flows-later' },
       });
       engines.push(engine);
       const stop = new AbortController();
@@ -117,7 +114,7 @@ for (const target of TARGETS) {
         }
         expect(cid).toBeDefined();
         await new Promise((r) => setTimeout(r, 200)); // parked, lease released
-        expect(store.leaseOf(id)?.leaseId).toBeNull();
+        expect(await engine.stores.flows.observeLease(id)).toBe('unheld');
         const t0 = Date.now();
         const published = await engine.channel.publishResponse({ correlationId: cid!, payload: { ok: 'later' }, final: true }, { confirm: true });
         expect(published.delivery).toBe('recovery');
@@ -130,9 +127,9 @@ for (const target of TARGETS) {
         stop.abort();
         await running;
       }
-    });
+    }, 120_000); // opening PGlite with every schema version takes 20-30 s on a loaded 2-core machine
 
-    it('refuses flows without a store, and a flows queue that is another queue', async () => {
+    it('refuses a flows queue that is another queue, and timings that contradict each other', async () => {
       await expect(
         createEngine({ store: target.store(), schema: target.schema, logger: silentLogger, queues: { a: { handler: async () => 1 } }, flows: { registry: new FlowRegistry(), queue: 'a' } }),
       ).rejects.toThrow(/flows.queue 'a' is already a worker, built-in or dead-letter queue/);
