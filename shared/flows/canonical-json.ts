@@ -1,3 +1,5 @@
+import { stringifyJson } from '../json/raw-json';
+
 /** JSON text with object keys sorted, so two starts with semantically equal input compare equal. */
 export function canonicalJson(text: string): string {
   return JSON.stringify(sortKeys(JSON.parse(text)));
@@ -13,7 +15,7 @@ function sortKeys(v: unknown): unknown {
   return v;
 }
 
-/** A value's JSON text; undefined (a step or flow that returned nothing) is stored as null. */
+/** A value's JSON text (a RawJson as its own text); undefined (a step that returned nothing) is stored as null. */
 export function toJson(value: unknown): string {
-  return JSON.stringify(value) ?? 'null';
+  return stringifyJson(value) ?? 'null';
 }
