@@ -66,7 +66,8 @@ export async function startFlow(deps: StarterDeps, flowName: string, input: unkn
   await deps.jobs.publish({ id: startJobId(id), job: { kind: 'start', flowId: id, stateJson: serializeFlowState(state) }, delayMs: 0 });
   if (!(await deps.store.tryCreate(state, deps.stateExpiryMs))) {
     const stored = await deps.store.load(id);
-    if (stored) return sameStart(stored, flowName, inputJson);
+    // written by this start's own job (a drain ran it first: it carries this very ledger), or by another start
+    if (stored && !(stored.createdAt === state.createdAt && stored.flowName === flowName && stored.inputJson === inputJson)) return sameStart(stored, flowName, inputJson);
   }
   deps.metrics.runStarted(flowName);
   return { id, status: 'Running', created: true };
