@@ -503,7 +503,7 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
           deadLettered: { type: 'integer', minimum: 0 },
           oldestReadyAgeSeconds: { type: ['number', 'null'], minimum: 0 },
           route: exact(['handler'], {
-            handler: { type: 'string', enum: ['echo', 'forward', 'code', 'response-ingress', 'callbacks'] },
+            handler: { type: 'string', enum: ['echo', 'forward', 'code', 'response-ingress', 'callbacks', 'flows'] },
             forwardHost: { type: 'string', description: 'host[:port] of the forward URL (never its path, query or credentials); forward only' },
             forwardTimeoutSeconds: { type: 'number' },
           }),

@@ -1,10 +1,11 @@
 import type { AppConfig } from '../config';
+import { DEFAULT_FLOWS_QUEUE } from '../flows/jobs';
 import { CALLBACK_QUEUE, RESPONSE_QUEUE } from '../queue-names';
 import { problem, type HttpAnswer } from '../http/problem';
 
-/** Every queue the configuration knows: the worker queues, the response ingress queue, then (internal) callbacks. */
+/** Every queue the configuration knows: the worker queues, the response ingress queue, then (internal) callbacks and flows. */
 export function knownQueues(config: AppConfig, options: { internal?: boolean } = {}): string[] {
-  return [...config.queues, RESPONSE_QUEUE, ...(options.internal ? [CALLBACK_QUEUE] : [])];
+  return [...config.queues, RESPONSE_QUEUE, ...(options.internal ? [CALLBACK_QUEUE, DEFAULT_FLOWS_QUEUE] : [])];
 }
 
 /**
@@ -15,5 +16,5 @@ export function unknownQueue(config: AppConfig, queue: string | undefined, optio
   const known = knownQueues(config, options);
   if (queue !== undefined && known.includes(queue)) return null;
   const shown = queue === undefined ? '' : queue.length > 100 ? `${queue.slice(0, 100)}…` : queue;
-  return problem(404, `queue '${shown}' is not configured; the queues are ${known.join(', ')} (QUEUES = ${config.queues.join(',')}, plus the built-in '${RESPONSE_QUEUE}' ingress queue${options.internal ? ` and the internal '${CALLBACK_QUEUE}' queue` : ''})`);
+  return problem(404, `queue '${shown}' is not configured; the queues are ${known.join(', ')} (QUEUES = ${config.queues.join(',')}, plus the built-in '${RESPONSE_QUEUE}' ingress queue${options.internal ? ` and the internal '${CALLBACK_QUEUE}' and '${DEFAULT_FLOWS_QUEUE}' queues` : ''})`);
 }

@@ -133,5 +133,11 @@ describe('durable flows over HTTP (default timer schedules)', () => {
     expect((await app.api('flows/example-approval/hat-1/pause', { method: 'POST' })).status).toBe(404);
     expect((await app.api('flows/example-approval/nope')).status).toBe(404);
     expect((await app.api('flows?status=Sleeping')).status).toBe(400);
+    // the flows queue is an internal queue operators can inspect (its dead letters are the "run is stuck" alarm)
+    const q = await app.api('queues/flows');
+    expect(q.status).toBe(200);
+    expect(await q.json()).toMatchObject({ queue: 'flows', route: { handler: 'flows' } });
+    expect((await app.api('queues/flows/deadletters')).status).toBe(200);
+    expect((await app.api('queues/flows/messages', postJson({ payload: {} }))).status).toBe(404); // not published to over HTTP
   }, 90_000);
 });
