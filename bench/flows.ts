@@ -13,6 +13,9 @@ import { DEFAULT_POOL } from '../shared/engine/options';
 const FLOWS = Number(process.env.BENCH_FLOWS ?? 500);
 const url = process.env.PG_URL ?? process.env.DATABASE_URL;
 
+/** Milliseconds spent in each store method (summed over concurrent calls). */
+const times = new Map<string, number>();
+
 /** Counts every call of every store method, by store and method. */
 function counting<T extends object>(name: string, target: T, counts: Map<string, number>): T {
   return new Proxy(target, {
@@ -22,7 +25,10 @@ function counting<T extends object>(name: string, target: T, counts: Map<string,
       return (...args: unknown[]) => {
         const key = `${name}.${String(prop)}`;
         counts.set(key, (counts.get(key) ?? 0) + 1);
-        return (v as (...a: unknown[]) => unknown).apply(t, args);
+        const t0 = performance.now();
+        const out = (v as (...a: unknown[]) => unknown).apply(t, args);
+        if (out instanceof Promise) void out.finally(() => times.set(key, (times.get(key) ?? 0) + performance.now() - t0)).catch(() => undefined);
+        return out;
       };
     },
   });
@@ -57,6 +63,7 @@ export async function benchFlows(): Promise<void> {
     await engine.flows!.start('example-approval', { item: 'warm-up' }, { id: 'warm-up' });
     await engine.flows!.waitForEnd('warm-up', 30_000);
     counts.clear();
+    times.clear();
     const t0 = Date.now();
     const ids = Array.from({ length: FLOWS }, (_, i) => `run-${i}`);
     for (let i = 0; i < ids.length; i += 50) await Promise.all(ids.slice(i, i + 50).map((id) => engine.flows!.start('example-approval', { item: id }, { id })));
@@ -79,7 +86,7 @@ export async function benchFlows(): Promise<void> {
     const steps = 3; // reserve, approve, cool-off (0 s)
     console.log(`flows (${url ? 'postgres' : 'pglite'}): ${FLOWS} example-approval runs in ${seconds.toFixed(2)} s = ${(FLOWS / seconds).toFixed(0)} runs/s; start→end p50 ${latencies[Math.floor(latencies.length / 2)]} ms, p99 ${latencies[Math.floor(latencies.length * 0.99)]} ms`);
     console.log(`store calls: ${(total / FLOWS).toFixed(1)} per run = ${(total / FLOWS / steps).toFixed(1)} per step (transport, channel and flow store; each call one statement or one short transaction; drain-loop claims included)`);
-    for (const [k, v] of [...counts.entries()].sort((a, b) => b[1] - a[1])) console.log(`  ${k.padEnd(34)} ${(v / FLOWS).toFixed(2)} per run`);
+    for (const [k, v] of [...counts.entries()].sort((a, b) => b[1] - a[1])) console.log(`  ${k.padEnd(34)} ${(v / FLOWS).toFixed(2)} per run, ${((times.get(k) ?? 0) / v).toFixed(1)} ms each`);
   } finally {
     stop.abort();
     await running;
