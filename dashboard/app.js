@@ -28,6 +28,8 @@
     refreshing: false,
     /** the key form was opened by a 401: close it once a call succeeds */
     keyPrompted: false,
+    /** the flow run whose steps are shown ({ flow, id }) */
+    run: null,
   };
 
   // ---- the function key: session storage only -------------------------------------------------------------
@@ -318,6 +320,61 @@
     );
   }
 
+  // ---- flows -----------------------------------------------------------------------------------------------------
+
+  /** GET /api/flows: { items, counts, flows }; null when flows are not enabled (404). */
+  async function fetchFlows() {
+    try {
+      return await api('flows?limit=20');
+    } catch (err) {
+      if (err && err.status === 404) return null;
+      throw err;
+    }
+  }
+
+  /** Counts by status as tiles, the latest runs as rows (a run's id opens its steps); hidden without flows. */
+  function renderFlows(body) {
+    const section = $('flows-section');
+    section.hidden = !body || !body.counts;
+    if (section.hidden) return;
+    const tile = (status, hint, bad) =>
+      el('div', { class: bad ? 'tile bad' : 'tile', 'data-field': status }, el('span', { class: 'tile-value', text: formatCount(body.counts[status]) }), el('span', { class: 'tile-label', text: status }), el('span', { class: 'tile-hint', text: hint }));
+    $('flow-counts').replaceChildren(
+      tile('Running', 'executing, sleeping or waiting'),
+      tile('Suspended', 'parked by an operator'),
+      tile('Succeeded', 'ended with a result'),
+      tile('Failed', 'ended with an error', body.counts.Failed > 0),
+    );
+    const items = Array.isArray(body.items) ? body.items : [];
+    $('flow-runs').tBodies[0].replaceChildren(
+      ...items.map((r) =>
+        el(
+          'tr',
+          { 'data-run': r.id },
+          cell('Run', el('button', { type: 'button', class: 'link', title: `Show the steps of ${r.id}`, text: r.id, onclick: () => showRun(r.flowName, r.id).catch(showError) }), 'name'),
+          cell('Flow', r.flowName),
+          cell('Status', el('span', { class: r.status === 'Failed' ? 'badge bad' : 'badge', text: r.status }), undefined, 'status'),
+          cell('Updated', new Date(r.updatedAt).toLocaleTimeString('en-GB')),
+          cell('Last message', preview(r.lastMessage || '')),
+        ),
+      ),
+    );
+    if (state.run) showRun(state.run.flow, state.run.id).catch(showError);
+  }
+
+  /** One run's steps in order: name, state, and its times (or what it waits for). */
+  async function showRun(flow, id) {
+    state.run = { flow, id };
+    const run = await api(`flows/${encodeURIComponent(flow)}/${encodeURIComponent(id)}`);
+    $('flow-run').hidden = false;
+    $('flow-run-title').textContent = `${run.id}: ${run.status} after ${run.attempts} execution${run.attempts === 1 ? '' : 's'}`;
+    const when = (s) =>
+      s.completedAt ? `done ${new Date(s.completedAt).toLocaleTimeString('en-GB')}` : s.wakeAt ? `until ${new Date(s.wakeAt).toLocaleString('en-GB')}` : s.correlationId ? `waits for ${s.correlationId}` : s.childId ? `waits for ${s.childId}` : '';
+    $('flow-steps').replaceChildren(
+      ...(run.steps || []).map((s) => el('li', { 'data-step': s.name }, el('span', { text: s.name }), el('span', { class: 'step-state', text: s.state }), el('span', { class: 'muted', text: [when(s), s.error || s.message || ''].filter(Boolean).join(' · ') }))),
+    );
+  }
+
   // ---- dead letters ---------------------------------------------------------------------------------------------
 
   function preview(payload) {
@@ -480,7 +537,7 @@
     state.refreshing = true;
     try {
       await refreshHealth();
-      const [queues, channel, topics] = await Promise.all([api('queues'), api('channel'), fetchTopics()]);
+      const [queues, channel, topics, flows] = await Promise.all([api('queues'), api('channel'), fetchTopics(), fetchFlows()]);
       const now = Date.now();
       state.queues = Array.isArray(queues && queues.items) ? queues.items : [];
       record(state.queues, now);
@@ -492,6 +549,7 @@
       renderQueues(now);
       renderTopics(topics);
       renderChannel(channel);
+      renderFlows(flows);
       const current = state.queues.find((q) => q.queue === state.selected);
       const count = current ? current.deadLettered : null;
       if (options.deadLetters || count !== state.selectedCount) {

@@ -34,6 +34,11 @@ import './list-schedules';
 import './delete-schedule';
 import './pause-schedule';
 import './resume-schedule';
+import './start-flow';
+import './get-flow';
+import './control-flow';
+import './list-flows';
+import './drain-flows';
 
 // Application Insights (only with APPLICATIONINSIGHTS_CONNECTION_STRING) starts before the first invocation, so
 // its preInvocation hook gives every invocation's dependencies the host's operation id (shared/telemetry/setup.ts).

@@ -33,3 +33,31 @@ export { occurrenceId } from './schedules/occurrence-id';
 export { ScheduleRejectedError, type EvaluationReport, type PutResult, type ScheduleService } from './schedules/service';
 export type { ScheduleInput } from './schedules/input';
 export { SCHEDULE_HEADER, SCHEDULE_SLOT_HEADER, type ScheduleRow, type ScheduleStore, type ScheduleTarget, type MisfirePolicy } from './schedules/types';
+export {
+  AwaitedResponseError,
+  ChildFlowFailedError,
+  DEFAULT_FLOW_OPTIONS,
+  DEFAULT_FLOWS_QUEUE,
+  FlowFailedError,
+  FlowIdConflictError,
+  FlowIdError,
+  FlowRegistry,
+  FlowRunNotFoundError,
+  FlowStatusError,
+  FlowStepTimeoutError,
+  UnknownFlowError,
+  type AwaitOptions,
+  type FlowContext,
+  type FlowFunction,
+  type FlowOptions,
+  type FlowPublishInput,
+  type FlowResponse,
+  type Flows,
+  type FlowState,
+  type FlowStateStore,
+  type FlowStatus,
+  type FlowStepState,
+  type FlowSummary,
+  type StartedFlow,
+} from './flows';
+export type { FlowsEngineOptions } from './engine/flows-wiring';

@@ -5,6 +5,7 @@
 // APPLICATIONINSIGHTS_CONNECTION_STRING is set; then the stores are wrapped so every call is a SQL dependency, and
 // `metrics` sends the custom metrics.
 
+import { appFlows } from '../flows';
 import { codeHandlers } from '../handlers';
 import type { ResponseChannel } from './channel/response-channel';
 import { engineOptions, loadConfig, staticSchedules, type AppConfig, type Env } from './settings';
@@ -86,7 +87,7 @@ export function getRuntime(overrides: RuntimeOverrides = {}): Promise<Runtime> {
     let drainRequests: DrainRequestSender | undefined;
     try {
       drainRequests = await openDrainRequests(cfg.drainRequests, process.env, logger);
-      engine = await createEngine({ ...engineOptions(cfg, { store: { stores, notifyUrl }, handlers: codeHandlers, logger, metrics }), drainRequests });
+      engine = await createEngine({ ...engineOptions(cfg, { store: { stores, notifyUrl }, handlers: codeHandlers, logger, metrics }), drainRequests, flows: { registry: appFlows } });
     } catch (err) {
       await stores.close();
       throw err;

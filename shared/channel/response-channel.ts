@@ -9,6 +9,7 @@ import { isTransientError } from '../sql/transient';
 import type { WakeSignal } from '../transport/wake';
 import { onAbort } from './abort-fanout';
 import { buildEnvelope, readEnvelope, type ResponseBody } from './envelope';
+import { derivedUuid } from './ids';
 import { LocalWaiters } from './local-waiters';
 import type { ChannelMessage, ChannelStore, SubscriptionStart } from './types';
 
@@ -37,6 +38,19 @@ export interface RegistrationState {
   RegistrationId: string;
   CorrelationId: string;
   CallbackUrl: string;
+}
+
+/**
+ * A registration whose recovery goes to a target inside this app instead of an HTTP callback (the flows layer's
+ * awaited steps): the callbacks queue's job hands the response to the target registered under `Target` with
+ * `Data`, with the same retries and dead letters. The channel knows no target's meaning.
+ */
+export interface InternalRegistrationState {
+  SchemaVersion: 1;
+  RegistrationId: string;
+  CorrelationId: string;
+  Target: string;
+  Data: unknown;
 }
 
 /**
@@ -251,6 +265,19 @@ export class ResponseChannel {
     if (row.ackedAt !== null) return 'acknowledged';
     if (row.recoveryClaimed) return 'already-routed';
     return 'no-registrations';
+  }
+
+  /**
+   * Registers (upserts: the same target and data give the same registration id) an internal recovery target for
+   * a correlation id: a response that reaches no live waiter is routed at once to the target's handler.
+   */
+  async registerInternal(correlationId: string, target: string, data: unknown, ttlMs: number): Promise<{ registrationId: string; expiresAt: Date }> {
+    const registrationId = derivedUuid(`internal:${target}:${correlationId}:${JSON.stringify(data)}`);
+    const state: InternalRegistrationState = { SchemaVersion: 1, RegistrationId: registrationId, CorrelationId: correlationId, Target: target, Data: data };
+    const max = this.config.maxRegistrationsPerCorrelationId;
+    const expiresAt = await this.store.saveRegistration(correlationId, registrationId, JSON.stringify(state), ttlMs, max);
+    if (expiresAt === null) throw new RegistrationLimitError(correlationId, max);
+    return { registrationId, expiresAt };
   }
 
   async registerCallback(correlationId: string, callbackUrl: string, ttlMs: number): Promise<{ registrationId: string; expiresAt: Date }> {

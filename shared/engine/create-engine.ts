@@ -38,6 +38,10 @@ import { DEFAULT_QUEUE_POLICY, policyProblems, type QueuePolicy } from './policy
 import { buildRoutes, routeView, type PolicyView, type QueueRoute, type RouteView } from './routes';
 import { runUntilAborted } from './run-loop';
 import { linkedSignal } from './signals';
+import { wireFlows, type FlowsWiring } from './flows-wiring';
+import type { Flows } from '../flows/flows';
+import { DEFAULT_FLOWS_QUEUE } from '../flows/jobs';
+import { DEFAULT_FLOW_OPTIONS, flowOptionProblems } from '../flows/options';
 
 export interface PublishInput {
   payload: unknown;
@@ -117,8 +121,12 @@ export interface Engine {
   readonly publisher: Publisher;
   readonly wake: WakeSignal;
   readonly deadLetterQueue: string;
-  /** The worker queues (not the built-in `response` and `callbacks`). */
+  /** The worker queues (not the built-in `response` and `callbacks`, nor the flows queue). */
   readonly queues: readonly string[];
+  /** Durable flows (start, read, list, suspend, resume, cancel runs); undefined without the `flows` option. */
+  readonly flows: Flows | undefined;
+  /** The queue flow executions travel on (drained like every queue); undefined without flows. */
+  readonly flowsQueue: string | undefined;
   /** Route of a worker or built-in queue. */
   route(queue: string): QueueRoute | undefined;
   publish(queue: string, message: PublishInput, options?: PublishCallOptions): Promise<PublishResult>;
@@ -144,7 +152,7 @@ export interface Engine {
   readonly schedules: ScheduleService;
   /** One budgeted drain of a queue with its route (a timer invocation's work). */
   drain(queue: string, request: DrainRequest): Promise<DrainReport>;
-  /** Long-running: drains the queues (default: every worker queue) without a budget until the signal aborts. */
+  /** Long-running: drains the queues (default: every worker queue and the flows queue) without a budget until the signal aborts. */
   run(queues: string | readonly string[] | undefined, request: RunRequest): Promise<DrainReport[]>;
   stats(queue: string): Promise<QueueStatsWithRoute>;
   /**
@@ -271,7 +279,21 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     logger,
   );
   const channel = new ResponseChannel(stores.channel, publishWake, channelConfig, logger, retry);
-  const routes = buildRoutes(options, { channel, channelStore: stores.channel, channelConfig, defaults, logger, metrics });
+  let flowsWiring: FlowsWiring | undefined;
+  if (options.flows) {
+    const flowStore = options.flows.store ?? opened.flows;
+    flowsWiring = wireFlows({ options: options.flows, store: flowStore, publisher, channel, logger, metrics, publish: (queue, message) => engine.publish(queue, message) });
+  }
+  const routes = buildRoutes(options, { channel, channelStore: stores.channel, channelConfig, defaults, logger, metrics, internalTargets: flowsWiring?.internalTargets });
+  if (flowsWiring) {
+    routes.set(flowsWiring.queue, {
+      queue: flowsWiring.queue,
+      handler: flowsWiring.handler,
+      description: { kind: 'flows' },
+      hooks: {},
+      policy: { ...defaults, ...options.flows?.policy },
+    });
+  }
   const workerQueues = Object.keys(options.queues);
   const notifyUrl = isInjected(options.store) ? options.store.notifyUrl : options.store.kind === 'postgres' ? options.store.url : undefined;
   let listener: NotifyListener | undefined;
@@ -420,6 +442,8 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     wake,
     deadLetterQueue,
     queues: workerQueues,
+    flows: flowsWiring?.flows,
+    flowsQueue: flowsWiring?.queue,
     route: (queue) => routes.get(queue),
     schedules,
 
@@ -522,7 +546,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     },
 
     run(queues, request) {
-      const list = queues === undefined ? workerQueues : typeof queues === 'string' ? [queues] : queues;
+      const list = queues === undefined ? [...workerQueues, ...(flowsWiring ? [flowsWiring.queue] : [])] : typeof queues === 'string' ? [queues] : queues;
       for (const q of list) routeOf(q);
       const stop = linkedSignal([request.signal, closing.signal]);
       const log = request.logger ?? logger;
@@ -581,7 +605,16 @@ function optionProblems(
   const problems: string[] = [];
   const queues = Object.keys(o.queues ?? {});
   if (queues.length === 0) problems.push('queues: name at least one worker queue');
-  for (const q of [...queues, deadLetterQueue]) {
+  const flowsQueue = o.flows ? (o.flows.queue ?? DEFAULT_FLOWS_QUEUE) : undefined;
+  if (flowsQueue !== undefined) {
+    if (queues.includes(flowsQueue) || flowsQueue === deadLetterQueue || BUILT_IN_QUEUES.includes(flowsQueue)) {
+      problems.push(`flows.queue '${flowsQueue}' is already a worker, built-in or dead-letter queue: flow executions need a queue of their own`);
+    }
+    if (typeof o.flows?.registry?.get !== 'function') problems.push('flows.registry must be a FlowRegistry');
+    if (o.flows?.policy) problems.push(...policyProblems(flowsQueue, { ...defaults, ...o.flows.policy }));
+    problems.push(...flowOptionProblems({ ...DEFAULT_FLOW_OPTIONS, ...o.flows?.timings }));
+  }
+  for (const q of [...queues, deadLetterQueue, ...(flowsQueue !== undefined ? [flowsQueue] : [])]) {
     const why = validateQueueName(q);
     if (why) problems.push(`queue '${q}': ${why}`);
   }

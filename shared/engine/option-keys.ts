@@ -67,7 +67,9 @@ const TOP_KEYS = [
   'metrics',
   'wake',
   'drainRequests',
+  'flows',
 ];
+const FLOW_TIMING_KEYS = ['leaseDurationMs', 'leaseRenewIntervalMs', 'stateExpiryMs', 'timerInProcessThresholdMs', 'defaultAwaitTimeoutMs', 'progressIntervalMs'];
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -125,6 +127,8 @@ const TOP: Level = {
       check(value, path, { keys: RETRY_KEYS, children: Object.fromEntries(RETRY_KEYS.map((k) => [k, flat(BACKOFF_KEYS)])) }, problems),
     channel: flat(CHANNEL_KEYS),
     wake: flat(['inProcess', 'notify']),
+    flows: (value, path, problems) =>
+      check(value, path, { keys: ['registry', 'store', 'queue', 'policy', 'timings'], children: { policy, timings: flat(FLOW_TIMING_KEYS) } }, problems),
   },
 };
 

@@ -12,6 +12,7 @@ import type { Metrics } from '../telemetry/metrics';
 import type { DrainAnnouncer } from '../drain-requests/sender';
 import type { JobHandler } from '../transport/job';
 import type { IdGenerationMode } from '../transport/ids';
+import type { FlowsEngineOptions } from './flows-wiring';
 import type { QueuePolicy } from './policy';
 
 export type { PoolOptions };
@@ -84,6 +85,11 @@ export interface EngineOptions {
    * overdue). The app sends storage-queue drain requests from it (shared/drain-requests); absent: nobody is told.
    */
   drainRequests?: DrainAnnouncer;
+  /**
+   * Durable flows (shared/flows): the registry of flows this engine runs, their queue (default `flows`, drained
+   * like every queue and by run() by default) and store (default: the opened stores' flow store).
+   */
+  flows?: FlowsEngineOptions;
 }
 
 export const DEFAULT_POOL: Readonly<PoolOptions> = Object.freeze({ max: 10, min: 0, connectTimeoutMs: 15_000, requestTimeoutMs: 30_000 });

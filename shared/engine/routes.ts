@@ -5,7 +5,7 @@ import type { ChannelStore } from '../channel/types';
 import type { ResponseChannel } from '../channel/response-channel';
 import { workerResponseHooks } from '../channel/worker-responses';
 import type { ChannelConfig } from '../channel/options';
-import { callbackDeadLetterHold, callbackRowHoldMs, callbackSender, MAX_CALLBACK_ROW_HOLD_MS } from '../handlers/callback-sender';
+import { callbackDeadLetterHold, callbackRowHoldMs, callbackSender, MAX_CALLBACK_ROW_HOLD_MS, type InternalTarget } from '../handlers/callback-sender';
 import { handlerFromSpec, DEFAULT_FORWARD_TIMEOUT_MS } from '../handlers/registry';
 import { responseIngressHandler } from '../handlers/response-ingress';
 import type { Logger } from '../log';
@@ -22,7 +22,8 @@ export type HandlerDescription =
   | { kind: 'forward'; host: string; timeoutMs: number }
   | { kind: 'code' }
   | { kind: 'response-ingress' }
-  | { kind: 'callbacks' };
+  | { kind: 'callbacks' }
+  | { kind: 'flows' };
 
 export interface QueueRoute {
   queue: string;
@@ -39,6 +40,8 @@ export interface RouteParts {
   defaults: QueuePolicy;
   logger: Logger;
   metrics: Metrics;
+  /** Internal recovery targets the callbacks queue hands routed responses to (the flows layer's `flow`). */
+  internalTargets?: Readonly<Record<string, InternalTarget>>;
 }
 
 /** The worker queues' routes from the options, then the built-in response ingress and callbacks routes. */
@@ -67,7 +70,12 @@ export function buildRoutes(options: EngineOptions, parts: RouteParts): Map<stri
   const holdMs = callbackRowHoldMs({ ...callbacksPolicy, channel: c });
   routes.set(CALLBACK_QUEUE, {
     queue: CALLBACK_QUEUE,
-    handler: callbackSender({ allowedHosts: c.callbackAllowedHosts, secret: c.callbackSigningSecret, timeoutMs: c.callbackTimeoutMs, holdMs }, parts.channelStore),
+    handler: callbackSender(
+      { allowedHosts: c.callbackAllowedHosts, secret: c.callbackSigningSecret, timeoutMs: c.callbackTimeoutMs, holdMs },
+      parts.channelStore,
+      fetch,
+      parts.internalTargets,
+    ),
     description: { kind: 'callbacks' },
     // A dead-lettered callback keeps its response row as long as dead letters are kept, so a requeue still sends it.
     hooks: callbackDeadLetterHold(parts.channelStore, options.deadLetterRetentionMs ?? MAX_CALLBACK_ROW_HOLD_MS),

@@ -25,6 +25,22 @@ export interface FlowStepState {
   childFlowId?: string;
   /** A sleep's wake instant (database clock), fixed at the first execution that reached it. */
   wakeAt?: string;
+  /**
+   * An awaited step's responses checkpointed by the channel's recovery path while no execution listened, oldest
+   * first; the next execution hands them to the step's `until` and removes the ones it consumed.
+   */
+  received?: FlowReceivedResponse[];
+  /** A completed step that ended in failure (a failed child, an error response): its replays throw this again. */
+  error?: { name: string; message: string };
+}
+
+export interface FlowReceivedResponse {
+  /** The channel message id (a redelivered recovery adds it once). */
+  id: string;
+  payloadJson: string;
+  final: boolean;
+  error?: string;
+  receivedAt: string;
 }
 
 export interface FlowState {

@@ -1,6 +1,7 @@
 import { callbackUrlProblem } from '../channel/callback-url';
 import { readEnvelope } from '../channel/envelope';
-import type { CallbackJob, LegacyCallbackJob, RegistrationState } from '../channel/response-channel';
+import type { CallbackJob, InternalRegistrationState, LegacyCallbackJob, RegistrationState } from '../channel/response-channel';
+import { payloadText } from '../json/raw-json';
 import { SIGNATURE_HEADER, signBody } from '../channel/signature';
 import type { ChannelStore } from '../channel/types';
 import { rawJsonAt, stringifyJson } from '../json/raw-json';
@@ -29,8 +30,11 @@ export function callbackSender(
   options: { allowedHosts: readonly string[]; secret?: string; timeoutMs: number; holdMs: number },
   channel: Pick<ChannelStore, 'holdForCallback' | 'isAcknowledged'>,
   fetchImpl: typeof fetch = fetch,
+  internalTargets: Readonly<Record<string, InternalTarget>> = {},
 ): JobHandler {
   return async (job, ctx) => {
+    const internal = internalOf(job.payload);
+    if (internal) return deliverInternally(internal, internalTargets, channel, options.holdMs, ctx.log);
     const cb = callbackOf(job.payload);
     const why = callbackUrlProblem(cb.callbackUrl, options.allowedHosts);
     if (why) throw new PermanentJobError(`callback URL ${why}`);
@@ -78,6 +82,60 @@ export function callbackSender(
 }
 
 type CallbackBody = LegacyCallbackJob['response'];
+
+/** A response handed to an internal target (the payload as its JSON text, as stored). */
+export interface InternalDelivery {
+  id: string;
+  correlationId: string;
+  payloadJson: string;
+  final: boolean;
+  error?: string;
+}
+
+/** Receives the routed responses of registrations made with registerInternal(…, target, data). Throw = retry. */
+export type InternalTarget = (data: unknown, response: InternalDelivery, log: JobContextLog) => Promise<unknown>;
+type JobContextLog = Parameters<JobHandler>[1]['log'];
+
+function internalOf(payload: unknown): { messageId: string; correlationId: string; state: InternalRegistrationState } | null {
+  const p = (payload ?? {}) as Partial<CallbackJob>;
+  if (typeof p.messageId !== 'string' || typeof p.correlationId !== 'string' || typeof p.registration !== 'string') return null;
+  let state: Partial<InternalRegistrationState>;
+  try {
+    state = JSON.parse(p.registration) as Partial<InternalRegistrationState>;
+  } catch {
+    return null; // callbackOf reports it
+  }
+  return typeof state?.Target === 'string' ? { messageId: p.messageId, correlationId: p.correlationId, state: state as InternalRegistrationState } : null;
+}
+
+async function deliverInternally(
+  job: { messageId: string; correlationId: string; state: InternalRegistrationState },
+  targets: Readonly<Record<string, InternalTarget>>,
+  channel: Pick<ChannelStore, 'holdForCallback' | 'isAcknowledged'>,
+  holdMs: number,
+  log: JobContextLog,
+): Promise<undefined> {
+  const target = targets[job.state.Target];
+  // a deployment that no longer (or not yet) has the target: retried, then dead-lettered (requeue it later)
+  if (!target) throw new Error(`no internal recovery target '${job.state.Target}' is registered in this app`);
+  const envelope = await channel.holdForCallback(job.messageId, holdMs);
+  if (envelope === null) {
+    if (await channel.isAcknowledged(job.messageId)) {
+      log.info(`response ${job.messageId} of '${job.correlationId}' was delivered live; not handed to '${job.state.Target}'`);
+      return undefined;
+    }
+    throw new PermanentJobError(`response ${job.messageId} of '${job.correlationId}' is no longer stored; it cannot be handed to '${job.state.Target}'`);
+  }
+  const body = readEnvelope(envelope);
+  await target(job.state.Data, {
+    id: job.messageId,
+    correlationId: job.correlationId,
+    payloadJson: body.payload === null ? 'null' : payloadText(body.payload),
+    final: body.final,
+    ...(body.error !== undefined ? { error: body.error } : {}),
+  }, log);
+  return undefined;
+}
 
 /** What a job asks for, from either job shape; a job no version wrote is a permanent failure (dead letter). */
 function callbackOf(payload: unknown): { callbackUrl: unknown; messageId: string; correlationId: string; copy?: CallbackBody } {

@@ -12,6 +12,8 @@ const topicParam = { name: 'topic', in: 'path', required: true, schema: { type: 
 const scheduleParam = { name: 'name', in: 'path', required: true, schema: { type: 'string', minLength: 1, maxLength: 200 } };
 const scheduleAnswer = (description: string) => ({ description, content: json({ $ref: '#/components/schemas/Schedule' }) });
 const idParam = (name: string) => ({ name, in: 'path', required: true, schema: { type: 'string', format: 'uuid' } });
+const flowNameParam = { name: 'name', in: 'path', required: true, schema: { type: 'string', maxLength: 100 } };
+const flowIdParam = { name: 'id', in: 'path', required: true, schema: { $ref: '#/components/schemas/FlowRunId' } };
 const correlationQuery = { name: 'correlationId', in: 'query', required: true, schema: { $ref: '#/components/schemas/CorrelationId' } };
 
 export interface OpenApiOptions {
@@ -206,6 +208,92 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
             '204': { description: 'Deleted.' },
             '400': { ...problem, description: 'The id is not a UUID (errors names the field `id`).' },
             '404': withDescription('No such dead letter from this queue, or the queue is not configured.'),
+          },
+        },
+      },
+      '/flows': {
+        get: {
+          operationId: 'listFlows',
+          summary: 'Flow runs, newest first (keyset pages), with the count of live runs per status.',
+          parameters: [
+            { name: 'status', in: 'query', schema: { $ref: '#/components/schemas/FlowStatus' } },
+            { name: 'flow', in: 'query', description: 'A registered flow name.', schema: { type: 'string' } },
+            { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 } },
+            { name: 'cursor', in: 'query', description: 'The previous page\'s cursor.', schema: { type: 'string' } },
+          ],
+          responses: {
+            '200': {
+              description: 'A page of runs.',
+              content: json(
+                exact(['items', 'counts', 'flows'], {
+                  items: { type: 'array', items: { $ref: '#/components/schemas/FlowRunSummary' } },
+                  cursor: { type: 'string', description: 'Present when there are more runs: pass it as ?cursor= for the next page.' },
+                  counts: exact(['Running', 'Succeeded', 'Failed', 'Suspended'], {
+                    Running: { type: 'integer', minimum: 0 },
+                    Succeeded: { type: 'integer', minimum: 0 },
+                    Failed: { type: 'integer', minimum: 0 },
+                    Suspended: { type: 'integer', minimum: 0 },
+                  }),
+                  flows: { type: 'array', items: { type: 'string' }, description: 'The registered flow names.' },
+                }),
+              ),
+            },
+            '400': problem,
+            '404': withDescription('Durable flows are not enabled in this app.'),
+          },
+        },
+      },
+      '/flows/{name}': {
+        post: {
+          operationId: 'startFlow',
+          summary: 'Start a run of a registered flow (idempotent with an id: the same input returns the existing run).',
+          parameters: [flowNameParam],
+          requestBody: {
+            required: true,
+            content: json({
+              type: 'object',
+              additionalProperties: false,
+              properties: { input: { description: 'Any JSON value (default null), handed to the flow.' }, id: { $ref: '#/components/schemas/FlowRunId' } },
+            }),
+          },
+          responses: {
+            '202': { description: 'Started.', content: json(exact(['id', 'status'], { id: { $ref: '#/components/schemas/FlowRunId' }, status: { const: 'Running' } })) },
+            '200': {
+              description: 'A run with this id, flow and input exists: nothing new was started.',
+              content: json(exact(['id', 'status', 'existing'], { id: { $ref: '#/components/schemas/FlowRunId' }, status: { $ref: '#/components/schemas/FlowStatus' }, existing: { const: true } })),
+            },
+            '400': problem,
+            '404': withDescription('No flow is registered under this name.'),
+            '409': withDescription('The id names a run of another flow or with other input; nothing was started.'),
+          },
+        },
+      },
+      '/flows/{name}/{id}': {
+        get: {
+          operationId: 'getFlow',
+          summary: 'A run: status, result or error, last message, attempts and each step; waitSeconds long-polls until it ends.',
+          parameters: [
+            flowNameParam,
+            flowIdParam,
+            { name: 'waitSeconds', in: 'query', description: `Values over ${maxWait} (MAX_WAIT_SECONDS) are capped.`, schema: { type: 'number', minimum: 0, default: 0 } },
+          ],
+          responses: {
+            '200': { description: 'The run (still Running or Suspended when the wait ended first).', content: json({ $ref: '#/components/schemas/FlowRun' }) },
+            '400': problem,
+            '404': withDescription('No such flow, or no run of it with this id (or its state expired).'),
+          },
+        },
+      },
+      '/flows/{name}/{id}/{action}': {
+        post: {
+          operationId: 'controlFlow',
+          summary: 'suspend (Running → Suspended), resume (Suspended → Running, woken at once) or cancel (→ Failed; its parent is woken).',
+          parameters: [flowNameParam, flowIdParam, { name: 'action', in: 'path', required: true, schema: { enum: ['suspend', 'resume', 'cancel'] } }],
+          responses: {
+            '200': { description: 'The run after the action.', content: json({ $ref: '#/components/schemas/FlowRun' }) },
+            '400': problem,
+            '404': withDescription('No such action, flow or run.'),
+            '409': withDescription('The run\'s status does not allow the action (e.g. resuming a run that is not suspended, cancelling one that ended).'),
           },
         },
       },
@@ -503,7 +591,7 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
           deadLettered: { type: 'integer', minimum: 0 },
           oldestReadyAgeSeconds: { type: ['number', 'null'], minimum: 0 },
           route: exact(['handler'], {
-            handler: { type: 'string', enum: ['echo', 'forward', 'code', 'response-ingress', 'callbacks'] },
+            handler: { type: 'string', enum: ['echo', 'forward', 'code', 'response-ingress', 'callbacks', 'flows'] },
             forwardHost: { type: 'string', description: 'host[:port] of the forward URL (never its path, query or credentials); forward only' },
             forwardTimeoutSeconds: { type: 'number' },
           }),
@@ -526,6 +614,43 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
           headers: { type: 'object', additionalProperties: { type: 'string' } },
           attempts: { type: ['integer', 'null'], minimum: 1, description: 'Deliveries before it was dead-lettered; null when unknown (moved by an older version or another host).' },
           createdAt: { type: 'string', format: 'date-time' },
+        }),
+        FlowStatus: { enum: ['Running', 'Succeeded', 'Failed', 'Suspended'] },
+        FlowRunId: { type: 'string', minLength: 1, maxLength: 400, description: 'No leading or trailing whitespace, none of / \\ ? #, no control characters; case matters.' },
+        FlowRunSummary: exact(['id', 'flowName', 'status', 'createdAt', 'updatedAt'], {
+          id: { $ref: '#/components/schemas/FlowRunId' },
+          flowName: { type: 'string' },
+          status: { $ref: '#/components/schemas/FlowStatus' },
+          createdAt: { type: 'string', format: 'date-time' },
+          updatedAt: { type: 'string', format: 'date-time' },
+          lastMessage: { type: 'string' },
+        }),
+        FlowRun: exact(['id', 'flow', 'status', 'attempts', 'createdAt', 'updatedAt', 'steps'], {
+          id: { $ref: '#/components/schemas/FlowRunId' },
+          flow: { type: 'string' },
+          status: { $ref: '#/components/schemas/FlowStatus' },
+          result: { description: 'Succeeded: the flow\'s return value (any JSON).' },
+          error: exact(['name', 'message'], { name: { type: 'string' }, message: { type: 'string' } }),
+          lastMessage: { type: 'string' },
+          attempts: { type: 'integer', minimum: 0, description: 'Executions so far.' },
+          createdAt: { type: 'string', format: 'date-time' },
+          updatedAt: { type: 'string', format: 'date-time' },
+          parentId: { $ref: '#/components/schemas/FlowRunId' },
+          steps: {
+            type: 'array',
+            items: exact(['name', 'state'], {
+              name: { type: 'string' },
+              state: { enum: ['completed', 'failed', 'sleeping', 'waiting-for-response', 'waiting-for-child', 'faulted', 'started'] },
+              startedAt: { type: 'string', format: 'date-time' },
+              completedAt: { type: 'string', format: 'date-time' },
+              wakeAt: { type: 'string', format: 'date-time' },
+              awaitDeadline: { type: 'string', format: 'date-time' },
+              correlationId: { $ref: '#/components/schemas/CorrelationId' },
+              childId: { $ref: '#/components/schemas/FlowRunId' },
+              message: { type: 'string' },
+              error: { type: 'string' },
+            }),
+          },
         }),
         StoreKind: { enum: ['sqlserver', 'postgres', 'pglite'] },
         ResponseRequest: {

@@ -1,12 +1,13 @@
+import { DEFAULT_FLOWS_QUEUE } from '../flows/jobs';
 import { CALLBACK_QUEUE, RESPONSE_QUEUE } from '../queue-names';
 import { problem, type HttpAnswer } from './problem';
 
 /** What the routes check against: the configured worker queues (AppConfig has them). */
 type Configured = { queues: readonly string[] };
 
-/** Every queue the configuration knows: the worker queues, the response ingress queue, then (internal) callbacks. */
+/** Every queue the configuration knows: the worker queues, the response ingress queue, then (internal) callbacks and flows. */
 export function knownQueues(config: Configured, options: { internal?: boolean } = {}): string[] {
-  return [...config.queues, RESPONSE_QUEUE, ...(options.internal ? [CALLBACK_QUEUE] : [])];
+  return [...config.queues, RESPONSE_QUEUE, ...(options.internal ? [CALLBACK_QUEUE, DEFAULT_FLOWS_QUEUE] : [])];
 }
 
 /**
@@ -17,5 +18,5 @@ export function unknownQueue(config: Configured, queue: string | undefined, opti
   const known = knownQueues(config, options);
   if (queue !== undefined && known.includes(queue)) return null;
   const shown = queue === undefined ? '' : queue.length > 100 ? `${queue.slice(0, 100)}…` : queue;
-  return problem(404, `queue '${shown}' is not configured; the queues are ${known.join(', ')} (QUEUES = ${config.queues.join(',')}, plus the built-in '${RESPONSE_QUEUE}' ingress queue${options.internal ? ` and the internal '${CALLBACK_QUEUE}' queue` : ''})`);
+  return problem(404, `queue '${shown}' is not configured; the queues are ${known.join(', ')} (QUEUES = ${config.queues.join(',')}, plus the built-in '${RESPONSE_QUEUE}' ingress queue${options.internal ? ` and the internal '${CALLBACK_QUEUE}' and '${DEFAULT_FLOWS_QUEUE}' queues` : ''})`);
 }

@@ -40,6 +40,14 @@ export const METRIC = {
    * (the response queue). Not (yet) charted by the workbook.
    */
   responsesPublished: 'asyncresponse.responses.published',
+  /** counter: flow runs started (a repeated start of an existing run is not counted). dims: flow */
+  flowRunsStarted: 'asyncresponse.flows.started',
+  /** counter: flow runs that ended. dims: flow, outcome = succeeded | failed (a cancel counts as failed) */
+  flowRunsEnded: 'asyncresponse.flows.ended',
+  /** value: a flow step's duration as the execution that completed it saw it. dims: flow, kind = step | await | sleep | child */
+  flowStepDuration: 'asyncresponse.flows.step.duration_ms',
+  /** counter: executions that parked their run (no worker held while it waits). dims: flow, on = timer | response | child */
+  flowRunsParked: 'asyncresponse.flows.parked',
 } as const;
 
 export type MetricName = (typeof METRIC)[keyof typeof METRIC];
@@ -48,7 +56,13 @@ export type MetricName = (typeof METRIC)[keyof typeof METRIC];
 export const METRIC_NAMES: readonly MetricName[] = Object.values(METRIC);
 
 /** Names the workbook and alerts do not use (so observability.bicep does not list them). */
-export const METRICS_OUTSIDE_WORKBOOK: readonly MetricName[] = [METRIC.responsesPublished];
+export const METRICS_OUTSIDE_WORKBOOK: readonly MetricName[] = [
+  METRIC.responsesPublished,
+  METRIC.flowRunsStarted,
+  METRIC.flowRunsEnded,
+  METRIC.flowStepDuration,
+  METRIC.flowRunsParked,
+];
 
 /** Dimension (customDimensions) keys. */
 export const DIM = {
@@ -57,6 +71,9 @@ export const DIM = {
   table: 'table',
   delivery: 'delivery',
   source: 'source',
+  flow: 'flow',
+  kind: 'kind',
+  on: 'on',
 } as const;
 
 export type PruneTable = 'deadletters' | 'messages' | 'subscribers' | 'recovery';

@@ -8,6 +8,7 @@
 import type { TelemetryClient } from 'applicationinsights';
 import type { Delivery } from '../channel/response-channel';
 import type { SweepReport } from '../channel/sweep';
+import type { FlowStepKind } from '../flows/metrics';
 import type { DrainReport } from '../transport/drain-loop';
 import type { QueueStats } from '../transport/types';
 import { DIM, METRIC, type MetricName, type PruneTable, type ResponseSource } from './metric-names';
@@ -28,6 +29,11 @@ export interface Metrics {
   pruned(table: PruneTable, deleted: number): void;
   /** A response stored in the channel (not a repeated id). */
   responsePublished(delivery: Delivery, source: ResponseSource): void;
+  /** The flows layer's events (shared/flows/metrics.ts). */
+  flowRunStarted(flow: string): void;
+  flowRunEnded(flow: string, outcome: 'succeeded' | 'failed'): void;
+  flowStepCompleted(flow: string, kind: FlowStepKind, durationMs: number): void;
+  flowRunParked(flow: string, on: 'timer' | 'response' | 'child'): void;
 }
 
 export type MetricSink = (name: MetricName, value: number, dimensions: Dimensions) => void;
@@ -78,6 +84,18 @@ export function metricsOver(sink: MetricSink, enabled = true): Metrics {
     responsePublished(delivery, source) {
       emit(METRIC.responsesPublished, 1, { [DIM.delivery]: delivery, [DIM.source]: source });
     },
+    flowRunStarted(flow) {
+      emit(METRIC.flowRunsStarted, 1, { [DIM.flow]: flow });
+    },
+    flowRunEnded(flow, outcome) {
+      emit(METRIC.flowRunsEnded, 1, { [DIM.flow]: flow, [DIM.outcome]: outcome });
+    },
+    flowStepCompleted(flow, kind, durationMs) {
+      emit(METRIC.flowStepDuration, durationMs, { [DIM.flow]: flow, [DIM.kind]: kind });
+    },
+    flowRunParked(flow, on) {
+      emit(METRIC.flowRunsParked, 1, { [DIM.flow]: flow, [DIM.on]: on });
+    },
   };
 }
 
@@ -90,6 +108,10 @@ export const noopMetrics: Metrics = {
   sweepFinished() {},
   pruned() {},
   responsePublished() {},
+  flowRunStarted() {},
+  flowRunEnded() {},
+  flowStepCompleted() {},
+  flowRunParked() {},
 };
 
 /**
@@ -131,6 +153,18 @@ export class MemoryMetrics implements Metrics {
   }
   responsePublished(delivery: Delivery, source: ResponseSource): void {
     this.inner.responsePublished(delivery, source);
+  }
+  flowRunStarted(flow: string): void {
+    this.inner.flowRunStarted(flow);
+  }
+  flowRunEnded(flow: string, outcome: 'succeeded' | 'failed'): void {
+    this.inner.flowRunEnded(flow, outcome);
+  }
+  flowStepCompleted(flow: string, kind: FlowStepKind, durationMs: number): void {
+    this.inner.flowStepCompleted(flow, kind, durationMs);
+  }
+  flowRunParked(flow: string, on: 'timer' | 'response' | 'child'): void {
+    this.inner.flowRunParked(flow, on);
   }
 
   named(name: MetricName): MetricRecord[] {

@@ -258,6 +258,31 @@ describe.skipIf(!!missing)('operator dashboard in chromium', () => {
     expect(await page.locator('#health').textContent()).toBe('unavailable · pglite');
     await page.close();
   }, 30_000);
+
+  it('shows flow runs by status and one run\'s steps as a timeline', async () => {
+    const started = await app.api('flows/example-approval', postJson({ id: 'dash-flow-1', input: { item: '<i>lamp</i>', approvalQueue: 'worker' } }, keyed));
+    expect(started.status).toBe(202);
+    const done = await app.api('flows/example-approval/dash-flow-1?waitSeconds=30', { headers: keyed });
+    expect(((await done.json()) as { status: string }).status).toBe('Succeeded');
+    const page = await browser!.newPage({ viewport: { width: 1280, height: 900 } });
+    const problems: string[] = [];
+    page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+    await page.goto(`${app.url}/api/dashboard`);
+    await expect.poll(() => page.locator('#key-form').isVisible(), { timeout: 10_000 }).toBe(true);
+    await page.fill('#key-input', KEY);
+    await page.click('#key-form button[type="submit"]');
+    await expect.poll(() => page.locator('#flow-counts [data-field="Succeeded"] .tile-value').textContent(), { timeout: 15_000 }).toBe('1');
+    expect(await page.locator('#flow-counts [data-field="Running"] .tile-value').textContent()).toBe('0');
+    expect(await page.locator('#flow-runs tr[data-run="dash-flow-1"] td[data-field="status"]').textContent()).toBe('Succeeded');
+    await page.click('#flow-runs tr[data-run="dash-flow-1"] button');
+    await expect.poll(() => page.locator('#flow-steps li').count(), { timeout: 10_000 }).toBe(3);
+    expect(await page.locator('#flow-steps li .step-state').allTextContents()).toEqual(['completed', 'completed', 'completed']);
+    expect(await page.locator('#flow-steps li[data-step="approve"]').count()).toBe(1);
+    expect(await page.locator('#flow-run-title').textContent()).toMatch(/^dash-flow-1: Succeeded after \d+ executions?$/);
+    expect(await page.locator('#flows-section i').count()).toBe(0); // the item's markup stays text
+    expect(problems).toEqual([]);
+    await page.close();
+  }, 90_000);
 });
 
 describe.skipIf(!!missing)('dashboard routes', () => {
@@ -284,7 +309,7 @@ describe.skipIf(!!missing)('dashboard routes', () => {
     expect((await app.api('channel')).status).toBe(401);
     expect((await app.api('topics')).status).toBe(401);
     const queues = (await (await app.api('queues', { headers: keyed })).json()) as { items: Array<{ queue: string }> };
-    expect(queues.items.map((q) => q.queue)).toEqual(['worker', BILLING_QUEUE, MARKUP_QUEUE, 'response', 'callbacks']);
+    expect(queues.items.map((q) => q.queue)).toEqual(['worker', BILLING_QUEUE, MARKUP_QUEUE, 'response', 'callbacks', 'flows']);
     expect(Object.keys(queues.items[0]!).sort()).toEqual(['deadLettered', 'delayed', 'leased', 'oldestReadyAgeSeconds', 'queue', 'ready']);
     const channel = await app.api('channel', { headers: keyed });
     expect(channel.status).toBe(200);

@@ -39,6 +39,10 @@ describe('function table', () => {
         ['delete-schedule', 'DELETE', 'schedules/{name}', 'function'],
         ['pause-schedule', 'POST', 'schedules/{name}/pause', 'function'],
         ['resume-schedule', 'POST', 'schedules/{name}/resume', 'function'],
+        ['start-flow', 'POST', 'flows/{name}', 'function'],
+        ['get-flow', 'GET', 'flows/{name}/{id}', 'function'],
+        ['control-flow', 'POST', 'flows/{name}/{id}/{action}', 'function'],
+        ['list-flows', 'GET', 'flows', 'function'],
       ].sort(),
     );
   });
@@ -52,6 +56,7 @@ describe('function table', () => {
     const timers = table.timers.map((t) => [t.name, t.schedule, t.runOnStartup]).sort();
     expect(timers).toEqual([
       ['drain-callbacks', '*/10 * * * * *', false],
+      ['drain-flows', '*/10 * * * * *', false],
       ['drain-responses', '*/10 * * * * *', false],
       ['drain-worker', '*/10 * * * * *', false],
       ['prune-deadletters', '0 * * * * *', false],

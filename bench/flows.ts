@@ -1,0 +1,107 @@
+// Durable flows: runs per second through the shipped example-approval with an immediate approver (a code handler
+// on `approvals`), and the cost per step in store round trips (each store call is one statement or one short
+// transaction). Run: npm run build && PG_URL=… node dist/bench/flows.js (BENCH_FLOWS, default 500; PGlite without
+// PG_URL). Each run uses its own schema and drops it.
+import { randomBytes } from 'node:crypto';
+import { Pool } from 'pg';
+import { appFlows } from '../flows';
+import { createEngine, silentLogger } from '../shared';
+import { openStores, type Stores } from '../shared/stores/open';
+import { DEFAULT_CHANNEL } from '../shared/engine/options';
+import { DEFAULT_POOL } from '../shared/engine/options';
+
+const FLOWS = Number(process.env.BENCH_FLOWS ?? 500);
+const url = process.env.PG_URL ?? process.env.DATABASE_URL;
+
+/** Milliseconds spent in each store method (summed over concurrent calls). */
+const times = new Map<string, number>();
+
+/** Counts every call of every store method, by store and method. */
+function counting<T extends object>(name: string, target: T, counts: Map<string, number>): T {
+  return new Proxy(target, {
+    get(t, prop, receiver) {
+      const v = Reflect.get(t, prop, receiver) as unknown;
+      if (typeof v !== 'function' || prop === 'close' || prop === 'constructor') return v;
+      return (...args: unknown[]) => {
+        const key = `${name}.${String(prop)}`;
+        counts.set(key, (counts.get(key) ?? 0) + 1);
+        const t0 = performance.now();
+        const out = (v as (...a: unknown[]) => unknown).apply(t, args);
+        if (out instanceof Promise) void out.finally(() => times.set(key, (times.get(key) ?? 0) + performance.now() - t0)).catch(() => undefined);
+        return out;
+      };
+    },
+  });
+}
+
+export async function benchFlows(): Promise<void> {
+  const schema = url ? `bench_flows_${randomBytes(4).toString('hex')}` : 'public';
+  const store = url ? ({ kind: 'postgres', url } as const) : ({ kind: 'pglite', dataDir: 'memory://' } as const);
+  const opened = await openStores(
+    { store, schema, transportTable: 'asyncresponse_transport_messages', autoCreateSchema: true, pool: { ...DEFAULT_POOL, max: 16 }, azureClientId: undefined, channel: DEFAULT_CHANNEL },
+    silentLogger,
+  );
+  const counts = new Map<string, number>();
+  const stores: Stores = {
+    transport: counting('transport', opened.transport, counts),
+    channel: counting('channel', opened.channel, counts),
+    flows: counting('flows', opened.flows, counts),
+    close: () => opened.close(),
+  };
+  const engine = await createEngine({
+    store: { stores, ...(url ? { notifyUrl: url } : {}) },
+    schema,
+    logger: silentLogger,
+    defaults: { concurrency: 32, batchSize: 32 },
+    queues: { approvals: { handler: async () => ({ approved: true }) } },
+    flows: { registry: appFlows },
+  });
+  const stop = new AbortController();
+  const running = engine.run([...engine.queues, 'flows', 'callbacks'], { signal: stop.signal });
+  try {
+    // warm-up (schema, pools, JIT)
+    await engine.flows!.start('example-approval', { item: 'warm-up' }, { id: 'warm-up' });
+    await engine.flows!.waitForEnd('warm-up', 30_000);
+    counts.clear();
+    times.clear();
+    const t0 = Date.now();
+    const ids = Array.from({ length: FLOWS }, (_, i) => `run-${i}`);
+    for (let i = 0; i < ids.length; i += 50) await Promise.all(ids.slice(i, i + 50).map((id) => engine.flows!.start('example-approval', { item: id }, { id })));
+    // progress is read from the unwrapped store: the bench's reads are not the flows' cost
+    for (;;) {
+      const c = await opened.flows.countByStatus();
+      if (c.Succeeded + c.Failed >= FLOWS + 1) break;
+      if (Date.now() - t0 > 300_000) throw new Error(`not done after 300 s: ${JSON.stringify(c)}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const seconds = (Date.now() - t0) / 1000;
+    const latencies: number[] = [];
+    for (const id of ids) {
+      const s = await opened.flows.load(id);
+      if (s?.status !== 'Succeeded') throw new Error(`${id} ended ${s?.status}`);
+      latencies.push(Date.parse(s.updatedAt) - Date.parse(s.createdAt));
+    }
+    latencies.sort((a, b) => a - b);
+    const total = [...counts.values()].reduce((a, b) => a + b, 0);
+    const steps = 3; // reserve, approve, cool-off (0 s)
+    console.log(`flows (${url ? 'postgres' : 'pglite'}): ${FLOWS} example-approval runs in ${seconds.toFixed(2)} s = ${(FLOWS / seconds).toFixed(0)} runs/s; start→end p50 ${latencies[Math.floor(latencies.length / 2)]} ms, p99 ${latencies[Math.floor(latencies.length * 0.99)]} ms`);
+    console.log(`store calls: ${(total / FLOWS).toFixed(1)} per run = ${(total / FLOWS / steps).toFixed(1)} per step (transport, channel and flow store; each call one statement or one short transaction; drain-loop claims included)`);
+    for (const [k, v] of [...counts.entries()].sort((a, b) => b[1] - a[1])) console.log(`  ${k.padEnd(34)} ${(v / FLOWS).toFixed(2)} per run, ${((times.get(k) ?? 0) / v).toFixed(1)} ms each`);
+  } finally {
+    stop.abort();
+    await running;
+    await engine.close();
+    if (url) {
+      const pool = new Pool({ connectionString: url });
+      await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await pool.end();
+    }
+  }
+}
+
+if (require.main === module) {
+  benchFlows().catch((err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,88 @@
+// The flows layer on the engine's parts: its jobs go through the publisher onto the flows queue (drained like
+// every queue), awaited steps register the channel's `flow` internal recovery target, and the callbacks queue
+// hands routed responses to it. The flows layer itself (shared/flows) knows neither the transport nor the channel.
+
+import type { ResponseChannel } from '../channel/response-channel';
+import { createFlows, type Flows } from '../flows/flows';
+import { DEFAULT_FLOWS_QUEUE, type FlowPublisher } from '../flows/jobs';
+import type { FlowMetrics } from '../flows/metrics';
+import type { FlowOptions } from '../flows/options';
+import type { FlowRegistry } from '../flows/registry';
+import { FLOW_RESPONSE_TARGET, type FlowResponseWatch } from '../flows/responses';
+import type { FlowStateStore } from '../flows/store';
+import type { InternalTarget } from '../handlers/callback-sender';
+import type { Logger } from '../log';
+import type { Metrics } from '../telemetry/metrics';
+import type { JobHandler } from '../transport/job';
+import type { Publisher } from '../transport/publisher';
+import type { QueuePolicy } from './policy';
+
+export interface FlowsEngineOptions {
+  /** The flows this engine runs (by name). */
+  registry: FlowRegistry;
+  /** The flow state store; default: the opened stores' `flows`. */
+  store?: FlowStateStore;
+  /** The queue executions travel on. Default `flows`. */
+  queue?: string;
+  /** Policy overrides of the flows queue (the engine's defaults otherwise). */
+  policy?: Partial<QueuePolicy>;
+  /** Lease, expiry and timer timings (shared/flows/options.ts). */
+  timings?: Partial<FlowOptions>;
+}
+
+export interface FlowsWiring {
+  flows: Flows;
+  queue: string;
+  handler: JobHandler;
+  internalTargets: Record<string, InternalTarget>;
+}
+
+export function wireFlows(parts: {
+  options: FlowsEngineOptions;
+  store: FlowStateStore;
+  publisher: Publisher;
+  channel: ResponseChannel;
+  /** ctx.publish: the engine's publish (validation, queues) */
+  publish: FlowPublisher;
+  logger: Logger;
+  metrics: Metrics;
+}): FlowsWiring {
+  const queue = parts.options.queue ?? DEFAULT_FLOWS_QUEUE;
+  const m = parts.metrics;
+  const metrics: FlowMetrics = {
+    runStarted: (f) => m.flowRunStarted(f),
+    runEnded: (f, o) => m.flowRunEnded(f, o),
+    stepCompleted: (f, k, ms) => m.flowStepCompleted(f, k, ms),
+    runParked: (f, on) => m.flowRunParked(f, on),
+  };
+  const flows = createFlows({
+    store: parts.store,
+    registry: parts.options.registry,
+    logger: parts.logger,
+    metrics,
+    ...(parts.options.timings ? { options: parts.options.timings } : {}),
+    jobs: {
+      publish: async ({ id, job, delayMs }) => {
+        const [outcome] = await parts.publisher.publish([{ id, queue, payloadJson: JSON.stringify(job), headers: {}, delayMs }]);
+        if (outcome?.inserted) m.jobsPublished(queue, 1);
+      },
+    },
+    responses: {
+      watch: async (correlationId, watch, ttlMs) => {
+        await parts.channel.registerInternal(correlationId, FLOW_RESPONSE_TARGET, watch, ttlMs);
+      },
+    },
+    publish: parts.publish,
+  });
+  return {
+    flows,
+    queue,
+    handler: async (job, ctx) => {
+      await flows.handleJob(job, ctx.log, ctx.signal);
+      return undefined;
+    },
+    internalTargets: {
+      [FLOW_RESPONSE_TARGET]: async (data, response) => flows.recoverResponse(data as FlowResponseWatch, response),
+    },
+  };
+}

@@ -1,0 +1,421 @@
+// One execution of a flow run: the context its body sees. The body re-runs from the top on every execution;
+// each named step checks its checkpoint in the ledger and returns the memo when it completed before. A step that
+// must wait longer than an execution may (a long sleep, an awaited response, a running child) parks: it records
+// what it waits for and throws the sticky FlowInterrupt; the executor publishes the wake-ups and releases the run.
+
+import { randomUUID } from 'node:crypto';
+import type { Logger } from '../log';
+import { toJson } from './canonical-json';
+import type { FlowClock } from './clock';
+import { AwaitedResponseError, ChildFlowFailedError, FlowFailedError, FlowInterrupt, FlowLeaseLostError, FlowStepTimeoutError } from './errors';
+import { flowIdProblem } from './flow-id';
+import type { FlowPublisher, FlowPublishInput } from './jobs';
+import type { FlowMetrics, FlowStepKind } from './metrics';
+import type { FlowOptions } from './options';
+import type { FlowResponse, FlowResponseChannel } from './responses';
+import { effectiveTtlMs } from './retention';
+import type { FlowState, FlowStepState } from './state';
+import type { FlowStateStore } from './store';
+
+export interface AwaitOptions<T = unknown> {
+  /** Decides whether a response ends the wait (default: a final one does); false = a progress response. */
+  until?: (response: FlowResponse<T>) => boolean | Promise<boolean>;
+  /** The wait's window from the first execution that triggered it (default: the flows' defaultAwaitTimeoutMs). */
+  timeoutMs?: number;
+}
+
+export interface FlowContext {
+  /** The run id: an idempotency key for side effects. */
+  readonly flowId: string;
+  readonly flowName: string;
+  /** Executions of this run so far, this one included. */
+  readonly attempt: number;
+  /** Aborted when this execution loses the run's lease (its writes would be refused). */
+  readonly signal: AbortSignal;
+  readonly log: Logger;
+  /** Runs fn once per run; its JSON result is checkpointed and returned again on every later execution. */
+  step<T>(name: string, fn: () => T | Promise<T>): Promise<T>;
+  /**
+   * Triggers remote work with a fresh correlation id (publish a job, call a service) and waits durably for the
+   * correlated response on the response channel. The id is persisted before `trigger` runs, so a crash on either
+   * side of the send re-attaches to the same id and never sends again; a timeout faults the step, which then
+   * starts afresh. Resolves to the accepted response's payload; an accepted error response throws
+   * AwaitedResponseError.
+   */
+  awaitResponse<T = unknown>(name: string, trigger: (correlationId: string) => unknown, options?: AwaitOptions<T>): Promise<T>;
+  /** A durable timer: the wake instant is fixed by the first execution that reaches it. */
+  sleep(name: string, ms: number): Promise<void>;
+  sleepUntil(name: string, at: Date): Promise<void>;
+  /** Starts a child run once (id default `{flowId}:{name}`) and waits until it ends; resolves to its result. */
+  child<T = unknown>(name: string, flowName: string, input: unknown, options?: { id?: string }): Promise<T>;
+  /** Sets the run's last message (written at most once per progressIntervalMs). */
+  progress(message: string): Promise<void>;
+  get<T = unknown>(key: string): T | undefined;
+  set(key: string, value: unknown): Promise<void>;
+  /** Publishes a job on a queue (e.g. the request an awaited step triggers). */
+  publish(queue: string, message: FlowPublishInput): Promise<{ id: string }>;
+}
+
+export interface RunDeps {
+  store: FlowStateStore;
+  clock: FlowClock;
+  options: FlowOptions;
+  metrics: FlowMetrics;
+  responses: FlowResponseChannel;
+  publish: FlowPublisher;
+  /** Starts (idempotently) a child run and returns its state now; null when it has none (expired). */
+  startChild(parent: FlowState, stepName: string, flowName: string, input: unknown, childId: string): Promise<FlowState | null>;
+}
+
+/** What a parked execution waits for: the executor turns it into wake-ups. */
+export interface FlowWaits {
+  /** Earliest sleep end or await deadline (epoch ms, database clock). */
+  wakeAt: number | null;
+  children: Set<string>;
+  /** Awaited steps' names. */
+  awaits: Set<string>;
+  timers: number;
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+/** Kept beyond an awaited step's deadline, so a response just at the deadline still finds its registration. */
+const REGISTRATION_MARGIN_MS = 60_000;
+
+export class FlowRun implements FlowContext {
+  state: FlowState;
+  /** Sticky: once set, every context call throws it and the executor acts on it. */
+  interrupt: FlowInterrupt | null = null;
+  readonly waits: FlowWaits = { wakeAt: null, children: new Set(), awaits: new Set(), timers: 0 };
+  private readonly inflight = new Set<Promise<unknown>>();
+  private readonly running = new Set<string>();
+  private saving: Promise<unknown> = Promise.resolve();
+  private pendingMessage: string | undefined;
+  private lastProgressWrite = -Infinity;
+  private progressTimer: AbortController | undefined;
+  readonly attempt: number;
+
+  constructor(
+    state: FlowState,
+    private readonly deps: RunDeps,
+    private readonly leaseId: string,
+    /** database clock − process clock, sampled at the start of the execution */
+    private readonly clockOffsetMs: number,
+    readonly signal: AbortSignal,
+    readonly log: Logger,
+  ) {
+    this.state = state;
+    this.attempt = state.attempts + 1;
+  }
+
+  get flowId(): string {
+    return this.state.flowId;
+  }
+
+  get flowName(): string {
+    return this.state.flowName;
+  }
+
+  /** The database clock's now, carried by the process clock. */
+  now(): number {
+    return this.deps.clock.now() + this.clockOffsetMs;
+  }
+
+  // ---- steps ----
+
+  step<T>(name: string, fn: () => T | Promise<T>): Promise<T> {
+    return this.op(name, async () => {
+      const memo = this.memo<T>(name);
+      if (memo) return memo.value;
+      const t0 = this.deps.clock.now();
+      const startedAt = iso(this.now());
+      const json = toJson(await fn());
+      await this.complete(name, { resultJson: json, startedAt }, 'step', t0);
+      return JSON.parse(json) as T;
+    });
+  }
+
+  sleep(name: string, ms: number): Promise<void> {
+    return this.timer(name, () => this.now() + Math.max(0, ms));
+  }
+
+  sleepUntil(name: string, at: Date): Promise<void> {
+    return this.timer(name, () => at.getTime());
+  }
+
+  private timer(name: string, due: () => number): Promise<void> {
+    return this.op(name, async () => {
+      if (this.memo(name)) return;
+      const t0 = this.deps.clock.now();
+      const persisted = this.state.steps[name]?.wakeAt;
+      let wakeAt: number;
+      if (persisted !== undefined) wakeAt = Date.parse(persisted); // the first execution's instant wins over the argument
+      else {
+        wakeAt = due();
+        if (!Number.isFinite(wakeAt)) throw new FlowFailedError(`sleep '${name}': the wake instant is not a valid time`);
+        if (wakeAt <= this.now()) return this.complete(name, { resultJson: 'null', startedAt: iso(this.now()) }, 'sleep', t0);
+        const message = `Sleeping until ${iso(wakeAt)}`;
+        // wakeAt is persisted before any wake-up can exist; the TTL the save stamps covers the sleep
+        await this.save((s) => {
+          s.steps[name] = { ...s.steps[name], startedAt: iso(this.now()), wakeAt: iso(wakeAt), message };
+          s.lastMessage = message;
+        });
+      }
+      const remainder = wakeAt - this.now();
+      if (remainder > this.deps.options.timerInProcessThresholdMs) {
+        this.waits.timers++;
+        throw this.park(wakeAt);
+      }
+      if (remainder > 0) await this.deps.clock.sleep(remainder, this.signal);
+      await this.complete(name, { resultJson: 'null' }, 'sleep', t0);
+    });
+  }
+
+  awaitResponse<T = unknown>(name: string, trigger: (correlationId: string) => unknown, options: AwaitOptions<T> = {}): Promise<T> {
+    return this.op(name, async () => {
+      const memo = this.memo<T>(name);
+      if (memo) return memo.value;
+      const t0 = this.deps.clock.now();
+      const until = options.until ?? ((r: FlowResponse<T>) => r.final);
+      const step = this.state.steps[name];
+      if (step?.pendingCorrelationId && !step.faulted) {
+        // Re-attach: responses the recovery path checkpointed while nobody listened go to `until` first.
+        const decided = await this.consumeReceived<T>(name, until, t0);
+        if (decided) return decided.value;
+        const deadline = Date.parse(this.state.steps[name]!.awaitDeadline ?? '');
+        if (Number.isFinite(deadline) && deadline <= this.now()) {
+          await this.save((s) => {
+            s.steps[name] = { ...s.steps[name], faulted: true, message: 'timed out; restarts with a new correlation id' };
+          });
+          throw new FlowStepTimeoutError(name);
+        }
+        // Upsert: a final response `until` declined consumed the registration; keep the wait armed.
+        await this.deps.responses.watch(step.pendingCorrelationId, { flowId: this.flowId, stepName: name }, this.registrationTtl(deadline));
+        this.waits.awaits.add(name);
+        throw this.park(Number.isFinite(deadline) ? deadline : null);
+      }
+      const timeoutMs = options.timeoutMs ?? this.deps.options.defaultAwaitTimeoutMs;
+      if (!(Number.isFinite(timeoutMs) && timeoutMs > 0)) throw new FlowFailedError(`awaitResponse '${name}': timeoutMs must be a positive number of milliseconds`);
+      const correlationId = randomUUID();
+      const deadline = this.now() + timeoutMs;
+      // The registration first, then the breadcrumb, then the send: a breadcrumb implies someone is listening.
+      await this.deps.responses.watch(correlationId, { flowId: this.flowId, stepName: name }, this.registrationTtl(deadline));
+      await this.save((s) => {
+        s.steps[name] = { startedAt: iso(this.now()), pendingCorrelationId: correlationId, awaitDeadline: iso(deadline), message: 'waiting for its response' };
+      });
+      try {
+        await trigger(correlationId);
+      } catch (err) {
+        // Known not sent: the next execution starts the step afresh instead of waiting out the window.
+        await this.save((s) => {
+          s.steps[name] = { ...s.steps[name], faulted: true, message: `trigger failed: ${(err as Error)?.message ?? String(err)}` };
+        }).catch(() => undefined);
+        throw err;
+      }
+      this.waits.awaits.add(name);
+      throw this.park(deadline);
+    });
+  }
+
+  child<T = unknown>(name: string, flowName: string, input: unknown, options: { id?: string } = {}): Promise<T> {
+    return this.op(name, async () => {
+      const memo = this.memo<T>(name);
+      if (memo) return memo.value;
+      const t0 = this.deps.clock.now();
+      let childId = this.state.steps[name]?.childFlowId;
+      if (childId === undefined) {
+        const id = options.id ?? `${this.flowId}:${name}`;
+        const why = flowIdProblem(id);
+        if (why) throw new FlowFailedError(`child '${name}': its run id ${why}`);
+        childId = id;
+        await this.save((s) => {
+          s.steps[name] = { ...s.steps[name], startedAt: iso(this.now()), childFlowId: id };
+        });
+      }
+      const child = await this.deps.startChild(this.state, name, flowName, input, childId);
+      if (!child) throw new FlowFailedError(`child run '${childId}' has no state (it expired or was deleted)`);
+      if (child.status === 'Succeeded') {
+        await this.complete(name, { resultJson: child.resultJson ?? 'null' }, 'child', t0);
+        return JSON.parse(child.resultJson ?? 'null') as T;
+      }
+      if (child.status === 'Failed') {
+        const error = { name: 'ChildFlowFailedError', message: child.error?.message ?? 'no reason recorded' };
+        await this.complete(name, { error }, 'child', t0);
+        throw new ChildFlowFailedError(childId, child.error);
+      }
+      this.waits.children.add(childId);
+      throw this.park(null);
+    });
+  }
+
+  // ---- values and messages ----
+
+  progress(message: string): Promise<void> {
+    if (this.interrupt) return Promise.reject(this.interrupt);
+    this.pendingMessage = String(message);
+    const wait = this.lastProgressWrite + this.deps.options.progressIntervalMs - this.deps.clock.now();
+    if (wait <= 0) return this.save(() => undefined);
+    if (!this.progressTimer) {
+      const timer = (this.progressTimer = new AbortController());
+      this.track(
+        this.deps.clock.sleep(wait, timer.signal).then(
+          () => {
+            this.progressTimer = undefined;
+            if (this.pendingMessage !== undefined && !this.interrupt) return this.save(() => undefined);
+            return undefined;
+          },
+          () => undefined,
+        ),
+      ).catch((err: unknown) => this.log.warn(`progress of flow run '${this.flowId}' was not written`, err));
+    }
+    return Promise.resolve();
+  }
+
+  get<T = unknown>(key: string): T | undefined {
+    const v = this.state.values[key];
+    return v === undefined ? undefined : (JSON.parse(v) as T);
+  }
+
+  set(key: string, value: unknown): Promise<void> {
+    if (this.interrupt) return Promise.reject(this.interrupt);
+    const json = toJson(value);
+    return this.track(
+      this.save((s) => {
+        s.values[key] = json;
+      }),
+    );
+  }
+
+  publish(queue: string, message: FlowPublishInput): Promise<{ id: string }> {
+    if (this.interrupt) return Promise.reject(this.interrupt);
+    return this.track(this.deps.publish(queue, message));
+  }
+
+  // ---- the executor's side ----
+
+  /** Waits for every context call still running (branches of a Promise.all that parked). */
+  async settle(): Promise<void> {
+    while (this.inflight.size > 0) await Promise.all([...this.inflight]);
+    this.progressTimer?.abort();
+    await this.saving;
+  }
+
+  /**
+   * Writes a change under the lease (serialised within the execution): a lost race with a lease-less write
+   * (recovery, a child's end, an operator) reloads and re-applies the change; a run no longer Running interrupts
+   * the execution; a lease taken by another execution fails it (FlowLeaseLostError, retried by the queue).
+   */
+  save(change: (s: FlowState) => void): Promise<void> {
+    const run = this.saving.then(() => this.saveNow(change));
+    this.saving = run.catch(() => undefined);
+    return run;
+  }
+
+  private async saveNow(change: (s: FlowState) => void): Promise<void> {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      if (this.signal.aborted) throw new FlowLeaseLostError(this.flowId, 'this execution lost its lease');
+      const base = this.state;
+      const next = structuredClone(base);
+      change(next);
+      const message = this.pendingMessage;
+      if (message !== undefined) next.lastMessage = message;
+      const now = this.now();
+      next.revision = base.revision + 1;
+      next.updatedAt = iso(now);
+      if (await this.deps.store.tryUpdate(next, base.revision, effectiveTtlMs(next, now, this.deps.options.stateExpiryMs), this.leaseId)) {
+        this.state = next;
+        if (message !== undefined && this.pendingMessage === message) {
+          this.pendingMessage = undefined;
+          this.lastProgressWrite = this.deps.clock.now();
+        }
+        return;
+      }
+      const fresh = await this.deps.store.load(this.flowId);
+      if (!fresh) throw new FlowLeaseLostError(this.flowId, 'its state is gone');
+      if (fresh.status !== 'Running') {
+        this.interrupt ??= new FlowInterrupt('status-changed');
+        throw this.interrupt;
+      }
+      if (fresh.revision === base.revision) throw new FlowLeaseLostError(this.flowId, 'another execution holds its lease');
+      this.state = fresh;
+    }
+    throw new FlowLeaseLostError(this.flowId, 'its state kept changing under this execution');
+  }
+
+  // ---- helpers ----
+
+  private op<T>(name: string, body: () => Promise<T>): Promise<T> {
+    if (this.interrupt) return Promise.reject(this.interrupt);
+    if (typeof name !== 'string' || name.length === 0 || name.length > 200) return Promise.reject(new Error('a step name must be a string of 1 to 200 characters'));
+    if (this.running.has(name)) return Promise.reject(new Error(`step '${name}' is already running in this execution: step names must be unique`));
+    this.running.add(name);
+    return this.track(body().finally(() => this.running.delete(name)));
+  }
+
+  private track<T>(p: Promise<T>): Promise<T> {
+    const settled = p.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.inflight.add(settled);
+    void settled.finally(() => this.inflight.delete(settled));
+    return p;
+  }
+
+  private park(wakeAt: number | null): FlowInterrupt {
+    if (wakeAt !== null) this.waits.wakeAt = Math.min(this.waits.wakeAt ?? Infinity, wakeAt);
+    this.interrupt ??= new FlowInterrupt('parked');
+    return this.interrupt;
+  }
+
+  /** A completed step's memo: its value, or its recorded failure thrown again. */
+  private memo<T>(name: string): { value: T } | null {
+    const s = this.state.steps[name];
+    if (!s?.completed) return null;
+    if (s.error) throw stepError(name, s);
+    return { value: JSON.parse(s.resultJson ?? 'null') as T };
+  }
+
+  private async complete(name: string, done: Pick<FlowStepState, 'resultJson' | 'error' | 'startedAt'>, kind: FlowStepKind, t0: number): Promise<void> {
+    await this.save((s) => {
+      const { pendingCorrelationId: _p, received: _r, faulted: _f, message: _m, ...kept } = s.steps[name] ?? {};
+      s.steps[name] = { ...kept, ...done, completed: true, completedAt: iso(this.now()) };
+    });
+    this.deps.metrics.stepCompleted(this.flowName, kind, this.deps.clock.now() - t0);
+  }
+
+  private async consumeReceived<T>(name: string, until: (r: FlowResponse<T>) => boolean | Promise<boolean>, t0: number): Promise<{ value: T } | null> {
+    const received = this.state.steps[name]?.received ?? [];
+    if (received.length === 0) return null;
+    const consumed = new Set<string>();
+    for (const r of received) {
+      consumed.add(r.id);
+      const response: FlowResponse<T> = { id: r.id, payload: JSON.parse(r.payloadJson) as T, final: r.final, ...(r.error !== undefined ? { error: r.error } : {}) };
+      if (!(await until(response))) continue;
+      if (r.error !== undefined) {
+        await this.complete(name, { error: { name: 'AwaitedResponseError', message: r.error } }, 'await', t0);
+        throw new AwaitedResponseError(name, r.error);
+      }
+      await this.complete(name, { resultJson: r.payloadJson }, 'await', t0);
+      return { value: response.payload };
+    }
+    await this.save((s) => {
+      const step = s.steps[name];
+      if (!step) return;
+      step.received = (step.received ?? []).filter((x) => !consumed.has(x.id));
+      if (step.received.length === 0) delete step.received;
+      step.message = `${consumed.size} progress response(s) received; still waiting`;
+    });
+    return null;
+  }
+
+  private registrationTtl(deadline: number): number {
+    return Math.max(1000, (Number.isFinite(deadline) ? deadline - this.now() : this.deps.options.defaultAwaitTimeoutMs) + REGISTRATION_MARGIN_MS);
+  }
+}
+
+function stepError(name: string, s: FlowStepState): Error {
+  const e = s.error!;
+  if (e.name === 'ChildFlowFailedError' && s.childFlowId) return new ChildFlowFailedError(s.childFlowId, { name: 'FlowFailedError', message: e.message });
+  if (e.name === 'AwaitedResponseError') return new AwaitedResponseError(name, e.message);
+  return new FlowFailedError(e.message);
+}

@@ -1,0 +1,41 @@
+// The jobs a flow run travels in, on the flows queue: the start job carries the whole initial ledger (its publish
+// is the commit point of a start); a wake-up names the run only (resume, a timer, a response, a child's end).
+import { derivedUuid } from '../channel/ids';
+
+export const DEFAULT_FLOWS_QUEUE = 'flows';
+
+export type FlowJob = { kind: 'start'; flowId: string; stateJson: string } | { kind: 'wake'; flowId: string; reason: string };
+
+export function readFlowJob(payload: unknown): FlowJob | null {
+  const p = payload as Partial<{ kind: string; flowId: string; stateJson: string; reason: string }> | null;
+  if (!p || typeof p.flowId !== 'string') return null;
+  if (p.kind === 'start' && typeof p.stateJson === 'string') return { kind: 'start', flowId: p.flowId, stateJson: p.stateJson };
+  if (p.kind === 'wake') return { kind: 'wake', flowId: p.flowId, reason: typeof p.reason === 'string' ? p.reason : 'wake' };
+  return null;
+}
+
+/** One start job per run id while it exists (a repeated start publishes nothing new). */
+export const startJobId = (flowId: string) => derivedUuid(`flow-start:${flowId}`);
+
+/**
+ * A wake-up's id comes from what caused it, so a repeated cause (a redelivered hook, a re-run park at the same
+ * revision) enqueues nothing twice while the first job exists.
+ */
+export const wakeJobId = (flowId: string, cause: string) => derivedUuid(`flow-wake:${flowId}:${cause}`);
+
+/** Where the flows layer's jobs go (the engine: the transport's publisher on the flows queue). */
+export interface FlowJobQueue {
+  /** delayMs <= 0: claimable at once; else available_at = database clock + delayMs. */
+  publish(job: { id: string; job: FlowJob; delayMs: number }): Promise<void>;
+}
+
+/** A job published by flow code (`ctx.publish`), e.g. the request an awaited step triggers. */
+export interface FlowPublishInput {
+  payload: unknown;
+  id?: string;
+  correlationId?: string;
+  headers?: Record<string, string>;
+  delaySeconds?: number;
+}
+
+export type FlowPublisher = (queue: string, message: FlowPublishInput) => Promise<{ id: string }>;

@@ -1,0 +1,80 @@
+import { randomUUID } from 'node:crypto';
+import { canonicalJson, toJson } from './canonical-json';
+import type { FlowClock } from './clock';
+import { FlowIdConflictError, FlowIdError, UnknownFlowError } from './errors';
+import { flowIdProblem } from './flow-id';
+import { startJobId, type FlowJobQueue } from './jobs';
+import type { FlowMetrics } from './metrics';
+import type { FlowRegistry } from './registry';
+import { FLOW_STATE_SCHEMA_VERSION, serializeFlowState, type FlowState, type FlowStatus } from './state';
+import type { FlowStateStore } from './store';
+
+export interface StartOptions {
+  /** The run id (default: a new UUID); a repeat with the same flow and input returns the existing run. */
+  id?: string;
+  parent?: { flowId: string; stepName: string };
+  context?: Record<string, string>;
+}
+
+export interface StartedFlow {
+  id: string;
+  status: FlowStatus;
+  /** false: a run with this id, flow and input existed; nothing new was started. */
+  created: boolean;
+}
+
+export interface StarterDeps {
+  store: FlowStateStore;
+  registry: FlowRegistry;
+  jobs: FlowJobQueue;
+  clock: FlowClock;
+  metrics: FlowMetrics;
+  stateExpiryMs: number;
+}
+
+/**
+ * Starts a run (durable-flows.md §1.2): validate the id, then publish the start job carrying the whole initial
+ * ledger (the commit point: no Running ledger can exist without a job), then write the ledger so an immediate
+ * read sees it (finding it written already is expected). Idempotent with a caller's id: the same flow and
+ * semantically equal input return the existing run; anything else is a FlowIdConflictError.
+ */
+export async function startFlow(deps: StarterDeps, flowName: string, input: unknown, options: StartOptions = {}): Promise<StartedFlow> {
+  if (!deps.registry.get(flowName)) throw new UnknownFlowError(flowName, deps.registry.names());
+  const id = options.id ?? randomUUID();
+  const why = flowIdProblem(id);
+  if (why) throw new FlowIdError(id, why);
+  const inputJson = toJson(input ?? null);
+  const existing = await deps.store.load(id);
+  if (existing) return sameStart(existing, flowName, inputJson);
+  const now = new Date((await deps.store.now()).getTime()).toISOString();
+  const state: FlowState = {
+    schemaVersion: FLOW_STATE_SCHEMA_VERSION,
+    revision: 0,
+    flowId: id,
+    flowName,
+    inputJson,
+    status: 'Running',
+    createdAt: now,
+    updatedAt: now,
+    attempts: 0,
+    steps: {},
+    values: {},
+    ...(options.parent ? { parentFlowId: options.parent.flowId, parentStepName: options.parent.stepName } : {}),
+    ...(options.context ? { context: options.context } : {}),
+  };
+  deps.store.validateCreate(state);
+  await deps.jobs.publish({ id: startJobId(id), job: { kind: 'start', flowId: id, stateJson: serializeFlowState(state) }, delayMs: 0 });
+  if (!(await deps.store.tryCreate(state, deps.stateExpiryMs))) {
+    const stored = await deps.store.load(id);
+    // written by this start's own job (a drain ran it first: it carries this very ledger), or by another start
+    if (stored && !(stored.createdAt === state.createdAt && stored.flowName === flowName && stored.inputJson === inputJson)) return sameStart(stored, flowName, inputJson);
+  }
+  deps.metrics.runStarted(flowName);
+  return { id, status: 'Running', created: true };
+}
+
+function sameStart(existing: FlowState, flowName: string, inputJson: string): StartedFlow {
+  if (existing.flowName !== flowName) throw new FlowIdConflictError(existing.flowId, `it is a run of flow '${existing.flowName}'`);
+  if (canonicalJson(existing.inputJson) !== canonicalJson(inputJson)) throw new FlowIdConflictError(existing.flowId, 'it was started with other input');
+  return { id: existing.flowId, status: existing.status, created: false };
+}

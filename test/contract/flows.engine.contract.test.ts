@@ -1,0 +1,141 @@
+// The flows layer on the engine (real transport and channel on PGlite, and PostgreSQL when PG_URL is set): the
+// example flow completes through the flows queue, its approval answered by a code handler on `approvals` whose
+// result travels as a correlated response through the channel's recovery path (the callbacks queue's `flow`
+// internal target) into the parked run, with the SQL flow state store of the target.
+import { randomBytes } from 'node:crypto';
+import { Pool } from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import { appFlows } from '../../flows';
+import { createEngine, FlowRegistry, silentLogger, type Engine, type StoreConnection } from '../../shared';
+import { MemoryMetrics } from '../../shared/telemetry/metrics';
+import { METRIC } from '../../shared/telemetry/metric-names';
+
+interface Target {
+  name: string;
+  skip?: string;
+  store(): StoreConnection;
+  schema: string;
+  cleanup(): Promise<void>;
+}
+const pgSchema = `flows_${randomBytes(4).toString('hex')}`;
+const TARGETS: Target[] = [
+  { name: 'pglite', store: () => ({ kind: 'pglite', dataDir: 'memory://' }), schema: 'public', cleanup: async () => undefined },
+  {
+    name: 'postgres',
+    skip: process.env.PG_URL ? undefined : 'PG_URL is not set',
+    store: () => ({ kind: 'postgres', url: process.env.PG_URL!, pool: { max: 4 } }),
+    schema: pgSchema,
+    cleanup: async () => {
+      const pool = new Pool({ connectionString: process.env.PG_URL });
+      await pool.query(`drop schema if exists ${pgSchema} cascade`);
+      await pool.end();
+    },
+  },
+];
+
+for (const target of TARGETS) {
+  describe.skipIf(target.skip !== undefined)(`flows on the engine (${target.name})`, () => {
+    if (target.skip) console.warn(`skipped flows engine contract on ${target.name}: ${target.skip}`);
+    const engines: Engine[] = [];
+    afterAll(async () => {
+      for (const e of engines) await e.close();
+      await target.cleanup();
+    });
+
+    it('example-approval completes: reserve, approval answered by a handler through the channel, cool-off', async () => {
+      const approvals: unknown[] = [];
+      const metrics = new MemoryMetrics();
+      const engine = await createEngine({
+        store: target.store(),
+        schema: target.schema,
+        logger: silentLogger,
+        metrics,
+        queues: {
+          approvals: {
+            handler: async (job) => {
+              approvals.push(job.payload);
+              return { approved: true, by: 'auto-approver', n: 12345678901234567890n.toString() };
+            },
+          },
+        },
+        flows: { registry: appFlows },
+      });
+      engines.push(engine);
+      expect(engine.flowsQueue).toBe('flows');
+      expect(engine.route('flows')?.description).toEqual({ kind: 'flows' });
+      const stop = new AbortController();
+      const running = engine.run([...engine.queues, 'flows', 'callbacks'], { signal: stop.signal });
+      try {
+        const started = await engine.flows!.start('example-approval', { item: 'book', coolOffSeconds: 1 }, { id: `ex-${target.name}` });
+        expect(started).toEqual({ id: `ex-${target.name}`, status: 'Running', created: true });
+        const t0 = Date.now();
+        const done = await engine.flows!.waitForEnd(started.id, 20_000);
+        expect(done?.status).toBe('Succeeded');
+        expect(Date.now() - t0).toBeLessThan(10_000);
+        expect(JSON.parse(done!.resultJson!)).toEqual({ item: 'book', approval: { approved: true, by: 'auto-approver', n: '12345678901234567890' } });
+        expect(approvals).toEqual([{ flowId: started.id, item: 'book' }]);
+        expect(Object.keys(done!.steps)).toEqual(['reserve', 'approve', 'cool-off']);
+        expect(done!.steps.reserve).toMatchObject({ completed: true, resultJson: '{"reserved":"book"}' });
+        expect(metrics.named(METRIC.flowRunsEnded)).toEqual([{ name: METRIC.flowRunsEnded, value: 1, properties: { flow: 'example-approval', outcome: 'succeeded' } }]);
+        expect(metrics.named(METRIC.flowRunsParked).map((r) => r.properties.on)).toEqual(['response']); // the 1 s cool-off waits in process
+        expect(metrics.named(METRIC.flowStepDuration).map((r) => r.properties.kind)).toEqual(['step', 'await', 'sleep']);
+        // a repeated start returns the run as it is now
+        await expect(engine.flows!.start('example-approval', { coolOffSeconds: 1, item: 'book' }, { id: started.id })).resolves.toEqual({ id: started.id, status: 'Succeeded', created: false });
+      } finally {
+        stop.abort();
+        await running;
+      }
+    }, 120_000); // opening PGlite with every schema version takes 20-30 s on a loaded 2-core machine
+
+    it('a response posted later (no live waiter) completes the parked step within about a second', async () => {
+      const registry = new FlowRegistry().register('ask-later', async (ctx) => {
+        const answer = await ctx.awaitResponse('ask', async (cid) => {
+          await ctx.set('cid', cid);
+        });
+        return { answer };
+      });
+      const engine = await createEngine({
+        store: target.store(),
+        schema: target.schema,
+        logger: silentLogger,
+        queues: { unused: { handler: async () => undefined } },
+        flows: { registry, queue: 'flows-later' },
+      });
+      engines.push(engine);
+      const stop = new AbortController();
+      const running = engine.run(['flows-later', 'callbacks'], { signal: stop.signal });
+      try {
+        const { id } = await engine.flows!.start('ask-later', null);
+        let cid: string | undefined;
+        for (let i = 0; i < 100 && !cid; i++) {
+          const s = await engine.flows!.get(id);
+          cid = s?.values.cid && s.steps.ask?.pendingCorrelationId ? (JSON.parse(s.values.cid) as string) : undefined;
+          if (!cid) await new Promise((r) => setTimeout(r, 50));
+        }
+        expect(cid).toBeDefined();
+        await new Promise((r) => setTimeout(r, 200)); // parked, lease released
+        expect(await engine.stores.flows.observeLease(id)).toBe('unheld');
+        const t0 = Date.now();
+        const published = await engine.channel.publishResponse({ correlationId: cid!, payload: { ok: 'later' }, final: true }, { confirm: true });
+        expect(published.delivery).toBe('recovery');
+        const done = await engine.flows!.waitForEnd(id, 10_000);
+        const took = Date.now() - t0;
+        expect(done?.status).toBe('Succeeded');
+        expect(JSON.parse(done!.resultJson!)).toEqual({ answer: { ok: 'later' } });
+        expect(took).toBeLessThan(1500);
+      } finally {
+        stop.abort();
+        await running;
+      }
+    }, 120_000); // opening PGlite with every schema version takes 20-30 s on a loaded 2-core machine
+
+    it('refuses a flows queue that is another queue, and timings that contradict each other', async () => {
+      await expect(
+        createEngine({ store: target.store(), schema: target.schema, logger: silentLogger, queues: { a: { handler: async () => 1 } }, flows: { registry: new FlowRegistry(), queue: 'a' } }),
+      ).rejects.toThrow(/flows.queue 'a' is already a worker, built-in or dead-letter queue/);
+      await expect(
+        createEngine({ store: target.store(), schema: target.schema, logger: silentLogger, queues: { a: { handler: async () => 1 } }, flows: { registry: new FlowRegistry(), timings: { leaseDurationMs: 10_000, leaseRenewIntervalMs: 20_000 } } }),
+      ).rejects.toThrow(/leaseRenewIntervalMs must be above 0 and below leaseDurationMs/);
+    });
+  });
+}

@@ -1,0 +1,185 @@
+import { describe, expect, it } from 'vitest';
+import { FlowHarness } from '../support/flow-harness';
+
+/** A flow that asks `approvals` and waits for the answer, with a step before it whose runs are counted. */
+function approvalFlow(h: FlowHarness, options: { timeoutMs?: number; until?: (r: { payload: unknown; final: boolean }) => boolean } = {}) {
+  const runs = { reserve: 0, triggers: 0 };
+  h.registry.register('ask', async (ctx, input: { item: string }) => {
+    await ctx.step('reserve', () => ++runs.reserve);
+    const approval = await ctx.awaitResponse(
+      'approve',
+      async (correlationId) => {
+        runs.triggers++;
+        await ctx.publish('approvals', { payload: { flowId: ctx.flowId, item: input.item }, correlationId });
+      },
+      options,
+    );
+    return { item: input.item, approval };
+  });
+  return runs;
+}
+
+describe('awaited responses (durable-flows.md §1.4)', () => {
+  it('persists the breadcrumb (and registers for recovery) before the trigger runs, then parks holding nothing', async () => {
+    const h = new FlowHarness();
+    const seen: Array<{ pending?: string; watched: boolean }> = [];
+    h.onPublish = async (p) => {
+      const s = await h.store.load((p.payload as { flowId: string }).flowId);
+      seen.push({ pending: s?.steps.approve?.pendingCorrelationId, watched: h.watches.has(p.correlationId!) });
+    };
+    approvalFlow(h);
+    const { id } = await h.flows.start('ask', { item: 'book' });
+    await h.run(0);
+    const cid = h.published[0]!.correlationId!;
+    expect(seen).toEqual([{ pending: cid, watched: true }]);
+    const s = await h.state(id);
+    expect(s.steps.approve).toMatchObject({ pendingCorrelationId: cid });
+    expect(h.store.leaseOf(id)?.leaseId).toBeNull();
+    expect(h.jobsOf(id).map((j) => j.job.kind)).toEqual(['wake']); // the deadline's wake-up (7 days by default)
+    expect(h.jobsOf(id)[0]!.availableAt).toBe(h.clock.now() + 7 * 86_400_000);
+    expect(h.clock.pendingSleeps).toBe(0);
+  });
+
+  it('a response while the run is parked is checkpointed into its step and wakes the run; it completes with reserve run once', async () => {
+    const h = new FlowHarness();
+    const runs = approvalFlow(h);
+    const { id } = await h.flows.start('ask', { item: 'book' });
+    await h.run(0);
+    const cid = h.published[0]!.correlationId!;
+    expect(await h.respond(cid, { approved: true, by: 'ann' }, { id: 'r1' })).toBe('woken');
+    expect((await h.state(id)).steps.approve?.received).toEqual([expect.objectContaining({ id: 'r1', final: true, payloadJson: '{"approved":true,"by":"ann"}' })]);
+    await h.run(0);
+    const s = await h.state(id);
+    expect(s.status).toBe('Succeeded');
+    expect(JSON.parse(s.resultJson!)).toEqual({ item: 'book', approval: { approved: true, by: 'ann' } });
+    expect(runs).toEqual({ reserve: 1, triggers: 1 });
+    expect(s.steps.approve).toMatchObject({ completed: true, resultJson: '{"approved":true,"by":"ann"}' });
+    expect(s.steps.approve?.pendingCorrelationId).toBeUndefined();
+    // a redelivered recovery of the same response changes nothing
+    expect(await h.respond(cid, { approved: false }, { id: 'r1' })).toBe('stale');
+  });
+
+  it('a crash after the trigger re-attaches to the same correlation id on the next execution and never re-sends', async () => {
+    const h = new FlowHarness();
+    const runs = approvalFlow(h);
+    const { id } = await h.flows.start('ask', { item: 'lamp' });
+    // the crash: the park's deadline wake-up cannot be published, the execution fails, its job is redelivered
+    h.publishFaults.push('before');
+    await h.run(0);
+    expect(h.handled.map((x) => x.outcome)).toEqual(['failed']);
+    await h.run(5_000); // the redelivery re-attaches and parks again
+    expect(runs.triggers).toBe(1);
+    const cid = h.published[0]!.correlationId!;
+    expect((await h.state(id)).steps.approve?.pendingCorrelationId).toBe(cid);
+    await h.respond(cid, 'yes');
+    await h.run(0);
+    expect((await h.state(id)).status).toBe('Succeeded');
+    expect(runs).toEqual({ reserve: 1, triggers: 1 });
+    expect(h.published).toHaveLength(1);
+  });
+
+  it('a response that lands while the execution still holds the lease (a fast responder) is not lost', async () => {
+    const h = new FlowHarness();
+    approvalFlow(h);
+    const wakeOutcomes: string[] = [];
+    h.onPublish = async (p) => {
+      await h.respond(p.correlationId!, 'instant', { id: 'fast' });
+      // a second worker takes the wake-up at once: it finds the lease held and acknowledges it unrun
+      const wake = [...h.jobs.values()].find((j) => j.job.kind === 'wake' && j.job.reason === 'response')!;
+      wakeOutcomes.push(await h.runNow(wake));
+    };
+    const { id } = await h.flows.start('ask', { item: 'pen' });
+    await h.run(0);
+    expect(wakeOutcomes).toEqual(['acked']);
+    const s = await h.state(id);
+    expect(s.status).toBe('Succeeded');
+    expect(JSON.parse(s.resultJson!)).toEqual({ item: 'pen', approval: 'instant' });
+  });
+
+  it('progress responses: `until` decides; declined ones are consumed and the wait stays armed', async () => {
+    const h = new FlowHarness();
+    approvalFlow(h, { until: (r) => (r.payload as { status: string }).status === 'done' });
+    const { id } = await h.flows.start('ask', { item: 'car' });
+    await h.run(0);
+    const cid = h.published[0]!.correlationId!;
+    await h.respond(cid, { status: 'working', pct: 10 }, { final: false });
+    await h.respond(cid, { status: 'working', pct: 60 }, { final: false });
+    await h.run(0);
+    let s = await h.state(id);
+    expect(s.status).toBe('Running');
+    expect(s.steps.approve?.received).toBeUndefined();
+    expect(s.steps.approve?.message).toBe('2 progress response(s) received; still waiting');
+    await h.respond(cid, { status: 'done' }, { final: true });
+    await h.run(0);
+    s = await h.state(id);
+    expect(s.status).toBe('Succeeded');
+    expect(JSON.parse(s.resultJson!).approval).toEqual({ status: 'done' });
+  });
+
+  it('a timeout faults the step; the next execution starts it afresh with a new correlation id', async () => {
+    const h = new FlowHarness();
+    const runs = approvalFlow(h, { timeoutMs: 60_000 });
+    const { id } = await h.flows.start('ask', { item: 'tv' });
+    await h.run(0);
+    const first = h.published[0]!.correlationId!;
+    await h.run(61_000); // the deadline's wake-up: timed out (the execution fails), then the redelivery re-triggers
+    const s = await h.state(id);
+    expect(runs.triggers).toBe(2);
+    const second = h.published[1]!.correlationId!;
+    expect(second).not.toBe(first);
+    expect(s.steps.approve).toMatchObject({ pendingCorrelationId: second });
+    expect(s.steps.approve?.faulted).toBeUndefined();
+    expect(h.handled.map((x) => x.outcome)).toContain('failed');
+    // a late answer to the first request is stale; the second completes the step
+    expect(await h.respond(first, 'late')).toBe('stale');
+    await h.respond(second, 'on time');
+    await h.run(0);
+    expect(JSON.parse((await h.state(id)).resultJson!).approval).toBe('on time');
+    expect(runs.reserve).toBe(1);
+  });
+
+  it('a trigger that throws (known not sent) restarts the step with a new id on the redelivery', async () => {
+    const h = new FlowHarness();
+    let attempts = 0;
+    const cids: string[] = [];
+    h.registry.register('flaky-trigger', async (ctx) =>
+      ctx.awaitResponse('ask', (cid) => {
+        cids.push(cid);
+        if (++attempts === 1) throw new Error('broker unreachable');
+      }),
+    );
+    const { id } = await h.flows.start('flaky-trigger', null);
+    await h.run(5_000);
+    expect(cids).toHaveLength(2);
+    expect(cids[0]).not.toBe(cids[1]);
+    await h.respond(cids[1]!, 42);
+    await h.run(0);
+    expect(JSON.parse((await h.state(id)).resultJson!)).toBe(42);
+  });
+
+  it('an error response ends the wait with AwaitedResponseError (terminal unless the flow catches it)', async () => {
+    const h = new FlowHarness();
+    approvalFlow(h);
+    const { id } = await h.flows.start('ask', { item: 'boat' });
+    await h.run(0);
+    await h.respond(h.published[0]!.correlationId!, null, { error: 'approval job dead-lettered' });
+    await h.run(0);
+    const s = await h.state(id);
+    expect(s.status).toBe('Failed');
+    expect(s.error).toEqual({ name: 'AwaitedResponseError', message: "the response awaited by step 'approve' reports a failure: approval job dead-lettered" });
+  });
+
+  it('a suspended run keeps a response that arrives (not woken); resume wakes it and it completes', async () => {
+    const h = new FlowHarness();
+    approvalFlow(h);
+    const { id } = await h.flows.start('ask', { item: 'hat' });
+    await h.run(0);
+    await h.flows.suspend(id);
+    const before = h.jobs.size;
+    expect(await h.respond(h.published[0]!.correlationId!, 'ok')).toBe('kept');
+    expect(h.jobs.size).toBe(before);
+    await h.flows.resume(id);
+    await h.run(0);
+    expect((await h.state(id)).status).toBe('Succeeded');
+  });
+});
