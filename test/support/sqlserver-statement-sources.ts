@@ -13,6 +13,7 @@ import { serverCapabilities } from '../../shared/stores/sqlserver/server-version
 import { transportStatements } from '../../shared/stores/sqlserver/statements';
 import { topicStatements } from '../../shared/stores/sqlserver/topic-statements';
 import { claimOutlook } from '../../shared/stores/sqlserver/outlook-statements';
+import { jobControlStatements } from '../../shared/stores/sqlserver/job-control-statements';
 import { CALLBACK_QUEUE } from '../../shared/queue-names';
 import { sqlServerMigrationStatements } from '../../shared/stores/sqlserver/migrations';
 import { schemaNames, subscriptionsTableName } from '../../shared/stores/schema-names';
@@ -73,6 +74,8 @@ export const SQLSERVER_STATEMENT_SOURCES: readonly StatementSource[] = [
   { name: 'topics', texts: (n) => fromMap('topics', n.variant, topicStatements(n.transport, subscriptionsTableName(n.transport, 'sqlserver'))) },
   // the claim-outlook probe (queue mode: after a drain and at start-up)
   { name: 'outlook', texts: (n) => fromMap('outlook', n.variant, { claimOutlook: claimOutlook(n.transport) }) },
+  // job and queue control: cancel, reschedule, pause and resume, the queue state read
+  { name: 'job-control', texts: (n) => fromMap('job-control', n.variant, jobControlStatements(n.transport)) },
   // the channel store's statements (registrations, messages, subscribers, prunes, DDL, catalog snapshot)
   { name: 'channel', texts: (n) => fromMap('channel', n.variant, channelStatements(n.channel, { schema: n.transport.schema, table: n.transport.table, queue: CALLBACK_QUEUE })) },
   // the channel's counts for the dashboard and /api/stats
@@ -109,6 +112,7 @@ export const SQLSERVER_MODULE_COVERAGE: Readonly<Record<string, string>> = {
   'channel-statements.ts': 'channel, migration',
   'channel-stats.ts': 'channel-stats',
   'outlook-statements.ts': 'outlook',
+  'job-control-statements.ts': 'job-control',
   'server-version.ts': 'server-version',
   'migrations.ts': 'migrations, schema-print',
   'outbox.ts': 'migrations (version 3 creates the procedures)',

@@ -33,6 +33,10 @@ describe('function table', () => {
         ['get-channel', 'GET', 'channel', 'function'],
         ['dashboard', 'GET', 'dashboard', 'anonymous'],
         ['dashboard-asset', 'GET', 'dashboard/{file}', 'anonymous'],
+        ['cancel-message', 'DELETE', 'queues/{queue}/messages/{id}', 'function'],
+        ['reschedule-message', 'POST', 'queues/{queue}/messages/{id}/reschedule', 'function'],
+        ['pause-queue', 'POST', 'queues/{queue}/pause', 'function'],
+        ['resume-queue', 'POST', 'queues/{queue}/resume', 'function'],
       ].sort(),
     );
   });

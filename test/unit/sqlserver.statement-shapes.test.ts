@@ -94,7 +94,9 @@ describe('SQL Server statement shapes', () => {
     expect(s.release.text).toMatch(/SELECT @@ROWCOUNT AS affected;$/);
     expect(s.renew.text).toContain(`SET locked_until = ${SPLIT('@lock_timeout_ms')}`);
     expect(s.renew.text).toContain('WHERE id = @id AND lock_id = @lock_id;');
-    expect(s.renew.text).toMatch(/SELECT @@ROWCOUNT AS affected;$/);
+    // the renewal also answers whether an operator marked the job cancelled (the marker prefix of headers_json)
+    expect(s.renew.text).toContain(`@cancel_requested = CASE WHEN headers_json LIKE N'{"AR-Cancel-Requested":%' THEN 1 ELSE 0 END`);
+    expect(s.renew.text).toMatch(/SELECT @@ROWCOUNT AS affected, @cancel_requested AS cancel_requested;$/);
     expect(s.renew.text).not.toMatch(/attempts/);
     expect(s.release.text).not.toMatch(/attempts/);
   });

@@ -10,6 +10,8 @@ import { channelDdl, channelTables } from './channel-statements';
 import { SOURCE_QUEUE } from './statements';
 import { advisoryKey, createIndexesSql, createTableSql, schemaLockResource } from './ddl';
 import { postgresOutboxStatements } from './outbox';
+import { pgQueueStateTableDdl } from './job-control-statements';
+import { queueStateTableName } from '../queue-state-names';
 
 const q = (n: string) => quoteIdentifier(n, 'postgres');
 
@@ -89,6 +91,13 @@ export function postgresMigrations(n: SchemaNames): readonly Migration[] {
           text: `CREATE INDEX IF NOT EXISTS ${q(n.transport.deadLetterIndex)} ON ${q(n.schema)}.${q(n.transport.table)} (queue, ${SOURCE_QUEUE})`,
         },
       ],
+    },
+    {
+      // Pause and resume (issue 16 §4): the claim reads a queue's row here. Numbered 5 on this branch because the
+      // list must be contiguous; it is the job-control version the integrator numbers after flows (7) and schedules (8).
+      version: 5,
+      name: 'queue state table',
+      statements: [{ name: 'create queue state table', text: pgQueueStateTableDdl(n.schema, queueStateTableName(n.transport, 'postgres')) }],
     },
   ]);
 }

@@ -33,6 +33,7 @@ import {
   transportTableBody,
   type Statement,
 } from './statements';
+import { qualifiedQueueStateTable, queueStateTableBody } from './job-control-statements';
 
 const q = (n: string) => quoteIdentifier(n, 'sqlserver');
 
@@ -127,6 +128,13 @@ export function sqlServerMigrations(n: SchemaNames): readonly Migration[] {
       version: 6,
       name: 'publish procedures: per-id lock',
       statements: sqlServerOutboxStatements(n),
+    },
+    {
+      // Pause and resume (issue 16 §4): the claim reads a queue's row here. Numbered 7 on this branch because the
+      // list must be contiguous; it is the job-control version the integrator numbers after flows and schedules.
+      version: 7,
+      name: 'queue state table',
+      statements: [batch('create queue state table', createTableIfMissing(qualifiedQueueStateTable(n.transport), queueStateTableBody()))],
     },
   ]);
 }

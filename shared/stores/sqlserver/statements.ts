@@ -6,6 +6,7 @@
 import * as sql from 'mssql';
 import { quoteIdentifier, type TransportNames } from '../../sql/identifiers';
 import { DEAD_LETTER_REASON_HEADER, DEAD_LETTER_SOURCE_HEADER } from '../../transport/types';
+import { CANCEL_REQUESTED_TEST, pausedTest, qualifiedQueueStateTable, queueStateTableBody } from './job-control-statements';
 import {
   DDL_SCHEMA_LOCK_TIMEOUT_MS,
   DDL_TABLE_LOCK_TIMEOUT_MS,
@@ -247,6 +248,8 @@ export function claimBatch(names: TransportNames): Statement<'n' | 'queue' | 'lo
       `    WHERE ${exactQueueMatch('queue', 'queue')}`,
       '      AND available_at <= SYSUTCDATETIME()',
       '      AND (locked_until IS NULL OR locked_until <= SYSUTCDATETIME())',
+      // a paused queue claims nothing: uncorrelated (a startup filter), the ready-index seek is unchanged
+      `      AND NOT ${pausedTest(names)}`,
       '    ORDER BY available_at, created_at',
       ')',
       'UPDATE next',
@@ -291,7 +294,6 @@ export function releaseMessage(names: TransportNames): Statement<'id' | 'lock_id
   };
 }
 
-/** Lease renewal; 0 rows = the lease was lost. PostgreSQL: same UPDATE, RETURNING 1. */
 /** Hands back unstarted claims (fenced, one statement): attempts back down by one, available_at kept. */
 export function releaseUnstartedBatch(names: TransportNames): Statement<'settlements'> {
   return {
@@ -307,13 +309,19 @@ export function releaseUnstartedBatch(names: TransportNames): Statement<'settlem
   };
 }
 
+/**
+ * Lease renewal; 0 rows = the lease was lost; cancel_requested = an operator marked the running job cancelled
+ * (job-control-statements.ts). PostgreSQL: same UPDATE, RETURNING the marker test.
+ */
 export function renewLease(names: TransportNames): Statement<'id' | 'lock_id' | 'lock_timeout_ms'> {
   return {
     text: [
+      'DECLARE @cancel_requested bit = 0;',
       `UPDATE ${qualifiedTable(names)}`,
-      `SET locked_until = ${dbClockPlus('@lock_timeout_ms')}`,
+      `SET locked_until = ${dbClockPlus('@lock_timeout_ms')},`,
+      `    @cancel_requested = CASE WHEN ${CANCEL_REQUESTED_TEST} THEN 1 ELSE 0 END`,
       'WHERE id = @id AND lock_id = @lock_id;',
-      'SELECT @@ROWCOUNT AS affected;',
+      'SELECT @@ROWCOUNT AS affected, @cancel_requested AS cancel_requested;',
     ].join('\n'),
     params: { id: types.id(), lock_id: types.id(), lock_timeout_ms: types.ms() },
   };
@@ -482,6 +490,8 @@ export function ddlPhase1(names: TransportNames): Statement<never> {
       ...schemaApplockLines(names.schema, 'transport'),
       ...createSchemaIfMissing(names.schema),
       ...createTableIfMissing(qualifiedTable(names), transportTableBody()),
+      // the claim reads the queue-state table (pause); normally the job-control migration creates it first
+      ...createTableIfMissing(qualifiedQueueStateTable(names), queueStateTableBody()),
       // a table that lacks the column (normally version 4 adds it first): its Sch-M wait is bounded, so it cannot
       // queue all table traffic behind it for the request timeout; a 1222 fails this attempt and the next retries
       `SET LOCK_TIMEOUT ${DDL_TABLE_LOCK_TIMEOUT_MS};`,
