@@ -6,6 +6,7 @@
 export {
   createEngine,
   EngineOptionsError,
+  InvalidJobIdError,
   PublishRejectedError,
   UnknownQueueError,
   UnknownTopicError,
@@ -29,3 +30,4 @@ export { subscriptionQueue, topicCopyId } from './transport/topic-names';
 export type { DrainReport } from './transport/drain-loop';
 export { PermanentJobError, type Job, type JobContext, type JobHandler } from './transport/job';
 export type { QueueStats } from './transport/types';
+export { JobCancelledError, type CancelOutcome, type QueueState, type RescheduleOutcome, type RescheduleTime } from './transport/job-control';
