@@ -69,6 +69,7 @@ describe('SQL Server migration runner', () => {
       'lock', 'ensure table', 'read versions', 'v5: create transport dead-letter index', 'record',
       // version 6 re-creates version 3's procedures with the same text (the label finds version 3's names)
       'lock', 'ensure table', 'read versions', ...v6!.statements.map((s) => `v3: ${s.name}`), 'record',
+      'lock', 'ensure table', 'read versions', 'v7: create queue state table', 'record',
       'lock', 'ensure table', 'read versions',
     ]);
     expect(records).toEqual([
@@ -78,6 +79,7 @@ describe('SQL Server migration runner', () => {
       { version: 4, name: 'dead-letter source column' },
       { version: 5, name: 'dead-letter source index' },
       { version: 6, name: 'publish procedures: per-id lock' },
+      { version: 7, name: 'queue state table' },
     ]);
     // the lock batch outlives its own 60 s applock wait; migration batches get the index-build hour
     const lock = pool.calls.find((c) => c.text === r.lock.text)!;
