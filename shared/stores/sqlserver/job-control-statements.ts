@@ -27,8 +27,9 @@ export function pausedTest(names: TransportNames, param = 'queue'): string {
   return `EXISTS (SELECT 1 FROM ${qualifiedQueueStateTable(names)} AS paused WHERE ${exactQueueMatch('paused.queue', param)} AND paused.paused_at IS NOT NULL)`;
 }
 
-/** The renewal's answer: the row is marked (headers_json starts with the marker). */
-export const CANCEL_REQUESTED_TEST = `headers_json LIKE N'${CANCEL_MARK_PREFIX}%'`;
+/** The renewal's answer: the row is marked (its headers_json starts with the marker). */
+export const cancelRequestedTest = (column = 'headers_json') => `${column} LIKE N'${CANCEL_MARK_PREFIX}%'`;
+const CANCEL_REQUESTED_TEST = cancelRequestedTest();
 
 /** headers_json with the cancel marker first; a row already marked keeps its text. PostgreSQL: pgMarkedHeaders. */
 export function markedHeaders(): string {

@@ -6,7 +6,7 @@
 import * as sql from 'mssql';
 import { quoteIdentifier, type TransportNames } from '../../sql/identifiers';
 import { DEAD_LETTER_REASON_HEADER, DEAD_LETTER_SOURCE_HEADER } from '../../transport/types';
-import { CANCEL_REQUESTED_TEST, pausedTest, qualifiedQueueStateTable, queueStateTableBody } from './job-control-statements';
+import { cancelRequestedTest, pausedTest, qualifiedQueueStateTable, queueStateTableBody } from './job-control-statements';
 import {
   DDL_SCHEMA_LOCK_TIMEOUT_MS,
   DDL_TABLE_LOCK_TIMEOUT_MS,
@@ -316,12 +316,13 @@ export function releaseUnstartedBatch(names: TransportNames): Statement<'settlem
 export function renewLease(names: TransportNames): Statement<'id' | 'lock_id' | 'lock_timeout_ms'> {
   return {
     text: [
-      'DECLARE @cancel_requested bit = 0;',
+      // OUTPUT INTO a table variable, as the dead-letter move does (a bare OUTPUT is refused on tables with triggers)
+      'DECLARE @renewed TABLE (cancel_requested bit NOT NULL);',
       `UPDATE ${qualifiedTable(names)}`,
-      `SET locked_until = ${dbClockPlus('@lock_timeout_ms')},`,
-      `    @cancel_requested = CASE WHEN ${CANCEL_REQUESTED_TEST} THEN 1 ELSE 0 END`,
+      `SET locked_until = ${dbClockPlus('@lock_timeout_ms')}`,
+      `OUTPUT CASE WHEN ${cancelRequestedTest('inserted.headers_json')} THEN 1 ELSE 0 END INTO @renewed`,
       'WHERE id = @id AND lock_id = @lock_id;',
-      'SELECT @@ROWCOUNT AS affected, @cancel_requested AS cancel_requested;',
+      'SELECT COUNT(*) AS affected, CAST(COALESCE(MAX(CAST(cancel_requested AS int)), 0) AS bit) AS cancel_requested FROM @renewed;',
     ].join('\n'),
     params: { id: types.id(), lock_id: types.id(), lock_timeout_ms: types.ms() },
   };
