@@ -253,13 +253,42 @@
       el(
         'tr',
         { 'data-queue': q.queue, class: q.queue === state.selected ? 'selected' : undefined },
-        cell('Queue', queueButton(q.queue, q.queue), 'name'),
+        cell('Queue', el('span', { class: 'queue-name' }, queueButton(q.queue, q.queue), ...pauseControl(q)), 'name'),
         ...countCells(q),
         cell('Depth', sparkline(q.queue, now), 'chart'),
       ),
     );
     $('queues').tBodies[0].replaceChildren(...rows);
     renderQueueSelect();
+  }
+
+  // ---- pause and resume (POST /api/queues/{queue}/pause|resume; every instance stops claiming) --------------------
+
+  /** A "paused" tag while claims are paused, and the button that toggles it (after a confirmation). */
+  function pauseControl(q) {
+    if (typeof q.paused !== 'boolean') return [];
+    const tag = q.paused ? el('span', { class: 'tag', 'data-field': 'paused', title: 'No instance claims from this queue; publishes are still accepted', text: 'paused' }) : null;
+    const button = el('button', { type: 'button', class: 'small', 'data-action': q.paused ? 'resume' : 'pause', text: q.paused ? 'Resume' : 'Pause', onclick: () => togglePause(q.queue, !q.paused) });
+    return [tag, button];
+  }
+
+  async function togglePause(queue, pause) {
+    const ok = await confirmAction(
+      pause ? `Pause '${queue}'?` : `Resume '${queue}'?`,
+      pause
+        ? `Every instance stops claiming jobs from '${queue}' within a second; running jobs finish, and publishes are still accepted and wait.`
+        : `Every instance claims from '${queue}' again; the jobs that waited run.`,
+      pause ? 'Pause' : 'Resume',
+      pause,
+    );
+    if (!ok) return;
+    try {
+      await api(`${queuePath(queue)}/${pause ? 'pause' : 'resume'}`, { method: 'POST' });
+      notice(pause ? `Paused '${queue}'.` : `Resumed '${queue}'.`, 'ok');
+    } catch (err) {
+      showError(err);
+    }
+    await refresh();
   }
 
   function renderQueueSelect() {

@@ -39,6 +39,9 @@ import './get-flow';
 import './control-flow';
 import './list-flows';
 import './drain-flows';
+import './cancel-message';
+import './reschedule-message';
+import './pause-queue';
 
 // Application Insights (only with APPLICATIONINSIGHTS_CONNECTION_STRING) starts before the first invocation, so
 // its preInvocation hook gives every invocation's dependencies the host's operation id (shared/telemetry/setup.ts).

@@ -10,9 +10,12 @@ import type { QueueStats } from '../shared/transport/types';
 export async function listQueues(_request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
   const rt = await getRuntime();
   try {
-    const items: QueueStats[] = [];
+    const items: Array<QueueStats & { paused: boolean }> = [];
     // one after another: a page refresh must not take a pool connection per queue
-    for (const queue of knownQueues(rt.config, { internal: true })) items.push(await rt.store.queueStats(queue, rt.config.deadLetterQueue));
+    for (const queue of knownQueues(rt.config, { internal: true })) {
+      const stats = await rt.store.queueStats(queue, rt.config.deadLetterQueue);
+      items.push({ ...stats, paused: (await rt.store.queueState(queue)).paused });
+    }
     return json(200, { items });
   } catch (err) {
     return failureAnswer(err, context, 'reading queue statistics');

@@ -6,6 +6,7 @@
 export {
   createEngine,
   EngineOptionsError,
+  InvalidJobIdError,
   PublishRejectedError,
   UnknownQueueError,
   UnknownTopicError,
@@ -61,3 +62,4 @@ export {
   type StartedFlow,
 } from './flows';
 export type { FlowsEngineOptions } from './engine/flows-wiring';
+export { JobCancelledError, type CancelOutcome, type QueueState, type RescheduleOutcome, type RescheduleTime } from './transport/job-control';

@@ -24,6 +24,8 @@ import { subscriptionQueue } from '../transport/topic-names';
 import { subscriptionQueues, topicProblems, type TopicMap } from '../transport/topics';
 import type { OutgoingMessage, QueueStats, TopicPublishOutcome, TransportStore } from '../transport/types';
 import { WakeSignal } from '../transport/wake';
+import type { CancelOutcome, QueueState, RescheduleOutcome, RescheduleTime } from '../transport/job-control';
+import { UUID_PATTERN } from '../validation';
 import {
   DEFAULT_CHANNEL,
   DEFAULT_EMPTY_POLL_DELAY_MS,
@@ -110,6 +112,9 @@ export interface RunRequest {
 }
 
 export interface QueueStatsWithRoute extends QueueStats {
+  /** Claims from the queue are paused (on every instance); publishes are still accepted. */
+  paused: boolean;
+  pausedAt: Date | null;
   route: RouteView;
   policy: PolicyView;
 }
@@ -155,6 +160,19 @@ export interface Engine {
   /** Long-running: drains the queues (default: every worker queue and the flows queue) without a budget until the signal aborts. */
   run(queues: string | readonly string[] | undefined, request: RunRequest): Promise<DrainReport[]>;
   stats(queue: string): Promise<QueueStatsWithRoute>;
+  /**
+   * Cancels a job of the queue: a waiting (ready or delayed) job is deleted ('deleted'). A running one is left alone
+   * ('running') unless `running` is set: then it is marked ('cancelling'), its handler's signal aborts at its next
+   * lease renewal (within a third of the lock timeout) and it ends as cancelled: deleted, not retried, not
+   * dead-lettered, a correlated caller told with error `cancelled`. 'absent': no such job on the queue.
+   */
+  cancel(queue: string, id: string, options?: { running?: boolean }): Promise<CancelOutcome>;
+  /** Moves a waiting job's due time (database clock); a running job is not touched ('running'). */
+  reschedule(queue: string, id: string, when: RescheduleTime): Promise<RescheduleOutcome>;
+  /** Stops every instance's claims from the queue (persisted; publishes are still accepted). */
+  pause(queue: string): Promise<QueueState>;
+  /** Lets claims from the queue go on, and wakes its drains (in process, NOTIFY, drain request). */
+  resume(queue: string): Promise<QueueState>;
   /**
    * With drain requests (queue mode): probes every routed queue once (claimOutlook) and announces a drain for each
    * that has work due now (rows published while no instance was up, or from SQL; leases a crashed instance left
@@ -215,6 +233,13 @@ export class UnknownQueueError extends Error {
   constructor(readonly queue: string, known: readonly string[]) {
     super(`queue '${queue}' has no route; the queues are ${known.join(', ')}`);
     this.name = 'UnknownQueueError';
+  }
+}
+
+export class InvalidJobIdError extends Error {
+  constructor(readonly id: string) {
+    super(`job id '${id.slice(0, 80)}' is not a UUID`);
+    this.name = 'InvalidJobIdError';
   }
 }
 
@@ -356,6 +381,19 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     active.add(settled);
     void settled.finally(() => active.delete(settled));
     return work;
+  };
+  const jobId = (id: string): string => {
+    if (!UUID_PATTERN.test(id)) throw new InvalidJobIdError(id);
+    return id.toLowerCase();
+  };
+  /**
+   * A rescheduled job is announced like a delayed publish: in-process wake when due, a drain request at its due time
+   * in queue mode (PostgreSQL NOTIFYs other processes in the statement). Hints only, on the app's clock.
+   */
+  const wakeIfDue = (queue: string, availableAt: Date) => {
+    const inMs = Math.max(0, availableAt.getTime() - Date.now());
+    if (inMs <= 1000) wake.notify(queue);
+    requests?.announce(queue, inMs);
   };
   const routeOf = (queue: string): QueueRoute => {
     const route = routes.get(queue);
@@ -556,7 +594,34 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
 
     async stats(queue) {
       const route = routeOf(queue);
-      return { ...(await track(stores.transport.queueStats(queue, deadLetterQueue))), ...routeView(route) };
+      const stats = await track(stores.transport.queueStats(queue, deadLetterQueue));
+      const state = await track(stores.transport.queueState(queue));
+      return { ...stats, paused: state.paused, pausedAt: state.pausedAt, ...routeView(route) };
+    },
+
+    async cancel(queue, id, o = {}) {
+      routeOf(queue);
+      return track(stores.transport.cancel(queue, jobId(id), o.running === true));
+    },
+
+    async reschedule(queue, id, when) {
+      routeOf(queue);
+      const outcome = await track(stores.transport.reschedule(queue, jobId(id), when));
+      if (outcome.outcome === 'rescheduled') wakeIfDue(queue, outcome.availableAt);
+      return outcome;
+    },
+
+    async pause(queue) {
+      routeOf(queue);
+      return track(stores.transport.setQueuePaused(queue, true));
+    },
+
+    async resume(queue) {
+      const route = routeOf(queue);
+      const state = await track(stores.transport.setQueuePaused(queue, false));
+      wake.notify(queue);
+      await announceOutlook(queue, route.policy.lockTimeoutMs, logger);
+      return state;
     },
 
     announcePending(log = logger) {

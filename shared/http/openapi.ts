@@ -175,6 +175,64 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
           responses: { '200': { description: 'Statistics, route and policy.', content: json({ $ref: '#/components/schemas/QueueDetail' }) }, '404': withDescription('The queue is not configured.') },
         },
       },
+      '/queues/{queue}/messages/{id}': {
+        delete: {
+          operationId: 'cancelMessage',
+          summary: 'Cancel a job: a waiting (ready or delayed) one is deleted; a running one only with running=true (its handler is aborted at its next lease renewal).',
+          parameters: [queueParam, idParam('id'), { name: 'running', in: 'query', schema: { type: 'string', enum: ['true', 'false'], default: 'false' } }],
+          responses: {
+            '204': { description: 'The waiting job was deleted.' },
+            '202': {
+              description: "The running job is marked cancelled: its handler's signal aborts within a third of the lock timeout and it ends as cancelled (not retried, not dead-lettered).",
+              content: json(exact(['id', 'queue', 'state'], { id: { type: 'string', format: 'uuid' }, queue: { type: 'string' }, state: { const: 'cancelling' } })),
+            },
+            '400': { ...problem, description: 'The id is not a UUID, or running is not true or false.' },
+            '404': withDescription('No waiting or running job with this id on the queue (never published, settled, or dead-lettered), or the queue is not configured.'),
+            '409': withDescription('The job is running; add ?running=true to cancel it while it runs.'),
+          },
+        },
+      },
+      '/queues/{queue}/messages/{id}/reschedule': {
+        post: {
+          operationId: 'rescheduleMessage',
+          summary: "Move a waiting job's due time: a delay from the database clock, or an instant.",
+          parameters: [queueParam, idParam('id')],
+          requestBody: {
+            required: true,
+            content: json({
+              oneOf: [
+                exact(['delaySeconds'], { delaySeconds: { type: 'number', minimum: 0, maximum: 315360000 } }),
+                exact(['availableAt'], { availableAt: { type: 'string', format: 'date-time', description: 'ISO 8601 with a zone; compared with the database clock' } }),
+              ],
+            }),
+          },
+          responses: {
+            '200': {
+              description: 'Rescheduled.',
+              content: json(exact(['id', 'queue', 'availableAt'], { id: { type: 'string', format: 'uuid' }, queue: { type: 'string' }, availableAt: { type: 'string', format: 'date-time' } })),
+            },
+            '400': { ...problem, description: 'The id is not a UUID, or the body is not exactly one of delaySeconds and availableAt.' },
+            '404': withDescription('No waiting job with this id on the queue, or the queue is not configured.'),
+            '409': withDescription('The job is running; only a waiting job can be rescheduled.'),
+          },
+        },
+      },
+      '/queues/{queue}/pause': {
+        post: {
+          operationId: 'pauseQueue',
+          summary: 'Stop every instance claiming from the queue (persisted in the database); publishes are still accepted. Running jobs finish.',
+          parameters: [queueParam],
+          responses: { '200': { description: 'The queue state.', content: json({ $ref: '#/components/schemas/QueueState' }) }, '404': withDescription('The queue is not configured.') },
+        },
+      },
+      '/queues/{queue}/resume': {
+        post: {
+          operationId: 'resumeQueue',
+          summary: "Let claims from the queue go on; the queue's drains are woken.",
+          parameters: [queueParam],
+          responses: { '200': { description: 'The queue state.', content: json({ $ref: '#/components/schemas/QueueState' }) }, '404': withDescription('The queue is not configured.') },
+        },
+      },
       '/queues/{queue}/deadletters': {
         get: {
           operationId: 'listDeadLetters',
@@ -575,21 +633,29 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
           deadLettered: { type: 'integer', minimum: 0 },
           oldestReadyAgeSeconds: { type: ['number', 'null'], minimum: 0 },
         }),
-        QueueStats: exact(['queue', 'ready', 'delayed', 'leased', 'deadLettered', 'oldestReadyAgeSeconds'], {
+        QueueStats: exact(['queue', 'ready', 'delayed', 'leased', 'deadLettered', 'oldestReadyAgeSeconds', 'paused'], {
           queue: { type: 'string' },
           ready: { type: 'integer', minimum: 0 },
           delayed: { type: 'integer', minimum: 0 },
           leased: { type: 'integer', minimum: 0 },
           deadLettered: { type: 'integer', minimum: 0 },
           oldestReadyAgeSeconds: { type: ['number', 'null'], minimum: 0 },
+          paused: { type: 'boolean', description: 'Claims from the queue are paused on every instance (POST …/resume).' },
         }),
-        QueueDetail: exact(['queue', 'ready', 'delayed', 'leased', 'deadLettered', 'oldestReadyAgeSeconds', 'route', 'policy'], {
+        QueueState: exact(['queue', 'paused', 'pausedAt'], {
+          queue: { type: 'string' },
+          paused: { type: 'boolean' },
+          pausedAt: { type: ['string', 'null'], format: 'date-time', description: 'When the pause began (database clock); null when not paused.' },
+        }),
+        QueueDetail: exact(['queue', 'ready', 'delayed', 'leased', 'deadLettered', 'oldestReadyAgeSeconds', 'paused', 'pausedAt', 'route', 'policy'], {
           queue: { type: 'string' },
           ready: { type: 'integer', minimum: 0 },
           delayed: { type: 'integer', minimum: 0 },
           leased: { type: 'integer', minimum: 0 },
           deadLettered: { type: 'integer', minimum: 0 },
           oldestReadyAgeSeconds: { type: ['number', 'null'], minimum: 0 },
+          paused: { type: 'boolean', description: 'Claims from the queue are paused on every instance; publishes are still accepted.' },
+          pausedAt: { type: ['string', 'null'], format: 'date-time' },
           route: exact(['handler'], {
             handler: { type: 'string', enum: ['echo', 'forward', 'code', 'response-ingress', 'callbacks', 'flows'] },
             forwardHost: { type: 'string', description: 'host[:port] of the forward URL (never its path, query or credentials); forward only' },

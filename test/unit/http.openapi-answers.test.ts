@@ -24,6 +24,8 @@ describe('OpenAPI answer checker', () => {
       leased: 0,
       deadLettered: 0,
       oldestReadyAgeSeconds: null,
+      paused: false,
+      pausedAt: null,
       route: { handler: 'echo' },
       policy: { maxDeliveryAttempts: 5, redeliveryDelaySeconds: 5, redeliveryMaxDelaySeconds: 300, lockTimeoutSeconds: 30, batchSize: 16, prefetch: 16, concurrency: 16, deadLetter: true },
     };

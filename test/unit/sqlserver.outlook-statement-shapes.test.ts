@@ -13,7 +13,7 @@ describe('SQL Server claim-outlook statement shape', () => {
   it("due: the claim's own predicate (exact queue match, available, unleased or lapsed), an EXISTS that stops at the first row", () => {
     const [first] = s.text.split('\n');
     expect(first).toBe(
-      `IF EXISTS (SELECT 1 FROM [dbo].[jobs] WHERE queue = @queue AND queue + N'.' = @queue + N'.' COLLATE ${BIN2} AND available_at <= SYSUTCDATETIME() AND (locked_until IS NULL OR locked_until <= SYSUTCDATETIME()))`,
+      `IF NOT EXISTS (SELECT 1 FROM [dbo].[jobs_queue_state] AS paused WHERE paused.queue = @queue AND paused.queue + N'.' = @queue + N'.' COLLATE ${BIN2} AND paused.paused_at IS NOT NULL) AND EXISTS (SELECT 1 FROM [dbo].[jobs] WHERE queue = @queue AND queue + N'.' = @queue + N'.' COLLATE ${BIN2} AND available_at <= SYSUTCDATETIME() AND (locked_until IS NULL OR locked_until <= SYSUTCDATETIME()))`,
     );
     expect(s.text).toContain('    SELECT CAST(1 AS bit) AS due, CAST(NULL AS bigint) AS lease_lapses_in_ms;');
   });

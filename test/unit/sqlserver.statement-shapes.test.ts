@@ -94,7 +94,9 @@ describe('SQL Server statement shapes', () => {
     expect(s.release.text).toMatch(/SELECT @@ROWCOUNT AS affected;$/);
     expect(s.renew.text).toContain(`SET locked_until = ${SPLIT('@lock_timeout_ms')}`);
     expect(s.renew.text).toContain('WHERE id = @id AND lock_id = @lock_id;');
-    expect(s.renew.text).toMatch(/SELECT @@ROWCOUNT AS affected;$/);
+    // the renewal also answers whether an operator marked the job cancelled (the marker prefix of headers_json)
+    expect(s.renew.text).toContain(`OUTPUT CASE WHEN inserted.headers_json LIKE N'{"AR-Cancel-Requested":%' THEN 1 ELSE 0 END INTO @renewed`);
+    expect(s.renew.text).toMatch(/SELECT COUNT\(\*\) AS affected, CAST\(COALESCE\(MAX\(CAST\(cancel_requested AS int\)\), 0\) AS bit\) AS cancel_requested FROM @renewed;$/);
     expect(s.renew.text).not.toMatch(/attempts/);
     expect(s.release.text).not.toMatch(/attempts/);
   });

@@ -12,6 +12,8 @@ import { advisoryKey, createIndexesSql, createTableSql, schemaLockResource } fro
 import { postgresOutboxStatements } from './outbox';
 import { flowStateDdl } from './flow-statements';
 import { pgScheduleDdl } from './schedule-statements';
+import { pgQueueStateTableDdl } from './job-control-statements';
+import { queueStateTableName } from '../queue-state-names';
 
 const q = (n: string) => quoteIdentifier(n, 'postgres');
 
@@ -97,6 +99,12 @@ export function postgresMigrations(n: SchemaNames): readonly Migration[] {
     { version: 5, name: 'durable flow state table', statements: flowStateDdl(n) },
     // Issue 16 §1 (SQL Server's twin is its version 8).
     { version: 6, name: 'schedules table', statements: pgScheduleDdl(n) },
+    {
+      // Pause and resume (issue 16 §4): the claim reads a queue's row here. SQL Server's twin is its version 9.
+      version: 7,
+      name: 'queue state table',
+      statements: [{ name: 'create queue state table', text: pgQueueStateTableDdl(n.schema, queueStateTableName(n.transport, 'postgres')) }],
+    },
   ]);
 }
 

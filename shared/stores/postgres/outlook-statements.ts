@@ -8,13 +8,17 @@
 // long the queue's backlog of delayed rows is.
 
 import { quoteIdentifier, type TransportNames } from '../../sql/identifiers';
+import { queueStateTableName } from '../queue-state-names';
+import { pgJobControlStatements } from './job-control-statements';
 
 const UNLEASED = '(locked_until IS NULL OR locked_until <= now())';
 
 export function pgClaimOutlookStatement(names: TransportNames): string {
   const t = `${quoteIdentifier(names.schema, 'postgres')}.${quoteIdentifier(names.table, 'postgres')}`;
+  // a paused queue is never due (its drain would claim nothing, and announce again: a loop)
+  const paused = pgJobControlStatements(names, queueStateTableName(names, 'postgres')).pausedTest;
   return `SELECT d.due, CASE WHEN d.due THEN NULL ELSE (
     SELECT (EXTRACT(EPOCH FROM min(locked_until) - clock_timestamp()) * 1000)::float8 FROM ${t}
     WHERE queue = $1 AND available_at <= now() AND locked_until > now()) END AS lease_lapses_in_ms
-FROM (SELECT EXISTS (SELECT 1 FROM ${t} WHERE queue = $1 AND available_at <= now() AND ${UNLEASED}) AS due) AS d`;
+FROM (SELECT NOT ${paused} AND EXISTS (SELECT 1 FROM ${t} WHERE queue = $1 AND available_at <= now() AND ${UNLEASED}) AS due) AS d`;
 }

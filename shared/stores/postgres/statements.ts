@@ -5,6 +5,9 @@
 // stamps use clock_timestamp() so the rows of one batch publish keep their order.
 
 import { quoteIdentifier, type TransportNames } from '../../sql/identifiers';
+import { queueStateTableName } from '../queue-state-names';
+import { PG_CANCEL_REQUESTED, pgJobControlStatements } from './job-control-statements';
+import { TRANSPORT_NOTIFY_CHANNEL } from './notify-channel';
 
 export interface PgStatements {
   publish: string;
@@ -34,13 +37,14 @@ const UNSAFE_JSON_ESCAPE = String.raw`(^|[^\\])(\\\\)*\\u(0000|d[89a-f])`;
 // match the index.
 export const SOURCE_QUEUE = `(CASE WHEN left(ltrim(headers_json), 1) = '{' AND headers_json !~* '${UNSAFE_JSON_ESCAPE}' THEN headers_json::jsonb ->> 'AR-DeadLetter-Source-Queue' END)`;
 const UNLEASED = '(locked_until IS NULL OR locked_until <= now())';
-export const TRANSPORT_NOTIFY_CHANNEL = 'asyncresponse_transport';
+export { TRANSPORT_NOTIFY_CHANNEL };
 /** Payload prefix of a transport notification: which table it is about ("schema.table:" + queue). */
 export const notifyPrefix = (names: TransportNames) => `${names.schema}.${names.table}:`;
 const MS = "* interval '1 millisecond'";
 
 export function pgStatements(names: TransportNames): PgStatements {
   const t = `${quoteIdentifier(names.schema, 'postgres')}.${quoteIdentifier(names.table, 'postgres')}`;
+  const paused = pgJobControlStatements(names, queueStateTableName(names, 'postgres')).pausedTest;
   return {
     // SQL Server: INSERT … SELECT … WHERE NOT EXISTS (… WITH (UPDLOCK, HOLDLOCK)); here ON CONFLICT DO NOTHING.
     // The same statement NOTIFYs each queue that got a row claimable now, so drain loops in other processes
@@ -59,11 +63,12 @@ SELECT id, available_at FROM ins, (SELECT count(*) FROM woken) AS n`,
     // SQL Server: TOP (@n) … WITH (UPDLOCK, ROWLOCK, READPAST); here FOR UPDATE SKIP LOCKED.
     // The claimed ids go to the UPDATE as an array: joined to a CTE instead, the planner hashes the CTE and
     // reads the whole table (a Seq Scan per claim on mid-sized tables); `id = ANY(array)` probes the primary key.
+    // A paused queue claims nothing: the pause test is uncorrelated, a one-time filter over the same seek.
     claim: `UPDATE ${t} AS m
 SET attempts = m.attempts + 1, locked_until = clock_timestamp() + $3::bigint ${MS}, lock_id = gen_random_uuid()
 WHERE m.id = ANY(ARRAY(
   SELECT id FROM ${t}
-  WHERE queue = $1 AND available_at <= now() AND ${UNLEASED}
+  WHERE queue = $1 AND available_at <= now() AND ${UNLEASED} AND NOT ${paused}
   ORDER BY available_at, created_at
   LIMIT $2
   FOR UPDATE SKIP LOCKED))
@@ -76,7 +81,9 @@ WHERE id = $1 AND lock_id = $2`,
     releaseUnstarted: `UPDATE ${t} AS m SET attempts = GREATEST(m.attempts - 1, 0), locked_until = NULL, lock_id = NULL
 FROM unnest($1::uuid[], $2::uuid[]) AS s(id, lock_id)
 WHERE m.id = s.id AND m.lock_id = s.lock_id`,
-    renew: `UPDATE ${t} SET locked_until = clock_timestamp() + $3::bigint ${MS} WHERE id = $1 AND lock_id = $2`,
+    // RETURNING tells the owner whether an operator marked the job cancelled (job-control-statements.ts).
+    renew: `UPDATE ${t} SET locked_until = clock_timestamp() + $3::bigint ${MS} WHERE id = $1 AND lock_id = $2
+RETURNING ${PG_CANCEL_REQUESTED} AS cancel_requested`,
     // Delete first; the insert runs only for a row the fence matched (SQL Server: IF @@ROWCOUNT = 1).
     // The dead-letter row keeps the removed row's attempts (SQL Server: OUTPUT deleted.attempts INTO @removed).
     deadLetter: `WITH removed AS (DELETE FROM ${t} WHERE id = $1 AND lock_id = $2 RETURNING id, attempts)

@@ -31,6 +31,9 @@ import { subscriptionsTableName } from '../schema-names';
 import { notifyPrefix, pgStatements, type PgStatements } from './statements';
 import { pgTopicStatements, type PgTopicStatements } from './topic-statements';
 import { pgClaimOutlookStatement } from './outlook-statements';
+import { pgJobControlStatements, pgQueueStateTableDdl, type PgJobControlStatements } from './job-control-statements';
+import { queueStateTableName } from '../queue-state-names';
+import type { CancelOutcome, QueueState, RenewResult, RescheduleOutcome, RescheduleTime } from '../../transport/job-control';
 
 interface ClaimRow {
   id: string;
@@ -49,6 +52,8 @@ export class PostgresTransportStore implements TransportStore {
   readonly names: TransportNames;
   private readonly sql: PgStatements;
   private readonly topicSql: PgTopicStatements;
+  private readonly controlSql: PgJobControlStatements;
+  private readonly queueStateTable: string;
   /** Prepared-statement names, derived from the text so two stores sharing a pool never clash. */
   private readonly prepared: Record<keyof PgStatements, string>;
   private ready = false;
@@ -65,6 +70,8 @@ export class PostgresTransportStore implements TransportStore {
     this.names = transportNames(options.schema, options.table, 'postgres');
     this.sql = pgStatements(this.names);
     this.topicSql = pgTopicStatements(this.names, subscriptionsTableName(this.names, 'postgres'));
+    this.queueStateTable = queueStateTableName(this.names, 'postgres');
+    this.controlSql = pgJobControlStatements(this.names, this.queueStateTable);
     this.prepared = Object.fromEntries(
       Object.entries(this.sql).map(([k, text]) => [k, `ar_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`]),
     ) as Record<keyof PgStatements, string>;
@@ -116,6 +123,7 @@ export class PostgresTransportStore implements TransportStore {
         state = await inspectTransportTable(this.client, n);
       }
     }
+    if (this.options.autoCreateSchema && state.exists) await this.ensureQueueStateTable();
     if (!state.exists) {
       throw new Error(
         `the transport table ${n.schema}.${n.table} does not exist. Run \`npm run schema -- apply\` (or print the DDL with ` +
@@ -128,6 +136,23 @@ export class PostgresTransportStore implements TransportStore {
       for (const w of state.warnings) this.options.logger.warn(w);
     }
     this.ready = true;
+  }
+
+  /**
+   * The claim reads the queue-state table (pause), so a store that creates its own table creates that one too
+   * (migration 5 does the same for migrated schemas); under the schema lock, as a no-op when it is there.
+   */
+  private async ensureQueueStateTable(): Promise<void> {
+    const n = this.names;
+    const present = await this.client.query<{ present: boolean }>('SELECT to_regclass($1) IS NOT NULL AS present', [
+      `"${n.schema}"."${this.queueStateTable}"`,
+    ]);
+    if (present.rows[0]?.present) return;
+    await this.client.transaction(async (tx) => {
+      await tx.query(`SET LOCAL lock_timeout = '60s'`);
+      await tx.query('SELECT pg_advisory_xact_lock($1::bigint)', [advisoryKey(schemaLockResource(n.schema))]);
+      await tx.query(pgQueueStateTableDdl(n.schema, this.queueStateTable));
+    });
   }
 
   async publish(messages: readonly OutgoingMessage[]): Promise<PublishOutcome[]> {
@@ -220,10 +245,42 @@ export class PostgresTransportStore implements TransportStore {
     return r.rowCount;
   }
 
-  async renew(s: Settlement, lockTimeoutMs: number): Promise<boolean> {
+  async renew(s: Settlement, lockTimeoutMs: number): Promise<RenewResult> {
     await this.ensureSchema();
-    const r = await this.client.query(this.sql.renew, [s.id, s.lockId, Math.round(lockTimeoutMs)], this.prepared.renew);
-    return r.rowCount > 0;
+    const r = await this.client.query<{ cancel_requested: boolean }>(this.sql.renew, [s.id, s.lockId, Math.round(lockTimeoutMs)], this.prepared.renew);
+    const row = r.rows[0];
+    return row === undefined ? false : row.cancel_requested ? 'cancel-requested' : true;
+  }
+
+  async cancel(queue: string, id: string, running: boolean): Promise<CancelOutcome> {
+    await this.ensureSchema();
+    const r = await this.client.query<{ deleted: number; marked: number; present: boolean }>(this.controlSql.cancel, [queue, id, running]);
+    const row = r.rows[0]!;
+    return row.deleted > 0 ? 'deleted' : row.marked > 0 ? 'cancelling' : row.present ? 'running' : 'absent';
+  }
+
+  async reschedule(queue: string, id: string, when: RescheduleTime): Promise<RescheduleOutcome> {
+    await this.ensureSchema();
+    const at = 'availableAt' in when ? when.availableAt : null;
+    const delay = 'delayMs' in when ? Math.max(0, Math.round(when.delayMs)) : 0;
+    const r = await this.client.query<{ available_at: Date | null; present: boolean }>(this.controlSql.reschedule, [queue, id, at, delay, notifyPrefix(this.names)]);
+    const row = r.rows[0]!;
+    if (row.available_at) return { outcome: 'rescheduled', availableAt: row.available_at };
+    return row.present ? { outcome: 'running' } : { outcome: 'absent' };
+  }
+
+  async setQueuePaused(queue: string, paused: boolean): Promise<QueueState> {
+    await this.ensureSchema();
+    const r = await this.client.query<{ paused_at: Date | null }>(this.controlSql.setPaused, [queue, paused, notifyPrefix(this.names)]);
+    const at = r.rows[0]?.paused_at ?? null;
+    return { queue, paused: at !== null, pausedAt: at };
+  }
+
+  async queueState(queue: string): Promise<QueueState> {
+    await this.ensureSchema();
+    const r = await this.client.query<{ paused_at: Date | null }>(this.controlSql.queueState, [queue]);
+    const at = r.rows[0]?.paused_at ?? null;
+    return { queue, paused: at !== null, pausedAt: at };
   }
 
   async deadLetter(move: DeadLetterMove): Promise<boolean> {

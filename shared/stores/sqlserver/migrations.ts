@@ -35,6 +35,7 @@ import {
   transportTableBody,
   type Statement,
 } from './statements';
+import { qualifiedQueueStateTable, queueStateTableBody } from './job-control-statements';
 
 const q = (n: string) => quoteIdentifier(n, 'sqlserver');
 
@@ -138,6 +139,12 @@ export function sqlServerMigrations(n: SchemaNames): readonly Migration[] {
     },
     // Issue 16 §1: a new table built empty (PostgreSQL's twin is its version 6).
     { version: 8, name: 'schedules table', statements: scheduleDdl(n).map((b) => batch(b.name, b.lines)) },
+    {
+      // Pause and resume (issue 16 §4): the claim reads a queue's row here. PostgreSQL's twin is its version 7.
+      version: 9,
+      name: 'queue state table',
+      statements: [batch('create queue state table', createTableIfMissing(qualifiedQueueStateTable(n.transport), queueStateTableBody()))],
+    },
   ]);
 }
 

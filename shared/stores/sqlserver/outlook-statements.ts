@@ -12,13 +12,15 @@ import * as sql from 'mssql';
 import type { TransportNames } from '../../sql/identifiers';
 import type { ClaimOutlook } from '../../transport/types';
 import { exactQueueMatch, qualifiedTable, type Statement } from './statements';
+import { pausedTest } from './job-control-statements';
 
 export function claimOutlook(names: TransportNames): Statement<'queue'> {
   const t = qualifiedTable(names);
   const where = `WHERE ${exactQueueMatch('queue', 'queue')} AND available_at <= SYSUTCDATETIME()`;
   return {
     text: [
-      `IF EXISTS (SELECT 1 FROM ${t} ${where} AND (locked_until IS NULL OR locked_until <= SYSUTCDATETIME()))`,
+      // a paused queue is never due (its drain would claim nothing, and announce again: a loop)
+      `IF NOT ${pausedTest(names)} AND EXISTS (SELECT 1 FROM ${t} ${where} AND (locked_until IS NULL OR locked_until <= SYSUTCDATETIME()))`,
       '    SELECT CAST(1 AS bit) AS due, CAST(NULL AS bigint) AS lease_lapses_in_ms;',
       'ELSE',
       '    SELECT CAST(0 AS bit) AS due, DATEDIFF_BIG(MILLISECOND, SYSUTCDATETIME(), MIN(locked_until)) AS lease_lapses_in_ms',

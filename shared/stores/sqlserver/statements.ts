@@ -6,6 +6,8 @@
 import * as sql from 'mssql';
 import { quoteIdentifier, type TransportNames } from '../../sql/identifiers';
 import { DEAD_LETTER_REASON_HEADER, DEAD_LETTER_SOURCE_HEADER } from '../../transport/types';
+import { BIN2, exactQueueMatch, exactTextMatch } from './queue-match';
+import { cancelRequestedTest, pausedTest, qualifiedQueueStateTable, queueStateTableBody } from './queue-state-sql';
 import {
   DDL_SCHEMA_LOCK_TIMEOUT_MS,
   DDL_TABLE_LOCK_TIMEOUT_MS,
@@ -18,7 +20,7 @@ export interface Statement<P extends string = string> {
   readonly params: Readonly<Record<P, sql.ISqlType>>;
 }
 
-export const BIN2 = 'Latin1_General_100_BIN2';
+export { BIN2, exactQueueMatch, exactTextMatch };
 
 const types = {
   queue: () => sql.NVarChar(200),
@@ -116,20 +118,6 @@ export function createIndexOnlineIfMissing(qualifiedTable: string, index: string
     `        ${create};`,
     'END',
   ];
-}
-
-/**
- * Exact queue match (spec §1.3). `=` pads the shorter operand with spaces under every collation, so the
- * appended '.' makes trailing spaces count and BIN2 stops a case-insensitive column folding case. The plain
- * comparison stays first so the ready index is still seeked. PostgreSQL: plain `queue = $1`.
- */
-export function exactQueueMatch(column: string, param: string): string {
-  return `${column} = @${param} AND ${exactTextMatch(column, param)}`;
-}
-
-/** The sentinel half alone (exactQueueMatch adds the seekable plain comparison before it). */
-export function exactTextMatch(expression: string, param: string): string {
-  return `${expression} + N'.' = @${param} + N'.' COLLATE ${BIN2}`;
 }
 
 /**
@@ -247,6 +235,8 @@ export function claimBatch(names: TransportNames): Statement<'n' | 'queue' | 'lo
       `    WHERE ${exactQueueMatch('queue', 'queue')}`,
       '      AND available_at <= SYSUTCDATETIME()',
       '      AND (locked_until IS NULL OR locked_until <= SYSUTCDATETIME())',
+      // a paused queue claims nothing: uncorrelated (a startup filter), the ready-index seek is unchanged
+      `      AND NOT ${pausedTest(names)}`,
       '    ORDER BY available_at, created_at',
       ')',
       'UPDATE next',
@@ -291,7 +281,6 @@ export function releaseMessage(names: TransportNames): Statement<'id' | 'lock_id
   };
 }
 
-/** Lease renewal; 0 rows = the lease was lost. PostgreSQL: same UPDATE, RETURNING 1. */
 /** Hands back unstarted claims (fenced, one statement): attempts back down by one, available_at kept. */
 export function releaseUnstartedBatch(names: TransportNames): Statement<'settlements'> {
   return {
@@ -307,13 +296,20 @@ export function releaseUnstartedBatch(names: TransportNames): Statement<'settlem
   };
 }
 
+/**
+ * Lease renewal; 0 rows = the lease was lost; cancel_requested = an operator marked the running job cancelled
+ * (job-control-statements.ts). PostgreSQL: same UPDATE, RETURNING the marker test.
+ */
 export function renewLease(names: TransportNames): Statement<'id' | 'lock_id' | 'lock_timeout_ms'> {
   return {
     text: [
+      // OUTPUT INTO a table variable, as the dead-letter move does (a bare OUTPUT is refused on tables with triggers)
+      'DECLARE @renewed TABLE (cancel_requested bit NOT NULL);',
       `UPDATE ${qualifiedTable(names)}`,
       `SET locked_until = ${dbClockPlus('@lock_timeout_ms')}`,
+      `OUTPUT CASE WHEN ${cancelRequestedTest('inserted.headers_json')} THEN 1 ELSE 0 END INTO @renewed`,
       'WHERE id = @id AND lock_id = @lock_id;',
-      'SELECT @@ROWCOUNT AS affected;',
+      'SELECT COUNT(*) AS affected, CAST(COALESCE(MAX(CAST(cancel_requested AS int)), 0) AS bit) AS cancel_requested FROM @renewed;',
     ].join('\n'),
     params: { id: types.id(), lock_id: types.id(), lock_timeout_ms: types.ms() },
   };
@@ -482,6 +478,8 @@ export function ddlPhase1(names: TransportNames): Statement<never> {
       ...schemaApplockLines(names.schema, 'transport'),
       ...createSchemaIfMissing(names.schema),
       ...createTableIfMissing(qualifiedTable(names), transportTableBody()),
+      // the claim reads the queue-state table (pause); normally the job-control migration creates it first
+      ...createTableIfMissing(qualifiedQueueStateTable(names), queueStateTableBody()),
       // a table that lacks the column (normally version 4 adds it first): its Sch-M wait is bounded, so it cannot
       // queue all table traffic behind it for the request timeout; a 1222 fails this attempt and the next retries
       `SET LOCK_TIMEOUT ${DDL_TABLE_LOCK_TIMEOUT_MS};`,

@@ -28,6 +28,8 @@ import { createPoolHolder, existingPoolHolder, poolHolderFor, type PoolHolder } 
 import { qualifiedTable, transportStatements, type TransportStatements } from './statements';
 import { topicStatements } from './topic-statements';
 import { claimOutlook, claimOutlookOf } from './outlook-statements';
+import { jobControlStatements } from './job-control-statements';
+import type { CancelOutcome, QueueState, RenewResult, RescheduleOutcome, RescheduleTime } from '../../transport/job-control';
 import { compareSqlServerGuids, lower, rollbackQuietly, rows, SqlServerStoreBase } from './store-common';
 import { evaluateTransportCatalog, missingIndexes, readTransportCatalog, VERIFICATION_FIX_HINT } from './verify';
 
@@ -375,14 +377,56 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
     return firstNumber(await this.run(this.statements.releaseUnstarted, { settlements: json }), 'affected');
   }
 
-  async renew(settlement: Settlement, lockTimeoutMs: number): Promise<boolean> {
+  async renew(settlement: Settlement, lockTimeoutMs: number): Promise<RenewResult> {
     await this.ensureSchema();
     const result = await this.run(
       this.statements.renew,
       { id: settlement.id, lock_id: settlement.lockId, lock_timeout_ms: Math.max(1, Math.ceil(lockTimeoutMs)) },
       { timeoutMs: renewRequestTimeoutMs(lockTimeoutMs) },
     );
-    return firstNumber(result, 'affected') > 0;
+    if (firstNumber(result, 'affected') === 0) return false;
+    const flag = rows(result)[0]?.cancel_requested;
+    return flag === true || flag === 1 ? 'cancel-requested' : true;
+  }
+
+  private controlStatements: ReturnType<typeof jobControlStatements> | undefined;
+  private get control(): ReturnType<typeof jobControlStatements> {
+    return (this.controlStatements ??= jobControlStatements(this.names));
+  }
+
+  async cancel(queue: string, id: string, running: boolean): Promise<CancelOutcome> {
+    await this.ensureSchema();
+    const row = rows(await this.run(this.control.cancel, { queue, id, running }))[0] ?? {};
+    if (Number(row.deleted) > 0) return 'deleted';
+    if (Number(row.marked) > 0) return 'cancelling';
+    return row.present === true || row.present === 1 ? 'running' : 'absent';
+  }
+
+  async reschedule(queue: string, id: string, when: RescheduleTime): Promise<RescheduleOutcome> {
+    await this.ensureSchema();
+    const row =
+      rows(
+        await this.run(this.control.reschedule, {
+          queue,
+          id,
+          available_at: 'availableAt' in when ? when.availableAt : null,
+          delay_ms: 'delayMs' in when ? delayOf(when.delayMs) : 0,
+        }),
+      )[0] ?? {};
+    if (row.available_at instanceof Date) return { outcome: 'rescheduled', availableAt: row.available_at };
+    return row.present === true || row.present === 1 ? { outcome: 'running' } : { outcome: 'absent' };
+  }
+
+  async setQueuePaused(queue: string, paused: boolean): Promise<QueueState> {
+    await this.ensureSchema();
+    const at = rows(await this.run(this.control.setQueuePaused, { queue, paused }))[0]?.paused_at;
+    return { queue, paused: at instanceof Date, pausedAt: at instanceof Date ? at : null };
+  }
+
+  async queueState(queue: string): Promise<QueueState> {
+    await this.ensureSchema();
+    const at = rows(await this.run(this.control.queueState, { queue }))[0]?.paused_at;
+    return { queue, paused: at instanceof Date, pausedAt: at instanceof Date ? at : null };
   }
 
   async deadLetter(move: DeadLetterMove): Promise<boolean> {

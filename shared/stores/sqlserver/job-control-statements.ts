@@ -1,0 +1,116 @@
+// The T-SQL statements of job and queue control (issue 16 §4): cancel, reschedule, pause and resume, and the
+// queue-state table they and the claim read. PostgreSQL twins: stores/postgres/job-control-statements.ts; the
+// cancel marker is explained in transport/job-control.ts.
+
+import * as sql from 'mssql';
+import { quoteIdentifier, type TransportNames } from '../../sql/identifiers';
+import { CANCEL_MARK_PREFIX } from '../../transport/job-control';
+import { cancelRequestedTest, pausedTest, qualifiedQueueStateTable, queueStateTableBody } from './queue-state-sql';
+import { BIN2, dbClockPlus, exactQueueMatch, qualifiedTable, type Statement } from './statements';
+
+export { cancelRequestedTest, pausedTest, qualifiedQueueStateTable, queueStateTableBody };
+
+const types = {
+  queue: () => sql.NVarChar(200),
+  id: () => sql.UniqueIdentifier(),
+  ms: () => sql.BigInt(),
+  at: () => sql.DateTime2(7),
+  flag: () => sql.Bit(),
+};
+
+const UNLEASED = '(locked_until IS NULL OR locked_until <= SYSUTCDATETIME())';
+
+const CANCEL_REQUESTED_TEST = cancelRequestedTest();
+
+/** headers_json with the cancel marker first; a row already marked keeps its text. PostgreSQL: pgMarkedHeaders. */
+export function markedHeaders(): string {
+  const trimmed = 'LTRIM(headers_json)';
+  const mark = `N'${CANCEL_MARK_PREFIX}"' + CONVERT(nvarchar(30), SYSUTCDATETIME(), 127) + N'Z"'`;
+  return [
+    `CASE WHEN ${CANCEL_REQUESTED_TEST} THEN headers_json`,
+    `         WHEN ${trimmed} LIKE N'{%' AND LTRIM(SUBSTRING(${trimmed}, 2, 4000)) LIKE N'}%' THEN ${mark} + N'}'`,
+    `         WHEN ${trimmed} LIKE N'{%' THEN ${mark} + N',' + SUBSTRING(${trimmed}, 2, 2147483647)`,
+    `         ELSE ${mark} + N'}' END`,
+  ].join('\n');
+}
+
+/**
+ * Cancel in one batch: delete the row when it is waiting; else, when @running, mark it when it is leased. The
+ * DELETE takes the row's lock: a claim holding it (UPDLOCK) makes it wait and re-check, so a row claimed meanwhile
+ * is left to its claimer (answer: running). PostgreSQL: one statement of two CTEs.
+ */
+export function cancelJob(names: TransportNames): Statement<'queue' | 'id' | 'running'> {
+  const t = qualifiedTable(names);
+  const row = `id = @id AND ${exactQueueMatch('queue', 'queue')}`;
+  return {
+    text: [
+      'DECLARE @deleted int = 0, @marked int = 0;',
+      `DELETE FROM ${t} WHERE ${row} AND ${UNLEASED};`,
+      'SET @deleted = @@ROWCOUNT;',
+      'IF @deleted = 0 AND @running = 1',
+      'BEGIN',
+      `    UPDATE ${t} SET headers_json = ${markedHeaders()}`,
+      `    WHERE ${row} AND locked_until > SYSUTCDATETIME();`,
+      '    SET @marked = @@ROWCOUNT;',
+      'END',
+      `SELECT @deleted AS deleted, @marked AS marked, CAST(CASE WHEN EXISTS (SELECT 1 FROM ${t} WHERE ${row}) THEN 1 ELSE 0 END AS bit) AS present;`,
+    ].join('\n'),
+    params: { queue: types.queue(), id: types.id(), running: types.flag() },
+  };
+}
+
+/**
+ * Reschedule a waiting row: @available_at when given, else the database clock + @delay_ms. The lease columns are
+ * cleared so a lapsed owner's late settlement no longer matches its fence. PostgreSQL: UPDATE … RETURNING.
+ */
+export function rescheduleJob(names: TransportNames): Statement<'queue' | 'id' | 'available_at' | 'delay_ms'> {
+  const t = qualifiedTable(names);
+  const row = `id = @id AND ${exactQueueMatch('queue', 'queue')}`;
+  return {
+    text: [
+      'DECLARE @moved TABLE (available_at datetime2 NOT NULL);',
+      `UPDATE ${t}`,
+      `SET available_at = COALESCE(@available_at, ${dbClockPlus('@delay_ms')}), locked_until = NULL, lock_id = NULL`,
+      'OUTPUT inserted.available_at INTO @moved',
+      `WHERE ${row} AND ${UNLEASED};`,
+      `SELECT (SELECT TOP (1) available_at FROM @moved) AS available_at,`,
+      `       CAST(CASE WHEN EXISTS (SELECT 1 FROM ${t} WHERE ${row}) THEN 1 ELSE 0 END AS bit) AS present;`,
+    ].join('\n'),
+    params: { queue: types.queue(), id: types.id(), available_at: types.at(), delay_ms: types.ms() },
+  };
+}
+
+/** Pause (@paused = 1; the first pause's time is kept) or resume, as an upsert. PostgreSQL: ON CONFLICT. */
+export function setQueuePaused(names: TransportNames): Statement<'queue' | 'paused'> {
+  const s = qualifiedQueueStateTable(names);
+  return {
+    text: [
+      `MERGE ${s} WITH (HOLDLOCK) AS target`,
+      'USING (SELECT @queue AS queue) AS src',
+      `    ON target.queue = src.queue AND ${exactQueueMatch('target.queue', 'queue')}`,
+      'WHEN MATCHED THEN UPDATE SET',
+      '    paused_at = CASE WHEN @paused = 1 THEN COALESCE(target.paused_at, SYSUTCDATETIME()) END,',
+      '    updated_at = SYSUTCDATETIME()',
+      'WHEN NOT MATCHED THEN INSERT (queue, paused_at, updated_at)',
+      '    VALUES (@queue, CASE WHEN @paused = 1 THEN SYSUTCDATETIME() END, SYSUTCDATETIME())',
+      'OUTPUT inserted.paused_at;',
+    ].join('\n'),
+    params: { queue: types.queue(), paused: types.flag() },
+  };
+}
+
+export function queueState(names: TransportNames): Statement<'queue'> {
+  return {
+    text: `SELECT paused_at FROM ${qualifiedQueueStateTable(names)} WHERE ${exactQueueMatch('queue', 'queue')};`,
+    params: { queue: types.queue() },
+  };
+}
+
+export function jobControlStatements(names: TransportNames) {
+  return {
+    cancel: cancelJob(names),
+    reschedule: rescheduleJob(names),
+    setQueuePaused: setQueuePaused(names),
+    queueState: queueState(names),
+  };
+}
