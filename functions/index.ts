@@ -28,6 +28,7 @@ import './list-subscriptions';
 import './get-channel';
 import './dashboard';
 import './dashboard-asset';
+import './list-waiting';
 
 // Application Insights (only with APPLICATIONINSIGHTS_CONNECTION_STRING) starts before the first invocation, so
 // its preInvocation hook gives every invocation's dependencies the host's operation id (shared/telemetry/setup.ts).

@@ -97,6 +97,31 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
             '413': withDescription('The body, or a payload, is over the size limit.'),
           },
         },
+        get: {
+          operationId: 'listWaiting',
+          summary: "The queue's waiting jobs (first page): ready (available now) or delayed, not leased; oldest first is the order claims take.",
+          parameters: [
+            queueParam,
+            { name: 'state', in: 'query', schema: { enum: ['ready', 'delayed'], default: 'ready' } },
+            { name: 'order', in: 'query', description: 'By availability time (then creation time).', schema: { enum: ['oldest', 'newest'], default: 'oldest' } },
+            { name: 'top', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
+          ],
+          responses: {
+            '200': {
+              description: 'Waiting jobs.',
+              content: json(
+                exact(['queue', 'state', 'order', 'items'], {
+                  queue: { type: 'string' },
+                  state: { enum: ['ready', 'delayed'] },
+                  order: { enum: ['oldest', 'newest'] },
+                  items: { type: 'array', maxItems: 100, items: { $ref: '#/components/schemas/WaitingJob' } },
+                }),
+              ),
+            },
+            '400': { ...problem, description: 'A query value is out of range (errors names each field: state, order, top).' },
+            '404': withDescription('The queue is not configured.'),
+          },
+        },
       },
       '/topics/{topic}/messages': {
         post: {
@@ -438,6 +463,15 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
           headers: { type: 'object', additionalProperties: { type: 'string' } },
           attempts: { type: ['integer', 'null'], minimum: 1, description: 'Deliveries before it was dead-lettered; null when unknown (moved by an older version or another host).' },
           createdAt: { type: 'string', format: 'date-time' },
+        }),
+        WaitingJob: exact(['id', 'availableAt', 'createdAt', 'attempts', 'headers', 'payload'], {
+          id: { type: 'string', format: 'uuid' },
+          availableAt: { type: 'string', format: 'date-time', description: 'When it is (or was) claimable, on the database clock.' },
+          createdAt: { type: 'string', format: 'date-time' },
+          attempts: { type: 'integer', minimum: 0, description: 'Deliveries so far (a released job keeps its count).' },
+          correlationId: { type: 'string', description: 'The AR-Correlation-Id header, when the job carries one.' },
+          headers: { type: 'object', additionalProperties: { type: 'string' } },
+          payload: { description: 'Any JSON value (the stored text when it is not JSON).' },
         }),
         StoreKind: { enum: ['sqlserver', 'postgres', 'pglite'] },
         ResponseRequest: {

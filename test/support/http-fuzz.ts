@@ -144,6 +144,22 @@ export function fuzzCases(seed: number, count: number, setup: FuzzSetup): FuzzCa
       queries: [...BAD_TOPS.map((t) => () => `top=${t}`), () => 'top=1&top=2', () => `top=${r.pick(BAD_TOPS)}&zz=1`],
       validQuery: () => (r.chance(0.5) ? '' : `top=${1 + r.int(1000)}`),
     },
+    {
+      operation: 'GET /queues/{queue}/messages',
+      method: 'GET',
+      path: ({ queue }) => `queues/${queue}/messages`,
+      keyed: true,
+      hasQueue: true,
+      queries: [
+        ...[...BAD_TOPS, '101'].map((t) => () => `top=${t}`),
+        () => 'top=1&top=2',
+        ...['', 'Ready', 'leased', 'dead', '%20ready'].map((v) => () => `state=${v}`),
+        ...['', 'Oldest', 'asc', 'newest%20'].map((v) => () => `order=${v}`),
+        () => 'state=ready&state=delayed',
+        () => `state=${r.pick(['ready', 'delayed'])}&order=sideways`,
+      ],
+      validQuery: () => [r.chance(0.5) ? '' : `top=${1 + r.int(100)}`, r.chance(0.5) ? '' : `state=${r.pick(['ready', 'delayed'])}`, r.chance(0.5) ? '' : `order=${r.pick(['oldest', 'newest'])}`].filter((q) => q !== '').join('&'),
+    },
     { operation: 'POST /queues/{queue}/deadletters/{id}/requeue', method: 'POST', path: ({ queue, id }) => `queues/${queue}/deadletters/${id}/requeue`, keyed: true, hasQueue: true, hasId: true },
     { operation: 'DELETE /queues/{queue}/deadletters/{id}', method: 'DELETE', path: ({ queue, id }) => `queues/${queue}/deadletters/${id}`, keyed: true, hasQueue: true, hasId: true },
     {

@@ -13,6 +13,7 @@ import { serverCapabilities } from '../../shared/stores/sqlserver/server-version
 import { transportStatements } from '../../shared/stores/sqlserver/statements';
 import { topicStatements } from '../../shared/stores/sqlserver/topic-statements';
 import { claimOutlook } from '../../shared/stores/sqlserver/outlook-statements';
+import { waitingStatements } from '../../shared/stores/sqlserver/waiting-statements';
 import { CALLBACK_QUEUE } from '../../shared/queue-names';
 import { sqlServerMigrationStatements } from '../../shared/stores/sqlserver/migrations';
 import { schemaNames, subscriptionsTableName } from '../../shared/stores/schema-names';
@@ -74,6 +75,8 @@ export const SQLSERVER_STATEMENT_SOURCES: readonly StatementSource[] = [
   { name: 'topics', texts: (n) => fromMap('topics', n.variant, topicStatements(n.transport, subscriptionsTableName(n.transport, 'sqlserver'))) },
   // the claim-outlook probe (queue mode: after a drain and at start-up)
   { name: 'outlook', texts: (n) => fromMap('outlook', n.variant, { claimOutlook: claimOutlook(n.transport) }) },
+  // a queue's waiting jobs (GET /api/queues/{queue}/messages, the dashboard), one per state and order
+  { name: 'waiting', texts: (n) => fromMap('waiting', n.variant, waitingStatements(n.transport)) },
   // the channel store's statements (registrations, messages, subscribers, prunes, DDL, catalog snapshot)
   { name: 'channel', texts: (n) => fromMap('channel', n.variant, channelStatements(n.channel, { schema: n.transport.schema, table: n.transport.table, queue: CALLBACK_QUEUE })) },
   // the channel's counts for the dashboard and /api/stats
@@ -112,6 +115,7 @@ export const SQLSERVER_MODULE_COVERAGE: Readonly<Record<string, string>> = {
   'channel-statements.ts': 'channel, migration',
   'channel-stats.ts': 'channel-stats',
   'outlook-statements.ts': 'outlook',
+  'waiting-statements.ts': 'waiting',
   'server-version.ts': 'server-version',
   'migrations.ts': 'migrations, schema-print',
   'outbox.ts': 'migrations (version 3 creates the procedures)',
