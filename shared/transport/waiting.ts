@@ -1,8 +1,6 @@
 // A queue's waiting jobs (dashboard and GET /api/queues/{queue}/messages): rows not leased, either ready
 // (available now) or delayed (available later), read in the ready index's order.
 
-import type { Headers } from './types';
-
 export const WAITING_STATES = ['ready', 'delayed'] as const;
 export type WaitingState = (typeof WAITING_STATES)[number];
 
@@ -16,7 +14,8 @@ export const MAX_WAITING_TOP = 100;
 export interface WaitingJob {
   id: string;
   payloadJson: string;
-  headers: Headers;
+  /** types.ts's Headers (not imported: types.ts imports this file for the store port). */
+  headers: Record<string, string>;
   /** Deliveries so far (a released row was delivered before; 0 for a job never claimed). */
   attempts: number;
   availableAt: Date;
