@@ -37,7 +37,8 @@ for (const fixture of storeFixtures()) {
       expect(await ids(q, 'delayed', 'newest')).toEqual([dLate, dSoon]);
     });
 
-    it('each item carries the row: payload, headers, attempts, availableAt and createdAt on the database clock', async () => {
+    it('each item carries the row: payload, headers, attempts, availableAt and createdAt on the database clock', async (ctx) => {
+      await skipOnGap(fixture.name, ctx, 'openJsonStringValues');
       const q = 'waiting-fields';
       const [ready, delayed] = await publishInOrder(h.store, q, [0, 600_000]);
       const now = (await h.store.now()).getTime();
