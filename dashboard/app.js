@@ -1,4 +1,4 @@
-// The operator dashboard. It reads the API (GET queues, topics, channel, health, a queue's dead letters) every few seconds
+// The operator dashboard. It reads the API (GET queues, topics, channel, health, a queue's waiting jobs and dead letters) every few seconds
 // and acts only through it (requeue, delete), sending the function key typed into the page as x-functions-key.
 // Everything the server returns reaches the page as text (textContent, attribute values), never as HTML:
 // payloads, reasons and headers are user input.
@@ -543,6 +543,127 @@
     await refresh({ deadLetters: true });
   }
 
+  // ---- waiting jobs ---------------------------------------------------------------------------------------------
+  // A queue's first page of waiting (unleased) jobs: GET /api/queues/{queue}/messages?state=ready|delayed&order=…
+
+  const WAITING_SHOWN = 20;
+  const waiting = {
+    queue: null,
+    state: 'ready',
+    order: 'oldest',
+    items: [],
+    /** whether this view (queue, state, order) has been loaded once: until then the status line says loading */
+    loadedKey: null,
+    loading: false,
+  };
+  const waitingKey = () => `${waiting.queue}\n${waiting.state}\n${waiting.order}`;
+
+  function renderWaitingControls() {
+    const select = $('wj-queue');
+    const options = state.queues.map((q) => {
+      const option = el('option', { value: q.queue, text: `${q.queue} (${formatCount(q.ready)} ready, ${formatCount(q.delayed)} delayed)` });
+      option.selected = q.queue === waiting.queue;
+      return option;
+    });
+    select.replaceChildren(...options);
+    const current = state.queues.find((q) => q.queue === waiting.queue);
+    for (const [id, which] of [['wj-ready', 'ready'], ['wj-delayed', 'delayed']]) {
+      const button = $(id);
+      button.setAttribute('aria-pressed', String(waiting.state === which));
+      button.textContent = `${which === 'ready' ? 'Ready' : 'Delayed'}${current ? ` (${formatCount(current[which])})` : ''}`;
+    }
+    const order = $('wj-order');
+    order.dataset.order = waiting.order;
+    order.textContent = waiting.order === 'oldest' ? 'Oldest first' : 'Newest first';
+  }
+
+  function waitingStatus(failure) {
+    const box = $('wj-status');
+    const loaded = waiting.loadedKey === waitingKey();
+    box.hidden = loaded && !failure;
+    box.dataset.state = failure ? 'error' : 'loading';
+    const status = failure instanceof ApiError ? ` (${failure.status})` : '';
+    box.textContent = failure ? `Not loaded${status}: ${failure instanceof Error ? failure.message : String(failure)}` : 'Loading waiting jobs…';
+  }
+
+  function renderWaiting() {
+    const now = Date.now() + state.skewMs;
+    const rows = waiting.items.map((m) => {
+      const untilSeconds = (Date.parse(m.availableAt) - now) / 1000;
+      const available = waiting.state === 'delayed' ? `in ${formatAge(untilSeconds)}` : `${formatAge(-untilSeconds)} ago`;
+      const details = el(
+        'details',
+        { class: 'payload' },
+        el('summary', {}, el('code', { text: preview(m.payload) })),
+        el('pre', { text: pretty(m.payload) }),
+        el('p', { class: 'muted', text: 'Headers' }),
+        el('pre', { text: pretty(m.headers || {}) }),
+        el('p', { class: 'muted', text: `id ${m.id}` }),
+      );
+      return el(
+        'tr',
+        { 'data-id': m.id },
+        cell('Available', el('span', { title: m.availableAt, text: available }), 'nowrap', 'available'),
+        cell('Created', el('span', { title: m.createdAt, text: `${formatAge((now - Date.parse(m.createdAt)) / 1000)} ago` }), 'nowrap', 'created'),
+        cell('Attempts', formatCount(m.attempts), 'num', 'attempts'),
+        cell('Correlation id', m.correlationId || '—', 'nowrap', 'correlationId'),
+        cell('Payload', details, 'payload-cell'),
+      );
+    });
+    $('waiting').tBodies[0].replaceChildren(...rows);
+    const loaded = waiting.loadedKey === waitingKey();
+    $('wj-empty').hidden = !loaded || waiting.items.length > 0;
+    $('wj-empty').textContent = waiting.queue ? `No ${waiting.state} jobs on ${waiting.queue}.` : 'No queue selected.';
+    const current = state.queues.find((q) => q.queue === waiting.queue);
+    const total = current ? current[waiting.state] : null;
+    $('wj-note').textContent =
+      loaded && waiting.items.length > 0 && typeof total === 'number' && total > waiting.items.length
+        ? `The ${waiting.order} ${formatCount(waiting.items.length)} of ${formatCount(total)} ${waiting.state} jobs.`
+        : '';
+  }
+
+  /** Loads the current view; a failure shows in the section's own status line (the rest of the page keeps its data). */
+  async function loadWaiting() {
+    if (!waiting.queue || !state.queues.some((q) => q.queue === waiting.queue)) waiting.queue = state.queues[0] ? state.queues[0].queue : null;
+    renderWaitingControls();
+    if (!waiting.queue) {
+      waiting.items = [];
+      waiting.loadedKey = waitingKey();
+      waitingStatus();
+      renderWaiting();
+      return;
+    }
+    const asked = waitingKey();
+    if (waiting.loadedKey !== asked) {
+      waiting.items = [];
+      renderWaiting();
+    }
+    waitingStatus();
+    try {
+      const body = await api(`${queuePath(waiting.queue)}/messages?state=${waiting.state}&order=${waiting.order}&top=${WAITING_SHOWN}`);
+      if (asked !== waitingKey()) return; // the view changed meanwhile: its own load renders it
+      waiting.items = Array.isArray(body && body.items) ? body.items : [];
+      waiting.loadedKey = asked;
+      waitingStatus();
+      renderWaiting();
+    } catch (err) {
+      if (asked !== waitingKey()) return;
+      waitingStatus(err);
+    }
+  }
+
+  function changeWaiting(change) {
+    Object.assign(waiting, change);
+    loadWaiting();
+  }
+
+  function wireWaiting() {
+    $('wj-queue').addEventListener('change', (event) => changeWaiting({ queue: event.target.value }));
+    $('wj-ready').addEventListener('click', () => changeWaiting({ state: 'ready' }));
+    $('wj-delayed').addEventListener('click', () => changeWaiting({ state: 'delayed' }));
+    $('wj-order').addEventListener('click', () => changeWaiting({ order: waiting.order === 'oldest' ? 'newest' : 'oldest' }));
+  }
+
   // ---- refresh loop ---------------------------------------------------------------------------------------------
 
   function showError(err) {
@@ -595,6 +716,7 @@
         state.keyPrompted = false;
         showKeyForm(false);
       }
+      await loadWaiting(); // after the page counts as loaded: its failures show in its own section
     } catch (err) {
       showError(err);
       showLoading(err);
@@ -637,6 +759,7 @@
     document.addEventListener('visibilitychange', () => {
       if (!document.hidden && $('auto').checked) refresh();
     });
+    wireWaiting();
     renderDeadLetters();
     refresh({ deadLetters: true });
     schedule();

@@ -42,6 +42,7 @@ import './drain-flows';
 import './cancel-message';
 import './reschedule-message';
 import './pause-queue';
+import './list-waiting';
 
 // Application Insights (only with APPLICATIONINSIGHTS_CONNECTION_STRING) starts before the first invocation, so
 // its preInvocation hook gives every invocation's dependencies the host's operation id (shared/telemetry/setup.ts).

@@ -101,6 +101,31 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
             '413': withDescription('The body, or a payload, is over the size limit.'),
           },
         },
+        get: {
+          operationId: 'listWaiting',
+          summary: "The queue's waiting jobs (first page): ready (available now) or delayed, not leased; oldest first is the order claims take.",
+          parameters: [
+            queueParam,
+            { name: 'state', in: 'query', schema: { enum: ['ready', 'delayed'], default: 'ready' } },
+            { name: 'order', in: 'query', description: 'By availability time (then creation time).', schema: { enum: ['oldest', 'newest'], default: 'oldest' } },
+            { name: 'top', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
+          ],
+          responses: {
+            '200': {
+              description: 'Waiting jobs.',
+              content: json(
+                exact(['queue', 'state', 'order', 'items'], {
+                  queue: { type: 'string' },
+                  state: { enum: ['ready', 'delayed'] },
+                  order: { enum: ['oldest', 'newest'] },
+                  items: { type: 'array', maxItems: 100, items: { $ref: '#/components/schemas/WaitingJob' } },
+                }),
+              ),
+            },
+            '400': { ...problem, description: 'A query value is out of range (errors names each field: state, order, top).' },
+            '404': withDescription('The queue is not configured.'),
+          },
+        },
       },
       '/topics/{topic}/messages': {
         post: {
@@ -717,6 +742,15 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
               error: { type: 'string' },
             }),
           },
+        }),
+        WaitingJob: exact(['id', 'availableAt', 'createdAt', 'attempts', 'headers', 'payload'], {
+          id: { type: 'string', format: 'uuid' },
+          availableAt: { type: 'string', format: 'date-time', description: 'When it is (or was) claimable, on the database clock.' },
+          createdAt: { type: 'string', format: 'date-time' },
+          attempts: { type: 'integer', minimum: 0, description: 'Deliveries so far (a released job keeps its count).' },
+          correlationId: { type: 'string', description: 'The AR-Correlation-Id header, when the job carries one.' },
+          headers: { type: 'object', additionalProperties: { type: 'string' } },
+          payload: { description: 'Any JSON value (the stored text when it is not JSON).' },
         }),
         StoreKind: { enum: ['sqlserver', 'postgres', 'pglite'] },
         ResponseRequest: {

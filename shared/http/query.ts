@@ -29,3 +29,15 @@ export function queryNumber(
   if (value > o.max) return o.clamp ? { ok: true, value: o.max } : refuse(`got '${raw.slice(0, 50)}'`);
   return { ok: true, value };
 }
+
+export type QueryChoice<T extends string> = { ok: true; value: T } | { ok: false; detail: string; errors: FieldError[] };
+
+/** `name` as one of `choices` (exact spelling), `fallback` when absent; given at most once. */
+export function queryChoice<T extends string>(request: Pick<HttpRequest, 'query'>, name: string, choices: readonly T[], fallback: T): QueryChoice<T> {
+  const all = request.query.getAll(name);
+  const refuse = (message: string): QueryChoice<T> => ({ ok: false, detail: `${name} must be one of ${choices.join(', ')}`, errors: [{ field: name, message }] });
+  if (all.length > 1) return refuse(`is given ${all.length} times`);
+  const raw = all[0];
+  if (raw === undefined) return { ok: true, value: fallback };
+  return (choices as readonly string[]).includes(raw) ? { ok: true, value: raw as T } : refuse(`got '${raw.slice(0, 50)}'`);
+}

@@ -59,6 +59,7 @@ const TRANSPORT_METHODS: Record<AsyncMethodKeys<TransportStore>, true> = {
   deadLetter: true,
   pruneDeadLetterBatch: true,
   queueStats: true,
+  listWaiting: true,
   claimOutlook: true,
   listDeadLetters: true,
   requeueDeadLetter: true,

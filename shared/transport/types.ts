@@ -1,6 +1,8 @@
 // The transport store port: every SQL behaviour of the queue table, implemented once per dialect
 // (stores/sqlserver, stores/postgres). Services and loops depend on this interface only.
 
+import type { WaitingJob, WaitingQuery } from './waiting';
+
 export type StoreKind = 'sqlserver' | 'postgres' | 'pglite';
 
 export type Headers = Record<string, string>;
@@ -168,6 +170,8 @@ export interface TransportStore {
   /** Deletes at most one batch (1000) of dead letters older than retentionMs; returns rows deleted. */
   pruneDeadLetterBatch(deadLetterQueue: string, retentionMs: number): Promise<number>;
   queueStats(queue: string, deadLetterQueue: string): Promise<QueueStats>;
+  /** A queue's waiting (unleased) rows, ready or delayed on the database clock, in the ready index's order, at most `top` (one statement). */
+  listWaiting(query: WaitingQuery): Promise<WaitingJob[]>;
   /** Whether a row of exactly `queue` is claimable now and, if none is, when its earliest lease lapses (one statement). */
   claimOutlook(queue: string): Promise<ClaimOutlook>;
   listDeadLetters(deadLetterQueue: string, sourceQueue: string, top: number): Promise<DeadLetterItem[]>;

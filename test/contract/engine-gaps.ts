@@ -164,6 +164,15 @@ export const ENGINE_GAPS = {
     sqlServer: 'q',
     babelfish: 'fails',
   },
+  openJsonStringValues: {
+    what:
+      "OPENJSON … WITH (p nvarchar(max) '$.p') returns a string value with its JSON escapes kept (\\\" for \"), so the " +
+      "publish (which reads its batch through OPENJSON) stores a payload or headers text escaped: it reads back as " +
+      'other text than was sent (found by the waiting-jobs listing, the first read of a published row without a claim)',
+    probe: batchProbe(`SELECT j.p AS outcome FROM OPENJSON(N'[{"p":"{\\"n\\":0}"}]') WITH (p nvarchar(max) '$.p') AS j;`),
+    sqlServer: '{"n":0}',
+    babelfish: '{\\"n\\":0}',
+  },
 } satisfies Record<string, EngineGap>;
 
 export type EngineGapId = keyof typeof ENGINE_GAPS;

@@ -248,6 +248,26 @@ export function fuzzCases(seed: number, count: number, setup: FuzzSetup): FuzzCa
     { operation: 'GET /schedules', method: 'GET', path: () => 'schedules', keyed: true },
   );
   const listSchedulesBase = bases.at(-1)!;
+  // a queue's waiting jobs (appended: the controls below pick bases by index)
+  bases.push(
+    {
+      operation: 'GET /queues/{queue}/messages',
+      method: 'GET',
+      path: ({ queue }) => `queues/${queue}/messages`,
+      keyed: true,
+      hasQueue: true,
+      queries: [
+        ...[...BAD_TOPS, '101'].map((t) => () => `top=${t}`),
+        () => 'top=1&top=2',
+        ...['', 'Ready', 'leased', 'dead', '%20ready'].map((v) => () => `state=${v}`),
+        ...['', 'Oldest', 'asc', 'newest%20'].map((v) => () => `order=${v}`),
+        () => 'state=ready&state=delayed',
+        () => `state=${r.pick(['ready', 'delayed'])}&order=sideways`,
+      ],
+      validQuery: () => [r.chance(0.5) ? '' : `top=${1 + r.int(100)}`, r.chance(0.5) ? '' : `state=${r.pick(['ready', 'delayed'])}`, r.chance(0.5) ? '' : `order=${r.pick(['oldest', 'newest'])}`].filter((q) => q !== '').join('&'),
+    }
+  );
+  const waitingJobs = bases[bases.length - 1]!;
 
   const cases: FuzzCase[] = [];
   const fieldTurns = new Map<string, number>();
@@ -280,13 +300,16 @@ export function fuzzCases(seed: number, count: number, setup: FuzzSetup): FuzzCa
     }
   };
 
+  const pathOf = (b: Base) => b.operation.slice(b.operation.indexOf(' ') + 1);
+  const methodsAt = (b: Base) => bases.filter((x) => pathOf(x) === pathOf(b)).map((x) => x.method);
   const defects: Array<(b: Base) => FuzzCase | undefined> = [
     // the key
     (b) => (b.keyed ? { ...assemble(b, { ...validParts(b), noKey: true }), defect: 'no function key' } : undefined),
     (b) => (b.keyed ? { ...assemble(b, { ...validParts(b), noKey: true, headers: { 'x-functions-key': r.pick(['', 'wrong', setup.key.toUpperCase(), `${setup.key}x`, setup.key.slice(1), big(300)]) } }), defect: 'wrong function key' } : undefined),
     (b) => (b.keyed ? { ...assemble(b, { ...validParts(b), noKey: true, query: appendQuery(queryOf(b), `code=${enc(r.pick(['x', setup.key.slice(0, -1), `${setup.key}x`]))}`) }), defect: 'wrong ?code=' } : undefined),
     // the method
-    (b) => ({ ...assemble(b, { ...validParts(b), method: r.pick(OTHER_METHODS.concat(b.method === 'GET' ? ['POST', 'DELETE'] : ['GET'])) }), defect: 'wrong method' }),
+    // a method the route's path does not serve (GET and POST /queues/{queue}/messages are both valid)
+    (b) => ({ ...assemble(b, { ...validParts(b), method: r.pick(OTHER_METHODS.concat(b.method === 'GET' ? ['POST', 'DELETE'] : ['GET']).filter((m) => !methodsAt(b).includes(m))) }), defect: 'wrong method' }),
     // the path
     (b) => (b.hasQueue ? { ...assemble(b, { ...validParts(b), queue: r.pick(UNKNOWN_QUEUES) }), defect: 'unknown queue' } : undefined),
     (b) => (b.hasId ? { ...assemble(b, { ...validParts(b), id: r.pick(BAD_PATH_IDS) }), defect: 'malformed id' } : undefined),
@@ -321,7 +344,7 @@ export function fuzzCases(seed: number, count: number, setup: FuzzSetup): FuzzCa
       return { ...assemble(b, { body: json(body) }), defect: `bad ${field}` };
     },
     (b) => {
-      if (!b.operation.includes('messages')) return undefined;
+      if (!b.operation.startsWith('POST ') || !b.operation.includes('messages')) return undefined;
       const item = () => ({ payload: r.int(9), delaySeconds: 3600 });
       const id = r.uuid();
       const bad = r.pick([
@@ -359,6 +382,7 @@ export function fuzzCases(seed: number, count: number, setup: FuzzSetup): FuzzCa
     () => ({ ...assemble(bases[6]!, {}), control: 'read', expectStatus: 204 }),
     () => ({ ...assemble(r.pick([bases[12]!, bases[13]!]), {}), control: 'read', expectStatus: 200 }),
     () => ({ ...assemble(listSchedulesBase, {}), control: 'read', expectStatus: 200 }),
+    () => ({ ...assemble(waitingJobs, { queue: r.pick(['worker', 'response']) }), control: 'read', expectStatus: 200 }),
   ];
 
   // every documented body field of every operation gets a bad value at least once, whatever the draws below

@@ -15,6 +15,7 @@ import { topicStatements } from '../../shared/stores/sqlserver/topic-statements'
 import { claimOutlook } from '../../shared/stores/sqlserver/outlook-statements';
 import { scheduleStatements } from '../../shared/stores/sqlserver/schedule-statements';
 import { jobControlStatements } from '../../shared/stores/sqlserver/job-control-statements';
+import { waitingStatements } from '../../shared/stores/sqlserver/waiting-statements';
 import { CALLBACK_QUEUE } from '../../shared/queue-names';
 import { sqlServerMigrationStatements } from '../../shared/stores/sqlserver/migrations';
 import { schemaNames, subscriptionsTableName } from '../../shared/stores/schema-names';
@@ -80,6 +81,8 @@ export const SQLSERVER_STATEMENT_SOURCES: readonly StatementSource[] = [
   { name: 'outlook', texts: (n) => fromMap('outlook', n.variant, { claimOutlook: claimOutlook(n.transport) }) },
   // job and queue control: cancel, reschedule, pause and resume, the queue state read
   { name: 'job-control', texts: (n) => fromMap('job-control', n.variant, jobControlStatements(n.transport)) },
+  // a queue's waiting jobs (GET /api/queues/{queue}/messages, the dashboard), one per state and order
+  { name: 'waiting', texts: (n) => fromMap('waiting', n.variant, waitingStatements(n.transport)) },
   // the channel store's statements (registrations, messages, subscribers, prunes, DDL, catalog snapshot)
   { name: 'channel', texts: (n) => fromMap('channel', n.variant, channelStatements(n.channel, { schema: n.transport.schema, table: n.transport.table, queue: CALLBACK_QUEUE })) },
   // the channel's counts for the dashboard and /api/stats
@@ -121,6 +124,7 @@ export const SQLSERVER_MODULE_COVERAGE: Readonly<Record<string, string>> = {
   'schedule-statements.ts': 'schedules, migrations (version 8 creates the table)',
   'job-control-statements.ts': 'job-control, migrations (version 9 creates the queue state table)',
   'queue-state-sql.ts': 'transport, job-control (fragments of their claim, renewal and queue-state statements)',
+  'waiting-statements.ts': 'waiting',
   'server-version.ts': 'server-version',
   'migrations.ts': 'migrations, schema-print',
   'outbox.ts': 'migrations (version 3 creates the procedures)',

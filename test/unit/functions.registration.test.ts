@@ -25,6 +25,7 @@ describe('function table', () => {
         ['list-deadletters', 'GET', 'queues/{queue}/deadletters', 'function'],
         ['openapi', 'GET', 'openapi.json', 'function'],
         ['publish-message', 'POST', 'queues/{queue}/messages', 'function'],
+        ['list-waiting', 'GET', 'queues/{queue}/messages', 'function'],
         ['requeue-deadletter', 'POST', 'queues/{queue}/deadletters/{id}/requeue', 'function'],
         ['list-queues', 'GET', 'queues', 'function'],
         ['publish-topic', 'POST', 'topics/{topic}/messages', 'function'],

@@ -34,6 +34,8 @@ import { pgClaimOutlookStatement } from './outlook-statements';
 import { pgJobControlStatements, pgQueueStateTableDdl, type PgJobControlStatements } from './job-control-statements';
 import { queueStateTableName } from '../queue-state-names';
 import type { CancelOutcome, QueueState, RenewResult, RescheduleOutcome, RescheduleTime } from '../../transport/job-control';
+import { pgWaitingStatements, type PgWaitingStatements } from './waiting-statements';
+import type { WaitingJob, WaitingQuery } from '../../transport/waiting';
 
 interface ClaimRow {
   id: string;
@@ -359,6 +361,26 @@ export class PostgresTransportStore implements TransportStore {
     return { due: row?.due === true, leaseLapsesInMs: row?.due || row?.lease_lapses_in_ms == null ? null : Number(row.lease_lapses_in_ms) };
   }
   private outlook: string | undefined;
+
+  async listWaiting(query: WaitingQuery): Promise<WaitingJob[]> {
+    const top = Math.floor(query.top);
+    if (!(top > 0)) return [];
+    await this.ensureSchema();
+    const text = (this.waiting ??= pgWaitingStatements(this.names))[`${query.state}:${query.order}`];
+    const r = await this.client.query<{ id: string; payload_json: string; headers_json: string; attempts: number; available_at: Date; created_at: Date }>(text, [
+      query.queue,
+      top,
+    ]);
+    return r.rows.map((row) => ({
+      id: row.id,
+      payloadJson: row.payload_json,
+      headers: parseHeadersLenient(row.headers_json),
+      attempts: Number(row.attempts),
+      availableAt: row.available_at,
+      createdAt: row.created_at,
+    }));
+  }
+  private waiting: PgWaitingStatements | undefined;
 
   async hasMessage(queue: string, id: string): Promise<boolean> {
     await this.ensureSchema();

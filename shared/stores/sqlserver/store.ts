@@ -30,6 +30,8 @@ import { topicStatements } from './topic-statements';
 import { claimOutlook, claimOutlookOf } from './outlook-statements';
 import { jobControlStatements } from './job-control-statements';
 import type { CancelOutcome, QueueState, RenewResult, RescheduleOutcome, RescheduleTime } from '../../transport/job-control';
+import { waitingStatements, type WaitingStatements } from './waiting-statements';
+import type { WaitingJob, WaitingQuery } from '../../transport/waiting';
 import { compareSqlServerGuids, lower, rollbackQuietly, rows, SqlServerStoreBase } from './store-common';
 import { evaluateTransportCatalog, missingIndexes, readTransportCatalog, VERIFICATION_FIX_HINT } from './verify';
 
@@ -500,6 +502,22 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
     return claimOutlookOf(rows(await this.run((this.outlook ??= claimOutlook(this.names)), { queue }))[0]);
   }
   private outlook: ReturnType<typeof claimOutlook> | undefined;
+
+  async listWaiting(query: WaitingQuery): Promise<WaitingJob[]> {
+    const top = Math.floor(query.top);
+    if (!(top > 0)) return [];
+    await this.ensureSchema();
+    const statement = (this.waiting ??= waitingStatements(this.names))[`${query.state}:${query.order}`];
+    return rows(await this.run(statement, { queue: query.queue, top })).map((r) => ({
+      id: lower(r.id),
+      payloadJson: String(r.payload_json),
+      headers: parseHeadersLenient(r.headers_json as string | null),
+      attempts: Number(r.attempts ?? 0),
+      availableAt: r.available_at as Date,
+      createdAt: r.created_at as Date,
+    }));
+  }
+  private waiting: WaitingStatements | undefined;
 
   async hasMessage(queue: string, id: string): Promise<boolean> {
     await this.ensureSchema();
