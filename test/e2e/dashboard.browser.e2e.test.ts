@@ -127,7 +127,8 @@ describe.skipIf(!!missing)('operator dashboard in chromium', () => {
     // The first data are slow to come (held back here): the page says it is loading, not an empty table.
     let releaseQueues: () => void = () => undefined;
     const queuesHeld = new Promise<void>((r) => (releaseQueues = r));
-    const held = ['**/api/queues', '**/api/channel', '**/api/topics'];
+    // every data call of the first refresh (the flows list too: its 401 would otherwise say why before the others)
+    const held: Array<string | RegExp> = ['**/api/queues', '**/api/channel', '**/api/topics', /\/api\/flows\?/];
     for (const pattern of held) {
       await page.route(pattern, async (route) => {
         await queuesHeld;
@@ -331,7 +332,7 @@ describe.skipIf(!!missing)('operator dashboard in chromium', () => {
     const page = await browser!.newPage({ viewport: { width: 1280, height: 900 } });
     // what the app answers while its database cannot be reached (503 problem with Retry-After)
     const unavailable = { status: 503, headers: { 'retry-after': '5' }, contentType: 'application/problem+json', body: JSON.stringify({ type: 'about:blank', title: 'Service Unavailable', status: 503, detail: 'the database is unavailable; retry later' }) };
-    for (const route of ['**/api/queues', '**/api/channel', '**/api/topics']) await page.route(route, (r) => r.fulfill(unavailable));
+    for (const route of ['**/api/queues', '**/api/channel', '**/api/topics', /\/api\/flows\?/]) await page.route(route, (r) => r.fulfill(unavailable));
     await page.route('**/api/health', (r) => r.fulfill({ ...unavailable, contentType: 'application/json', body: JSON.stringify({ status: 'unavailable', store: 'pglite' }) }));
     await page.goto(`${app.url}/api/dashboard`);
     await expect.poll(() => page.locator('#loading').getAttribute('data-state'), { timeout: 10_000 }).toBe('error');
