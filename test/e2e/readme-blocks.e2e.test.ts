@@ -54,7 +54,8 @@ const pgUrl = process.env.PG_URL;
 
 const SETTINGS = {
   ...TIMER_DRAIN_EVERY_SECOND,
-  QUEUES: 'worker,flaky',
+  PGLITE_DATA_DIR: 'memory://', // not the checkout's .data/pglite: every run starts empty
+  QUEUES: 'worker,flaky,approvals',
   QUEUE__flaky__FORWARD_URL: 'http://127.0.0.1:9/unreachable',
   QUEUE__flaky__MAX_DELIVERY_ATTEMPTS: '1',
   TOPICS: 'orders',
