@@ -1,5 +1,5 @@
-// The operator dashboard. It reads the API (GET queues, topics, channel, health, a queue's waiting jobs and dead letters) every few seconds
-// and acts only through it (requeue, delete), sending the function key typed into the page as x-functions-key.
+// The operator dashboard. It reads the API (GET queues, topics, channel, health, flows, schedules, a queue's waiting jobs and dead letters) every few seconds
+// and acts only through it (requeue, delete, pause and resume), sending the function key typed into the page as x-functions-key.
 // Everything the server returns reaches the page as text (textContent, attribute values), never as HTML:
 // payloads, reasons and headers are user input.
 'use strict';
@@ -664,6 +664,100 @@
     $('wj-order').addEventListener('click', () => changeWaiting({ order: waiting.order === 'oldest' ? 'newest' : 'oldest' }));
   }
 
+  // ---- schedules -----------------------------------------------------------------------------------------------
+  // GET /api/schedules: every recurring schedule with its last and next run; pause/resume through POST …/pause|resume.
+
+  const schedules = { items: [], loaded: false };
+  const schedulePath = (name) => `schedules/${encodeURIComponent(name)}`;
+
+  function schedulesStatus(failure) {
+    const box = $('sc-status');
+    box.hidden = schedules.loaded && !failure;
+    box.dataset.state = failure ? 'error' : 'loading';
+    const status = failure instanceof ApiError ? ` (${failure.status})` : '';
+    box.textContent = failure ? `Not loaded${status}: ${failure instanceof Error ? failure.message : String(failure)}` : 'Loading schedules…';
+  }
+
+  /** A slot as a date and time in the schedule's own zone (the browser's when it does not know that zone). */
+  function slotTime(iso, timeZone) {
+    const date = new Date(iso);
+    try {
+      return date.toLocaleString('en-GB', { timeZone, dateStyle: 'medium', timeStyle: 'medium' });
+    } catch {
+      return date.toLocaleString('en-GB', { dateStyle: 'medium', timeStyle: 'medium' });
+    }
+  }
+
+  /** "12 Mar 2025, 03:00:00 · in 5 h 2 min" (or "… ago"); "—" for none. */
+  function slotCell(label, field, iso, timeZone, now) {
+    if (!iso) return cell(label, '—', 'nowrap', field);
+    const seconds = (Date.parse(iso) - now) / 1000;
+    const relative = seconds >= 0 ? `in ${formatAge(seconds)}` : `${formatAge(-seconds)} ago`;
+    return cell(label, el('span', { title: iso }, el('span', { class: 'slot-time', text: slotTime(iso, timeZone) }), el('span', { class: 'muted slot-relative', text: ` · ${relative}` })), 'nowrap', field);
+  }
+
+  function renderSchedules() {
+    const now = Date.now() + state.skewMs;
+    const rows = schedules.items.map((s) => {
+      const target = s.topic !== undefined ? `topic ${s.topic}` : `queue ${s.queue}`;
+      const misfire = s.misfire && typeof s.misfire === 'object' ? `misfire: catch up ${s.misfire.catchUp}` : 'misfire: skip';
+      const tag = s.paused ? el('span', { class: 'tag', 'data-field': 'paused', title: 'Fires nothing until resumed', text: 'paused' }) : null;
+      const button = el('button', { type: 'button', class: 'small', 'data-action': s.paused ? 'resume' : 'pause', text: s.paused ? 'Resume' : 'Pause', onclick: () => toggleSchedule(s.name, !s.paused) });
+      const details = el(
+        'details',
+        { class: 'payload' },
+        el('summary', {}, el('code', { text: preview(s.payload) })),
+        el('pre', { text: pretty(s.payload) }),
+        el('p', { class: 'muted', text: 'Headers' }),
+        el('pre', { text: pretty(s.headers || {}) }),
+        s.correlationId ? el('p', { class: 'muted', text: `correlation id ${s.correlationId}` }) : null,
+      );
+      return el(
+        'tr',
+        { 'data-schedule': s.name },
+        cell('Schedule', el('span', { class: 'queue-name' }, el('span', { class: 'schedule-name', text: s.name }), tag, button), 'name', 'name'),
+        cell('Target', target, 'nowrap', 'target'),
+        cell('Cron', el('span', { title: misfire }, el('code', { text: s.cron }), el('span', { class: 'muted', text: ` ${s.timeZone}` })), 'nowrap', 'cron'),
+        slotCell('Last run', 'lastRun', s.lastRun, s.timeZone, now),
+        slotCell('Next run', 'nextRun', s.nextRun, s.timeZone, now),
+        cell('Payload', details, 'payload-cell'),
+      );
+    });
+    $('schedules').tBodies[0].replaceChildren(...rows);
+    $('sc-empty').hidden = !schedules.loaded || schedules.items.length > 0;
+  }
+
+  /** Loads the list; a failure shows in the section's own status line (the rest of the page keeps its data). */
+  async function loadSchedules() {
+    schedulesStatus();
+    try {
+      const body = await api('schedules');
+      schedules.items = Array.isArray(body && body.items) ? body.items : [];
+      schedules.loaded = true;
+      schedulesStatus();
+      renderSchedules();
+    } catch (err) {
+      schedulesStatus(err);
+    }
+  }
+
+  async function toggleSchedule(name, pause) {
+    const ok = await confirmAction(
+      pause ? `Pause schedule '${name}'?` : `Resume schedule '${name}'?`,
+      pause ? `'${name}' fires nothing until it is resumed; jobs it already published stay on their queue.` : `'${name}' fires again from its next slot after now; the slots passed while paused do not run.`,
+      pause ? 'Pause' : 'Resume',
+      pause,
+    );
+    if (!ok) return;
+    try {
+      await api(`${schedulePath(name)}/${pause ? 'pause' : 'resume'}`, { method: 'POST' });
+      notice(pause ? `Paused schedule '${name}'.` : `Resumed schedule '${name}'.`, 'ok');
+    } catch (err) {
+      showError(err);
+    }
+    await loadSchedules();
+  }
+
   // ---- refresh loop ---------------------------------------------------------------------------------------------
 
   function showError(err) {
@@ -716,7 +810,8 @@
         state.keyPrompted = false;
         showKeyForm(false);
       }
-      await loadWaiting(); // after the page counts as loaded: its failures show in its own section
+      // after the page counts as loaded: their failures show in their own sections
+      await Promise.all([loadWaiting(), loadSchedules()]);
     } catch (err) {
       showError(err);
       showLoading(err);

@@ -7,6 +7,7 @@
 // Until the first data arrive the page says it is loading, and a failed first load says why in the page (a 401, a
 // 503 while the store is unreachable). A queue's waiting jobs (ready or delayed, oldest or newest first) list what
 // the API lists, a job published while the page is open after a refresh, with the same loading and error lines.
+// Schedules (made through the API) list with target, cron and zone, last and next run; one pauses by clicking.
 // DASHBOARD_SCREENSHOT_DIR=docs saves the README's screenshots (dashboard.png, dashboard-narrow.png).
 import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -29,6 +30,8 @@ const keyed = { 'x-functions-key': KEY };
 const XSS_NOTE = '<script>window.__xss = 1</script><img src=x onerror=window.__xss=2>';
 // topic and subscription names follow the queue name rules: markup is allowed (only ':' and control characters are not)
 const MARKUP_SUB = '<b>audit</b>';
+// schedule names follow them too ('/' aside, which a route parameter would not carry)
+const MARKUP_SCHEDULE = '<img src=x onerror=window.__xss=3>';
 const BILLING_QUEUE = 'orders:billing';
 const MARKUP_QUEUE = `orders:${MARKUP_SUB}`;
 /** What page.evaluate sees (this project's TypeScript has no DOM library). */
@@ -362,6 +365,91 @@ describe.skipIf(!!missing)('operator dashboard in chromium', () => {
     expect(await page.locator('#flow-steps li[data-step="approve"]').count()).toBe(1);
     expect(await page.locator('#flow-run-title').textContent()).toMatch(/^dash-flow-1: Succeeded after \d+ executions?$/);
     expect(await page.locator('#flows-section i').count()).toBe(0); // the item's markup stays text
+    expect(problems).toEqual([]);
+    await page.close();
+  }, 90_000);
+
+  it('lists the schedules with their last and next run, markup as text; pauses one behind a confirmation; a failed list says so in its section', async () => {
+    const put = (name: string, body: unknown) => app.api(`schedules/${encodeURIComponent(name)}`, { ...postJson(body, keyed), method: 'PUT' });
+    // a yearly one (never fires here) in a zone other than UTC, named and carrying markup; one firing every 2 s on the
+    // orders topic (its subscriptions' copies run and succeed)
+    const yearly = await put(MARKUP_SCHEDULE, { queue: 'worker', cron: '0 0 0 1 1 *', timeZone: 'Europe/Berlin', payload: { note: XSS_NOTE }, paused: true });
+    expect(yearly.status).toBe(201);
+    const nextNewYear = ((await yearly.json()) as { nextRun: string }).nextRun;
+    expect((await put('ticker', { topic: 'orders', cron: '*/2 * * * * *', payload: { tick: true } })).status).toBe(201);
+    const ticker = async () => (await (await app.api('schedules/ticker', { headers: keyed })).json()) as { lastRun: string | null; paused: boolean };
+    await eventually(async () => ((await ticker()).lastRun ? true : undefined), 'the ticker schedule to fire once', 20_000);
+
+    const page = await browser!.newPage({ viewport: { width: 1280, height: 900 } });
+    const problems: string[] = [];
+    page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+    await page.goto(`${app.url}/api/dashboard`);
+    await expect.poll(() => page.locator('#key-form').isVisible(), { timeout: 10_000 }).toBe(true);
+    await page.fill('#key-input', KEY);
+    await page.click('#key-form button[type="submit"]');
+    await expect.poll(() => page.locator('#schedules tbody tr').count(), { timeout: 15_000 }).toBe(2);
+    expect(await page.locator('#sc-status').isVisible()).toBe(false);
+    expect(await page.locator('#sc-empty').isVisible()).toBe(false);
+    // by name, as the API lists them ('<' sorts before 't')
+    expect(await page.locator('#schedules tbody tr td[data-field="name"] .schedule-name').allTextContents()).toEqual([MARKUP_SCHEDULE, 'ticker']);
+
+    const yearlyRow = page.locator('#schedules tbody tr').nth(0);
+    expect(await yearlyRow.locator('td[data-field="target"]').textContent()).toBe('queue worker');
+    expect(await yearlyRow.locator('td[data-field="cron"]').textContent()).toBe('0 0 0 1 1 * Europe/Berlin');
+    expect(await yearlyRow.locator('[data-field="paused"]').textContent()).toBe('paused');
+    expect(await yearlyRow.locator('button[data-action]').textContent()).toBe('Resume');
+    expect(await yearlyRow.locator('td[data-field="lastRun"]').textContent()).toBe('—');
+    // the next run: midnight on 1 January in Berlin (the schedule's zone), and how far off it is
+    const next = yearlyRow.locator('td[data-field="nextRun"]');
+    expect(await next.locator('[title]').getAttribute('title')).toBe(nextNewYear);
+    expect(await next.locator('.slot-time').textContent()).toMatch(/^1 Jan \d{4}, 00:00:00$/);
+    expect(await next.locator('.slot-relative').textContent()).toMatch(/^ · in (\d+ d \d+ h|\d+ h \d+ min)$/);
+    expect(await yearlyRow.locator('.payload summary code').textContent()).toContain(XSS_NOTE);
+    expect(await page.locator('#schedules script, #schedules img, #schedules b').count()).toBe(0);
+
+    const tickerRow = page.locator('#schedules tr[data-schedule="ticker"]');
+    expect(await tickerRow.locator('td[data-field="target"]').textContent()).toBe('topic orders');
+    expect(await tickerRow.locator('td[data-field="lastRun"] .slot-relative').textContent()).toMatch(/^ · \d+ s ago$/);
+    expect(await tickerRow.locator('td[data-field="nextRun"] .slot-relative').textContent()).toMatch(/^ · in \d+ s$/);
+    expect(await tickerRow.locator('[data-field="paused"]').count()).toBe(0);
+
+    // pause the ticker by clicking, behind a confirmation; the API says it is paused and the row shows it
+    await tickerRow.locator('button[data-action="pause"]').click();
+    await expect.poll(() => page.locator('#confirm').isVisible()).toBe(true);
+    expect(await page.locator('#confirm-title').textContent()).toBe("Pause schedule 'ticker'?");
+    await page.click('#confirm-ok');
+    await expect.poll(() => page.locator('#notice').textContent(), { timeout: 10_000 }).toBe("Paused schedule 'ticker'.");
+    expect((await ticker()).paused).toBe(true);
+    await expect.poll(() => tickerRow.locator('[data-field="paused"]').textContent(), { timeout: 10_000 }).toBe('paused');
+    expect(await tickerRow.locator('button[data-action]').textContent()).toBe('Resume');
+
+    // a failed list says why in its own section; the rest of the page keeps its data, and the next refresh recovers
+    const isList = (url: URL) => url.pathname.endsWith('/api/schedules');
+    await page.route(isList, (route) =>
+      route.fulfill({ status: 503, headers: { 'retry-after': '5' }, contentType: 'application/problem+json', body: JSON.stringify({ type: 'about:blank', title: 'Service Unavailable', status: 503, detail: 'the database is unavailable; retry later' }) }),
+    );
+    await page.click('#refresh');
+    await expect.poll(() => page.locator('#sc-status').getAttribute('data-state'), { timeout: 10_000 }).toBe('error');
+    expect(await page.locator('#sc-status').textContent()).toBe('Not loaded (503): the database is unavailable; retry later');
+    expect(await page.locator('#loading').isVisible()).toBe(false);
+    expect(await queueCell(page, 'worker', 'deadLettered').textContent()).toMatch(/^\d+$/);
+    await page.unroute(isList);
+    await page.click('#refresh');
+    await expect.poll(() => page.locator('#sc-status').isVisible(), { timeout: 10_000 }).toBe(false);
+    expect(await page.locator('#schedules tbody tr').count()).toBe(2);
+
+    // a narrow window: still no sideways scrolling
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.waitForTimeout(200);
+    expect(await page.evaluate(() => (globalThis as unknown as BrowserGlobals).document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+
+    // none left: the section says so
+    for (const name of [MARKUP_SCHEDULE, 'ticker']) expect((await app.api(`schedules/${encodeURIComponent(name)}`, { method: 'DELETE', headers: keyed })).status).toBe(204);
+    await page.click('#refresh');
+    await expect.poll(() => page.locator('#sc-empty').isVisible(), { timeout: 10_000 }).toBe(true);
+    expect(await page.locator('#sc-empty').textContent()).toBe('No schedules.');
+    expect(await page.locator('#schedules tbody tr').count()).toBe(0);
+    expect(await page.evaluate(() => (globalThis as unknown as BrowserGlobals).__xss)).toBeUndefined();
     expect(problems).toEqual([]);
     await page.close();
   }, 90_000);
