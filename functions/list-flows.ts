@@ -3,6 +3,7 @@ import { flowFailureAnswer, isFlowStatus } from '../shared/http/flow-answers';
 import { guarded } from '../shared/http/guard';
 import { json, problem } from '../shared/http/problem';
 import { queryNumber } from '../shared/http/query';
+import { isListCursor } from '../shared/flows/store-rules';
 import { getRuntime } from '../shared/runtime';
 
 /** GET /api/flows?status=&flow=&limit=50&cursor= — runs newest first, and the count of live runs per status. */
@@ -17,6 +18,7 @@ export async function listFlows(request: HttpRequest, context: InvocationContext
   const limit = queryNumber(request, 'limit', { fallback: 50, min: 1, max: 200, integer: true });
   if (!limit.ok) return problem(400, limit.detail, limit.errors);
   const cursor = request.query.get('cursor') ?? undefined;
+  if (cursor !== undefined && cursor !== '' && !isListCursor(cursor)) return problem(400, 'cursor is not one a previous page returned', [{ field: 'cursor', message: 'pass back the cursor of the previous page unchanged' }]);
   try {
     const [page, counts] = await Promise.all([
       rt.track(flows.list({ limit: limit.value, ...(status ? { status } : {}), ...(flow ? { flowName: flow } : {}), ...(cursor ? { cursor } : {}) })),

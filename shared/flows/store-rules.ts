@@ -102,16 +102,36 @@ export function encodeListCursor(c: ListCursor): string {
 }
 
 export function decodeListCursor(cursor: string): ListCursor {
+  const decoded = listCursorOf(cursor);
+  if (!decoded) throw new RangeError('the list cursor is not one this store returned');
+  return decoded;
+}
+
+/** Whether a caller's cursor is one a store could have returned (a tampered one would reach the SQL casts). */
+export function isListCursor(cursor: string): boolean {
+  return listCursorOf(cursor) !== undefined;
+}
+
+/** Both dialects' exact text: PostgreSQL `2026-01-02T03:04:05.123456Z`, SQL Server style 121 `2026-01-02 03:04:05.1234567`. */
+const EXACT_INSTANT = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(\.\d{1,7})?Z?$/;
+
+function listCursorOf(cursor: string): ListCursor | undefined {
   let value: unknown;
   try {
     value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
   } catch {
-    throw new RangeError('the list cursor is not one this store returned');
+    return undefined;
   }
-  if (!Array.isArray(value) || value.length !== 2 || typeof value[0] !== 'string' || typeof value[1] !== 'string') {
-    throw new RangeError('the list cursor is not one this store returned');
-  }
-  return { updatedAt: value[0], flowId: value[1] };
+  if (!Array.isArray(value) || value.length !== 2 || typeof value[0] !== 'string' || typeof value[1] !== 'string') return undefined;
+  const [updatedAt, flowId] = value as [string, string];
+  const m = EXACT_INSTANT.exec(updatedAt);
+  if (!m) return undefined;
+  const [y, mo, d, h, mi, s] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
+  const t = new Date(Date.UTC(y, mo - 1, d, h, mi, s));
+  // a real calendar instant (no 2026-02-30, no 25:00), in the years both dialects hold
+  if (t.getUTCFullYear() !== y || t.getUTCMonth() !== mo - 1 || t.getUTCDate() !== d || t.getUTCHours() !== h || t.getUTCMinutes() !== mi || t.getUTCSeconds() !== s || y < 1) return undefined;
+  if (flowId.length === 0 || flowId.length > MAX_FLOW_ID_LENGTH) return undefined;
+  return { updatedAt, flowId };
 }
 
 export function checkListQuery(query: FlowListQuery): { limit: number; cursor?: ListCursor } {

@@ -133,6 +133,17 @@ describe('durable flows over HTTP (default timer schedules)', () => {
     expect((await app.api('flows/example-approval/hat-1/pause', { method: 'POST' })).status).toBe(404);
     expect((await app.api('flows/example-approval/nope')).status).toBe(404);
     expect((await app.api('flows?status=Sleeping')).status).toBe(400);
+    // a page's cursor leads to the next page; a tampered one is a 400 naming the field, not a store error
+    const first = (await (await app.api('flows?limit=1')).json()) as { items: Array<{ id: string }>; cursor?: string };
+    expect(first.cursor).toBeDefined();
+    const next = await app.api(`flows?limit=1&cursor=${first.cursor}`);
+    expect(next.status).toBe(200);
+    expect(((await next.json()) as { items: Array<{ id: string }> }).items.map((i) => i.id)).not.toEqual(first.items.map((i) => i.id));
+    for (const cursor of ['nope', '%00', Buffer.from('["x","y"]').toString('base64url')]) {
+      const bad = await app.api(`flows?cursor=${cursor}`);
+      expect(bad.status).toBe(400);
+      expect(((await bad.json()) as { errors: Array<{ field: string }> }).errors[0]!.field).toBe('cursor');
+    }
     // the flows queue is an internal queue operators can inspect (its dead letters are the "run is stuck" alarm)
     const q = await app.api('queues/flows');
     expect(q.status).toBe(200);

@@ -8,6 +8,9 @@ import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { openApiDocument } from '../../shared/http/openapi';
 import type { PgClient } from '../../shared/stores/postgres/client';
+import { queueStateTableName } from '../../shared/stores/queue-state-names';
+import { transportNames } from '../../shared/sql/identifiers';
+import { DEFAULT_FLOW_STATE_TABLE } from '../../shared/stores/schema-names';
 import { deleteWaiterCase, FUZZ_TOPIC_SETTINGS, fuzzCases, Rand, type FuzzCase } from '../support/http-fuzz';
 import { openApiAnswers } from '../support/openapi-answers';
 import { checkedFetch, startApp, type RunningApp } from './app-harness';
@@ -66,6 +69,10 @@ interface Rows {
   messages: number;
   subscribers: number;
   recovery: number;
+  /** Paused queues (queue-state rows with paused_at). */
+  paused: number;
+  /** Flow run ledgers. */
+  flows: number;
 }
 
 async function rows(): Promise<Rows> {
@@ -77,13 +84,22 @@ async function rows(): Promise<Rows> {
     `SELECT (SELECT count(*) FROM ${t(config.transportTable)})::int AS transport,
             (SELECT count(*) FROM ${t(c.messageTable)})::int AS messages,
             (SELECT count(*) FROM ${t(c.subscriberTable)})::int AS subscribers,
-            (SELECT count(*) FROM ${t(c.recoveryTable)})::int AS recovery`,
+            (SELECT count(*) FROM ${t(c.recoveryTable)})::int AS recovery,
+            (SELECT count(*) FROM ${t(queueStateTableName(transportNames(config.schema, config.transportTable, 'postgres'), 'postgres'))} WHERE paused_at IS NOT NULL)::int AS paused,
+            (SELECT count(*) FROM ${t(DEFAULT_FLOW_STATE_TABLE)})::int AS flows`,
   );
   return r.rows[0]!;
 }
 
-const delta = (a: Rows, b: Rows): Rows => ({ transport: b.transport - a.transport, messages: b.messages - a.messages, subscribers: b.subscribers - a.subscribers, recovery: b.recovery - a.recovery });
-const NONE: Rows = { transport: 0, messages: 0, subscribers: 0, recovery: 0 };
+const delta = (a: Rows, b: Rows): Rows => ({
+  transport: b.transport - a.transport,
+  messages: b.messages - a.messages,
+  subscribers: b.subscribers - a.subscribers,
+  recovery: b.recovery - a.recovery,
+  paused: b.paused - a.paused,
+  flows: b.flows - a.flows,
+});
+const NONE: Rows = { transport: 0, messages: 0, subscribers: 0, recovery: 0, paused: 0, flows: 0 };
 
 /** What an accepted control may write, from its answer. */
 function expectedRows(c: FuzzCase, answer: unknown): Rows {
@@ -96,6 +112,12 @@ function expectedRows(c: FuzzCase, answer: unknown): Rows {
       return { ...NONE, recovery: 1 };
     case 'delete-waiter':
       return { ...NONE, recovery: -1 };
+    case 'cancel':
+      return { ...NONE, transport: -1 };
+    case 'pause':
+      return { ...NONE, paused: 1 };
+    case 'resume':
+      return { ...NONE, paused: -1 };
     default:
       return NONE;
   }

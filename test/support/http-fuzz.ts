@@ -36,7 +36,7 @@ export class Rand {
 }
 
 /** What a valid control does to the tables when accepted. */
-export type Control = 'publish' | 'publish-duplicate' | 'post-response' | 'register-waiter' | 'delete-waiter' | 'read';
+export type Control = 'publish' | 'publish-duplicate' | 'post-response' | 'register-waiter' | 'delete-waiter' | 'read' | 'cancel' | 'pause' | 'resume';
 
 export interface FuzzCase {
   /** "POST /queues/{queue}/messages": the operation the request aims at. */
@@ -96,8 +96,8 @@ interface Base {
   method: string;
   /** Builds the path; queue and id may be replaced by a defect. */
   path: (p: { queue: string; id: string }) => string;
-  /** A valid JSON body as an object (body routes only). */
-  body?: () => Record<string, unknown>;
+  /** A valid JSON body as an object (body routes only); `field` is the one about to get a bad value. */
+  body?: (field?: string) => Record<string, unknown>;
   /** Field → invalid values (each one alone makes the body invalid). */
   fields?: Record<string, unknown[]>;
   /** Required fields: leaving one out is a defect. */
@@ -107,6 +107,12 @@ interface Base {
   /** The valid values of the {queue} (or {topic}) segment; default worker and response. */
   validQueues?: string[];
   hasId?: boolean;
+  /** The {id} a case uses unless a defect replaces it (default a random UUID, which names nothing). */
+  validId?: () => string;
+  /** Malformed values of the {id} segment (default BAD_PATH_IDS). */
+  badIds?: string[];
+  /** Whole paths with one bad segment the others do not cover (a flow control's action). */
+  badPaths?: Array<() => string>;
   /** Query defects: each builds a whole query string. */
   queries?: Array<() => string>;
   validQuery?: () => string;
@@ -115,6 +121,9 @@ interface Base {
 export function fuzzCases(seed: number, count: number, setup: FuzzSetup): FuzzCase[] {
   const r = new Rand(seed);
   const big = (n: number) => 'z'.repeat(n);
+  const published: string[] = [];
+  /** A job a publish control wrote (still waiting: delayed an hour, no drain runs), else a UUID naming nothing. */
+  const publishedId = () => (published.length > 0 ? r.pick(published) : r.uuid());
   const bases: Base[] = [
     {
       operation: 'POST /queues/{queue}/messages',
@@ -269,13 +278,114 @@ export function fuzzCases(seed: number, count: number, setup: FuzzSetup): FuzzCa
   );
   const waitingJobs = bases[bases.length - 1]!;
 
+  // job control. Cancel and reschedule aim at jobs the publish controls wrote, so a wrongly accepted defect
+  // deletes a row or answers 200; pause and resume aim at the internal callbacks queue, which no other case uses
+  // (a pause is counted as a write: only the pause+resume control pair may change it)
+  bases.push(
+    {
+      operation: 'DELETE /queues/{queue}/messages/{id}',
+      method: 'DELETE',
+      path: ({ queue, id }) => `queues/${queue}/messages/${id}`,
+      keyed: true,
+      hasQueue: true,
+      validQueues: ['worker'],
+      hasId: true,
+      validId: publishedId,
+      queries: ['', 'TRUE', 'yes', '1', '0', 'True', 'true%20', '%00', 'null'].map((v) => () => `running=${v}`),
+      validQuery: () => r.pick(['', 'running=true', 'running=false']),
+    },
+    {
+      operation: 'POST /queues/{queue}/messages/{id}/reschedule',
+      method: 'POST',
+      path: ({ queue, id }) => `queues/${queue}/messages/${id}/reschedule`,
+      // far in the future either way, so a rescheduled control job stays delayed
+      body: (field) => (field === 'availableAt' || (field === undefined && r.chance(0.5)) ? { availableAt: `${2100 + r.int(100)}-06-01T00:00:00Z` } : { delaySeconds: 3600 + r.int(86400) }),
+      fields: {
+        delaySeconds: [-1, -0.001, 315360001, 1e308, '10', null, true, [], {}, 'soon'],
+        availableAt: [...WRONG_TYPES, '', 'tomorrow', '2026-12-24T18:00:00', '2026-12-24', '2026-13-01T00:00:00Z', '2026-12-24T25:00:00Z', '1969-12-31T23:59:59Z',
+          '10000-01-01T00:00:00Z', '2026-12-24T18:00:00+2:00', ' 2026-12-24T18:00:00Z', '2026-12-24T18:00:00.1234567890Z', '2026-12-24 18:00:00Z'],
+      },
+      keyed: true,
+      hasQueue: true,
+      validQueues: ['worker'],
+      hasId: true,
+      validId: publishedId,
+    },
+    { operation: 'POST /queues/{queue}/pause', method: 'POST', path: ({ queue }) => `queues/${queue}/pause`, keyed: true, hasQueue: true, validQueues: ['callbacks'] },
+    { operation: 'POST /queues/{queue}/resume', method: 'POST', path: ({ queue }) => `queues/${queue}/resume`, keyed: true, hasQueue: true, validQueues: ['callbacks'] },
+  );
+  const [cancelBase, rescheduleBase, pauseBase, resumeBase] = bases.slice(-4) as [Base, Base, Base, Base];
+
+  // flows: the app registers example-approval. No run is ever started (every start below is refused: a wrongly
+  // accepted one writes a start job and a ledger, which the test counts), so every run id names nothing
+  const FLOW = 'example-approval';
+  const flowIds = ['%20lead', 'trail%20', 'a%2Fb', 'a%5Cb', 'a%3Fb', 'a%23b', '%00', 'tab%09', 'del%7F', 'x'.repeat(401), '%E0%A0%80'.repeat(350), '%zz'];
+  const flowId = () => `fuzz-never-${r.int(1e9)}`;
+  bases.push(
+    {
+      operation: 'GET /flows',
+      method: 'GET',
+      path: () => 'flows',
+      keyed: true,
+      queries: [
+        ...['', 'running', 'RUNNING', 'Done', 'Running%20', 'Cancelled'].map((v) => () => `status=${v}`),
+        ...['', 'nosuch', 'Example-approval', `${FLOW}%20`].map((v) => () => `flow=${v}`),
+        ...[...BAD_TOPS, '201'].map((t) => () => `limit=${t}`),
+        () => `status=${r.pick(['Running', 'Failed'])}&limit=0`,
+        // a cursor is opaque: only one this store returned is valid
+        ...['nope', '%00', 'W10', 'WzEsMl0', Buffer.from('["x","y"]').toString('base64url'), Buffer.from('["2026-13-45T99:00:00Z","y"]').toString('base64url'),
+          Buffer.from('["2026-01-01T00:00:00Z"]').toString('base64url'), Buffer.from('{"a":1}').toString('base64url'), 'x'.repeat(5000)].map((c) => () => `cursor=${c}`),
+      ],
+      validQuery: () => [r.chance(0.5) ? '' : `status=${r.pick(['Running', 'Succeeded', 'Failed', 'Suspended'])}`, r.chance(0.5) ? '' : `flow=${FLOW}`, r.chance(0.5) ? '' : `limit=${1 + r.int(200)}`].filter((q) => q !== '').join('&'),
+    },
+    {
+      operation: 'GET /flows/{name}/{id}',
+      method: 'GET',
+      path: ({ queue, id }) => `flows/${queue}/${id}`,
+      keyed: true,
+      hasQueue: true,
+      validQueues: [FLOW],
+      hasId: true,
+      validId: flowId,
+      badIds: flowIds,
+      queries: BAD_WAITS.map((w) => () => `waitSeconds=${enc(w)}`),
+      validQuery: () => r.pick(['', 'waitSeconds=0']),
+    },
+    {
+      operation: 'POST /flows/{name}',
+      method: 'POST',
+      path: ({ queue }) => `flows/${queue}`,
+      validQueues: [FLOW],
+      hasQueue: true,
+      body: () => ({ input: { item: `fuzz-${r.int(1e6)}`, coolOffSeconds: 0 }, id: flowId() }),
+      fields: {
+        // any JSON is an input; only one nested deeper than the body scanner allows (MAX_JSON_DEPTH 128) is not
+        input: [nested(200), [nested(130)]],
+        id: [1, null, true, [], {}, '', ' lead', 'trail ', 'a/b', 'a\\b', 'a?b', 'a#b', 'nul\u0000', 'c1\u0085', 'lone\ud800', 'x'.repeat(401), '\u0800'.repeat(350)],
+      },
+      keyed: true,
+    },
+    {
+      operation: 'POST /flows/{name}/{id}/{action}',
+      method: 'POST',
+      path: ({ queue, id }) => `flows/${queue}/${id}/${r.pick(['suspend', 'resume', 'cancel'])}`,
+      keyed: true,
+      hasQueue: true,
+      validQueues: [FLOW],
+      hasId: true,
+      validId: flowId,
+      badIds: flowIds,
+      badPaths: ['', 'Suspend', 'pause', 'start', 'cancel%20', '%00', 'x'.repeat(300)].map((a) => () => `flows/${FLOW}/${flowId()}/${a}`),
+    },
+  );
+  const listFlowsBase = bases.at(-4)!;
+
   const cases: FuzzCase[] = [];
   const fieldTurns = new Map<string, number>();
-  const published: string[] = [];
   const registered: Array<{ id: string; correlationId: string }> = [];
 
   const queryOf = (b: Base) => b.validQuery?.() ?? '';
-  const assemble = (b: Base, o: { queue?: string; id?: string; query?: string; body?: string; headers?: Record<string, string>; method?: string; noKey?: boolean; chunked?: boolean }): FuzzCase => {
+  const assemble = (b: Base, o: { queue?: string; id?: string; query?: string; body?: string; headers?: Record<string, string>; method?: string; noKey?: boolean; chunked?: boolean; path?: string }): FuzzCase => {
     const headers: Record<string, string> = { ...(o.headers ?? {}) };
     let query = o.query ?? queryOf(b);
     if (b.keyed && !o.noKey) {
@@ -285,7 +395,7 @@ export function fuzzCases(seed: number, count: number, setup: FuzzSetup): FuzzCa
     if (o.body !== undefined && headers['content-type'] === undefined && r.chance(0.9)) headers['content-type'] = r.pick(NEUTRAL_JSON_TYPES);
     addNoise(headers);
     if (r.chance(0.15)) query = query === '' ? `zz=${enc(r.ascii(30))}` : `${query}&zz=${enc(r.ascii(30))}`;
-    const path = b.path({ queue: o.queue ?? r.pick(b.validQueues ?? ['worker', 'response']), id: o.id ?? r.uuid() }) + (query === '' ? '' : `?${query}`);
+    const path = (o.path ?? b.path({ queue: o.queue ?? r.pick(b.validQueues ?? ['worker', 'response']), id: o.id ?? b.validId?.() ?? r.uuid() })) + (query === '' ? '' : `?${query}`);
     const method = o.method ?? b.method;
     const body = method === 'GET' || method === 'HEAD' ? undefined : o.body; // fetch sends no body with these
     return { operation: b.operation, method, path, headers, ...(body !== undefined ? { body } : {}), ...(o.chunked ? { chunked: true } : {}) };
@@ -312,8 +422,9 @@ export function fuzzCases(seed: number, count: number, setup: FuzzSetup): FuzzCa
     (b) => ({ ...assemble(b, { ...validParts(b), method: r.pick(OTHER_METHODS.concat(b.method === 'GET' ? ['POST', 'DELETE'] : ['GET']).filter((m) => !methodsAt(b).includes(m))) }), defect: 'wrong method' }),
     // the path
     (b) => (b.hasQueue ? { ...assemble(b, { ...validParts(b), queue: r.pick(UNKNOWN_QUEUES) }), defect: 'unknown queue' } : undefined),
-    (b) => (b.hasId ? { ...assemble(b, { ...validParts(b), id: r.pick(BAD_PATH_IDS) }), defect: 'malformed id' } : undefined),
-    (b) => (b.hasId ? { ...assemble(b, validParts(b)), defect: 'unknown id' } : undefined),
+    (b) => (b.hasId ? { ...assemble(b, { ...validParts(b), id: r.pick(b.badIds ?? BAD_PATH_IDS) }), defect: 'malformed id' } : undefined),
+    (b) => (b.hasId ? { ...assemble(b, { ...validParts(b), id: b.validId === publishedId ? r.uuid() : undefined }), defect: 'unknown id' } : undefined),
+    (b) => (b.badPaths ? { ...assemble(b, { ...validParts(b), path: r.pick(b.badPaths)() }), defect: 'bad path segment' } : undefined),
     (b) => ({ ...assemble(b, validParts(b)), path: `${b.path({ queue: 'worker', id: r.uuid() })}/${r.pick(['x', 'extra/segments', '%zz', '%2F'])}`, defect: 'unknown path' }),
     // the query
     (b) => (b.queries ? { ...assemble(b, { ...validParts(b), query: r.pick(b.queries)() }), defect: 'bad query' } : undefined),
@@ -340,7 +451,7 @@ export function fuzzCases(seed: number, count: number, setup: FuzzSetup): FuzzCa
       const turn = fieldTurns.get(b.operation) ?? r.int(names.length);
       fieldTurns.set(b.operation, turn + 1);
       const field = names[turn % names.length]!;
-      const body = { ...b.body!(), [field]: r.pick(b.fields[field]!) };
+      const body = { ...b.body!(field), [field]: r.pick(b.fields[field]!) };
       return { ...assemble(b, { body: json(body) }), defect: `bad ${field}` };
     },
     (b) => {
@@ -383,12 +494,29 @@ export function fuzzCases(seed: number, count: number, setup: FuzzSetup): FuzzCa
     () => ({ ...assemble(r.pick([bases[12]!, bases[13]!]), {}), control: 'read', expectStatus: 200 }),
     () => ({ ...assemble(listSchedulesBase, {}), control: 'read', expectStatus: 200 }),
     () => ({ ...assemble(waitingJobs, { queue: r.pick(['worker', 'response']) }), control: 'read', expectStatus: 200 }),
+    () => ({ ...assemble(listFlowsBase, {}), control: 'read', expectStatus: 200 }),
+    () => {
+      if (published.length === 0) return controls[0]!();
+      return { ...assemble(rescheduleBase, { id: r.pick(published), body: json(rescheduleBase.body!()) }), control: 'read', expectStatus: 200 };
+    },
+    () => {
+      // a cancelled job is gone: no later case may take it for a waiting one
+      if (published.length < 3) return controls[0]!();
+      const id = published.splice(r.int(published.length), 1)[0]!;
+      return { ...assemble(cancelBase, { id, query: r.pick(['', 'running=true', 'running=false']) }), control: 'cancel', expectStatus: 204 };
+    },
+    () => {
+      cases.push({ ...assemble(pauseBase, {}), control: 'pause', expectStatus: 200 });
+      return { ...assemble(resumeBase, {}), control: 'resume', expectStatus: 200 };
+    },
   ];
 
+  // jobs for the cancel and reschedule cases to aim at from the start
+  for (let i = 0; i < 3; i++) cases.push(controls[0]!());
   // every documented body field of every operation gets a bad value at least once, whatever the draws below
   for (const b of bases) {
     for (const [field, values] of Object.entries(b.fields ?? {})) {
-      cases.push({ ...assemble(b, { body: json({ ...b.body!(), [field]: r.pick(values) }) }), defect: `bad ${field}` });
+      cases.push({ ...assemble(b, { body: json({ ...b.body!(field), [field]: r.pick(values) }) }), defect: `bad ${field}` });
     }
   }
   while (cases.length < count) {
@@ -412,6 +540,12 @@ export function deleteWaiterCase(registrationId: string, correlationId: string, 
     control: 'delete-waiter',
     expectStatus: 204,
   };
+}
+
+function nested(depth: number): unknown {
+  let v: unknown = 1;
+  for (let i = 0; i < depth; i++) v = { a: v };
+  return v;
 }
 
 /** encodeURIComponent refuses lone surrogates. */
