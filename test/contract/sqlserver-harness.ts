@@ -88,7 +88,14 @@ export async function sqlServerHarness(connectionString: string, schema: string,
     openWith: async (o) => storeOn(open(2), o.autoCreateSchema),
     close: async () => {
       try {
-        await q(`DROP TABLE IF EXISTS ${t}; IF SCHEMA_ID(N'${schema}') IS NOT NULL EXEC (N'DROP SCHEMA [${schema}]');`);
+        // every table the store made in its schema (the transport table, and since schema version 9 the queue
+        // state table its first DDL phase creates), then the schema itself
+        await q(
+          `DECLARE @s nvarchar(max) = N'';
+           SELECT @s = @s + N'DROP TABLE [${schema}].[' + o.name + N']; ' FROM sys.objects AS o WHERE o.schema_id = SCHEMA_ID(N'${schema}') AND RTRIM(o.type) = 'U';
+           IF @s <> N'' EXEC (@s);
+           IF SCHEMA_ID(N'${schema}') IS NOT NULL EXEC (N'DROP SCHEMA [${schema}]');`,
+        );
       } finally {
         for (const pool of pools) await pool.close().catch(() => undefined);
       }
