@@ -1,7 +1,6 @@
 // Two local hosts (separate Node processes, as two Function instances) on one PostgreSQL server: a response
 // published on one reaches a waiter on the other through the database alone.
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
+import { execFileSync } from 'node:child_process';
 import * as path from 'node:path';
 import { Client } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,50 +8,14 @@ import { DEFAULT_CHANNEL_TABLES } from '../../shared/channel/types';
 import { newSchema } from '../contract/fixtures';
 import { eventually, sleep } from '../support/messages';
 import { checkedFetch, TIMER_DRAIN_EVERY_SECOND } from './app-harness';
+import { startHostProcess, stopHostProcess, type HostProcess as Host } from './host-process';
 
 const PG_URL = process.env.PG_URL;
 if (!PG_URL) console.warn('[e2e:cross-process] skipped: PG_URL is not set (two processes need a shared database server)');
 const root = path.resolve(__dirname, '../..');
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-    s.on('error', reject);
-  });
-}
-
-interface Host {
-  url: string;
-  proc: ChildProcess;
-  output: string[];
-}
-
-async function startHost(schema: string): Promise<Host> {
-  const port = await freePort();
-  const output: string[] = [];
-  const proc = spawn(process.execPath, [path.join(root, 'dist/local/main.js')], {
-    cwd: root,
-    env: {
-      ...process.env,
-      PORT: String(port),
-      DATABASE_URL: PG_URL,
-      SQL_SCHEMA: schema,
-      ...TIMER_DRAIN_EVERY_SECOND,
-      LOG_LEVEL: 'warn',
-      LOCAL_FUNCTION_KEY: '',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  proc.stdout!.on('data', (d: Buffer) => output.push(d.toString()));
-  proc.stderr!.on('data', (d: Buffer) => output.push(d.toString()));
-  const url = `http://127.0.0.1:${port}/api`;
-  await eventually(async () => (await checkedFetch(`${url}/health`)).status === 200, `host on :${port} to be healthy`, 20_000, 100);
-  return { url, proc, output };
-}
+const startHost = (schema: string): Promise<Host> =>
+  startHostProcess({ DATABASE_URL: PG_URL, SQL_SCHEMA: schema, ...TIMER_DRAIN_EVERY_SECOND, LOG_LEVEL: 'warn' }, 20_000);
 
 describe.skipIf(!PG_URL)('cross-process delivery (two hosts, one PostgreSQL server)', () => {
   const schema = newSchema();
@@ -78,11 +41,7 @@ describe.skipIf(!PG_URL)('cross-process delivery (two hosts, one PostgreSQL serv
   }, 90_000);
 
   afterAll(async () => {
-    for (const h of [a, b]) {
-      if (!h) continue;
-      h.proc.kill('SIGTERM');
-      await new Promise((r) => h.proc.once('exit', r));
-    }
+    for (const h of [a, b]) await stopHostProcess(h);
     const c = new Client({ connectionString: PG_URL });
     await c.connect();
     await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);

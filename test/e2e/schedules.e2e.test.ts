@@ -2,8 +2,7 @@
 // PostgreSQL server, in timer mode (each host's drain-worker timer evaluates every second): a schedule every
 // second gives exactly one job per slot over 20+ consecutive slots, however the two hosts interleave, with no
 // leader. The HTTP routes answer as the OpenAPI document says (checkedFetch), problems included.
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
+import { execFileSync } from 'node:child_process';
 import * as path from 'node:path';
 import { Client } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,53 +10,15 @@ import { newSchema } from '../contract/fixtures';
 import { startJobReceiver, type JobReceiver } from '../support/job-receiver';
 import { eventually, sleep } from '../support/messages';
 import { checkedFetch, TIMER_DRAIN_EVERY_SECOND } from './app-harness';
+import { startHostProcess, stopHostProcess, type HostProcess as Host } from './host-process';
 
 const PG_URL = process.env.PG_URL;
 if (!PG_URL) console.warn('[e2e:schedules] skipped: PG_URL is not set (two processes need a shared database server)');
 const root = path.resolve(__dirname, '../..');
 const SLOTS = 22;
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-    s.on('error', reject);
-  });
-}
-
-interface Host {
-  url: string;
-  proc: ChildProcess;
-  output: string[];
-}
-
-async function startHost(schema: string, forwardUrl: string): Promise<Host> {
-  const port = await freePort();
-  const output: string[] = [];
-  const proc = spawn(process.execPath, [path.join(root, 'dist/local/main.js')], {
-    cwd: root,
-    env: {
-      ...process.env,
-      PORT: String(port),
-      DATABASE_URL: PG_URL,
-      SQL_SCHEMA: schema,
-      DRAIN_TRIGGER: 'timer',
-      ...TIMER_DRAIN_EVERY_SECOND,
-      WORKER_FORWARD_URL: forwardUrl,
-      LOG_LEVEL: 'info',
-      LOCAL_FUNCTION_KEY: '',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  proc.stdout!.on('data', (d: Buffer) => output.push(d.toString()));
-  proc.stderr!.on('data', (d: Buffer) => output.push(d.toString()));
-  const url = `http://127.0.0.1:${port}/api`;
-  await eventually(async () => (await checkedFetch(`${url}/health`)).status === 200, `host on :${port} to be healthy`, 30_000, 100);
-  return { url, proc, output };
-}
+const startHost = (schema: string, forwardUrl: string): Promise<Host> =>
+  startHostProcess({ DATABASE_URL: PG_URL, SQL_SCHEMA: schema, DRAIN_TRIGGER: 'timer', ...TIMER_DRAIN_EVERY_SECOND, WORKER_FORWARD_URL: forwardUrl, LOG_LEVEL: 'info' });
 
 const put = (url: string, body: unknown) => checkedFetch(url, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: typeof body === 'string' ? body : JSON.stringify(body) });
 
@@ -77,11 +38,7 @@ describe.skipIf(!PG_URL)('schedules across two hosts on one PostgreSQL server', 
   }, 120_000);
 
   afterAll(async () => {
-    for (const h of [a, b]) {
-      if (!h) continue;
-      h.proc.kill('SIGTERM');
-      await new Promise((r) => h.proc.once('exit', r));
-    }
+    for (const h of [a, b]) await stopHostProcess(h);
     await receiver?.close();
     const c = new Client({ connectionString: PG_URL });
     await c.connect();

@@ -123,6 +123,7 @@ export const SQLSERVER_MODULE_COVERAGE: Readonly<Record<string, string>> = {
   'outlook-statements.ts': 'outlook',
   'schedule-statements.ts': 'schedules, migrations (version 8 creates the table)',
   'job-control-statements.ts': 'job-control, migrations (version 9 creates the queue state table)',
+  'catalog-queries.ts': 'transport, flows (lines of their catalog snapshots)',
   'queue-state-sql.ts': 'transport, job-control (fragments of their claim, renewal and queue-state statements)',
   'waiting-statements.ts': 'waiting',
   'server-version.ts': 'server-version',
