@@ -80,13 +80,17 @@ async function sqlServerHarness(connectionString: string, maxStateBytes?: number
   const { hasGap, tdsEngine } = await import('./engine-gaps');
   const schema = newSchema();
   const verifyCatalog = !hasGap(await tdsEngine(), 'catalogViews');
-  const stores = openSqlServerStores(
+  const engine = await tdsEngine();
+  const opened = openSqlServerStores(
     { connectionString, poolMax: 20, poolMin: 0, connectTimeoutMs: 15_000, requestTimeoutMs: 30_000 },
     { schema, table: DEFAULT_TRANSPORT_TABLE, autoCreateSchema: true, logger: silentLogger, verifyCatalog },
     { names: channelNames(schema, DEFAULT_CHANNEL_TABLES, 'sqlserver'), autoCreateSchema: true, logger: silentLogger },
     {},
     { maxStateBytes, verifyCatalog },
   );
+  // An engine the schema gate refuses (no UTF-8 collation: Babelfish) still runs the store's own statements: the
+  // table comes from version 7's batches and the store opens without the gate and the catalog check.
+  const stores = hasGap(engine, 'utf8Collation') ? await withoutGate(opened, schema, maxStateBytes) : opened;
   const t = `[${schema}].[${DEFAULT_FLOW_STATE_TABLE}]`;
   const q = async (text: string, params: Record<string, [sql.ISqlType, unknown]> = {}) => {
     const request = (await stores.poolHolder.get()).request();
@@ -119,10 +123,11 @@ async function sqlServerHarness(connectionString: string, maxStateBytes?: number
       try {
         await q(
           `DECLARE @s nvarchar(max) = N'';
-           SELECT @s = @s + N'DROP ' + CASE o.type WHEN 'U' THEN N'TABLE ' WHEN 'V' THEN N'VIEW ' WHEN 'SO' THEN N'SEQUENCE ' ELSE N'PROCEDURE ' END
+           SELECT @s = @s + N'DROP ' + CASE RTRIM(o.type) WHEN 'U' THEN N'TABLE ' WHEN 'V' THEN N'VIEW ' WHEN 'SO' THEN N'SEQUENCE ' ELSE N'PROCEDURE ' END
              + QUOTENAME(SCHEMA_NAME(o.schema_id)) + N'.' + QUOTENAME(o.name) + N'; '
-           FROM sys.objects o WHERE o.schema_id = SCHEMA_ID(@schema) AND o.type IN ('U', 'V', 'SO', 'P');
-           EXEC (@s); EXEC (N'DROP SCHEMA ' + QUOTENAME(@schema));`,
+           FROM sys.objects o WHERE o.schema_id = SCHEMA_ID(@schema) AND RTRIM(o.type) IN ('U', 'V', 'SO', 'P');
+           SET @s = @s + N'DROP SCHEMA ' + QUOTENAME(@schema) + N';';
+           EXEC (@s);`,
           { schema: [sql.NVarChar(128), schema] },
         );
       } finally {
@@ -186,4 +191,17 @@ export function flowFixtures(): FlowFixture[] {
       create: (options = {}) => sqlServerHarness(process.env.MSSQL_CONNECTION_STRING!, options.maxStateBytes),
     },
   ];
+}
+
+async function withoutGate<S extends { flows: unknown; poolHolder: { get(): Promise<sql.ConnectionPool> } }>(stores: S, schema: string, maxStateBytes?: number): Promise<S> {
+  const { SqlServerFlowStore } = await import('../../shared/stores/sqlserver/flow-store');
+  const { flowStateDdl } = await import('../../shared/stores/sqlserver/flow-statements');
+  const { schemaNames } = await import('../../shared/stores/schema-names');
+  const { transportNames } = await import('../../shared/sql/identifiers');
+  const names = schemaNames(transportNames(schema, DEFAULT_TRANSPORT_TABLE, 'sqlserver'), channelNames(schema, DEFAULT_CHANNEL_TABLES, 'sqlserver'), 'sqlserver');
+  const pool = await stores.poolHolder.get();
+  await pool.request().query(`IF SCHEMA_ID(N'${schema}') IS NULL EXEC (N'CREATE SCHEMA [${schema}]');`);
+  for (const batch of flowStateDdl(names)) await pool.request().query(batch.lines.join('\n'));
+  const flows = new SqlServerFlowStore(stores.poolHolder as never, { names, logger: silentLogger, autoCreateSchema: true, verifyCatalog: false, maxStateBytes });
+  return { ...stores, flows };
 }
