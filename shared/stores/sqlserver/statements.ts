@@ -15,7 +15,6 @@ import {
 } from '../options';
 import { KEY_AND_INDEX_SNAPSHOT } from './catalog-queries';
 import { dedupTableBody, qualifiedDedupTable } from './dedup-table-sql';
-import { dedupWindowIndexName } from '../queue-state-names';
 
 export interface Statement<P extends string = string> {
   readonly text: string;
@@ -483,9 +482,8 @@ export function ddlPhase1(names: TransportNames): Statement<never> {
       ...createTableIfMissing(qualifiedTable(names), transportTableBody()),
       // the claim reads the queue-state table (pause); normally the job-control migration creates it first
       ...createTableIfMissing(qualifiedQueueStateTable(names), queueStateTableBody()),
-      // a keyed publish reads the dedup table (normally the dedup migration creates it first); built empty here
+      // a keyed publish writes the dedup table: normally the dedup migration creates it (and its prune index) first
       ...createTableIfMissing(qualifiedDedupTable(names), dedupTableBody()),
-      ...createIndexIfMissing(qualifiedDedupTable(names), dedupWindowIndexName(names, 'sqlserver'), ['window_ends_at']),
       // a table that lacks the column (normally version 4 adds it first): its Sch-M wait is bounded, so it cannot
       // queue all table traffic behind it for the request timeout; a 1222 fails this attempt and the next retries
       `SET LOCK_TIMEOUT ${DDL_TABLE_LOCK_TIMEOUT_MS};`,
