@@ -1,28 +1,12 @@
 // Dedup keys, debounce and expiry through the engine on PGlite and the PostgreSQL server (issue 16 §3): the engine
 // API takes the same fields as the HTTP publish; a held key answers its job, a debounce replaces the waiting one, a
 // topic publish refuses a key, and an expired job is dead-lettered with reason `expired` (or dropped) unrun.
-import { randomBytes } from 'node:crypto';
-import { Pool } from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createEngine, PublishRejectedError, silentLogger, type Engine, type Job } from '../../shared';
-import type { StoreConnection } from '../../shared';
 import { sleep } from '../support/messages';
+import { engineTargets } from './engine-targets';
 
-const pgSchema = `dedup_${randomBytes(4).toString('hex')}`;
-const TARGETS: Array<{ name: string; skip?: string; store(): StoreConnection; schema: string; cleanup(): Promise<void> }> = [
-  { name: 'pglite', store: () => ({ kind: 'pglite', dataDir: 'memory://' }), schema: 'public', cleanup: async () => undefined },
-  {
-    name: 'postgres',
-    skip: process.env.PG_URL ? undefined : 'PG_URL is not set (CI sets PG_URL=postgres://postgres@127.0.0.1:5432/test)',
-    store: () => ({ kind: 'postgres', url: process.env.PG_URL!, pool: { max: 4 } }),
-    schema: pgSchema,
-    cleanup: async () => {
-      const pool = new Pool({ connectionString: process.env.PG_URL });
-      await pool.query(`drop schema if exists ${pgSchema} cascade`);
-      await pool.end();
-    },
-  },
-];
+const TARGETS = engineTargets('dedup');
 
 for (const target of TARGETS) {
   describe.skipIf(target.skip !== undefined)(`engine dedup and expiry on ${target.name}`, { timeout: 60_000 }, () => {
