@@ -129,6 +129,15 @@ for (const fixture of storeFixtures()) {
       expect(await h.raw.countQueue('d-retry')).toBe(1);
     });
 
+    it("an id that is another queue's job enqueues nothing and does not take the key", async () => {
+      const elsewhere = message('d-ids-other');
+      await h.store.publish([elsewhere]);
+      const [clash] = await h.store.publish([keyed('d-ids', { key: 'k' }, 1, { id: elsewhere.id })]);
+      expect(clash).toMatchObject({ id: elsewhere.id, inserted: false, existingQueue: 'd-ids-other' });
+      const next = keyed('d-ids', { key: 'k' });
+      expect((await h.store.publish([next]))[0]).toMatchObject({ id: next.id, inserted: true });
+    });
+
     it('the prune deletes keys whose window ended and keeps held ones', async () => {
       await h.store.publish([keyed('d-prune', { key: 'short-1', windowMs: 200 }), keyed('d-prune', { key: 'short-2', windowMs: 200 }), keyed('d-prune', { key: 'long' })]);
       await sleep(300);

@@ -55,11 +55,16 @@ describe('SQL Server dedup statement shapes', () => {
     expect(moved).toBeGreaterThan(retake);
   });
 
-  it('the jobs holding their key are inserted if absent (by id, as publishBatch), before the commit', () => {
+  it('the jobs holding their key are inserted if absent (by id, as publishBatch); a key taken for another queue\'s id is given up', () => {
     const insert = at('INSERT INTO [dbo].[jobs] (id, queue, payload_json, headers_json, created_at, available_at)\nOUTPUT inserted.id, inserted.available_at INTO @inserted');
     expect(keyed).toContain('SELECT k.id, k.queue, k.payload_json, k.headers_json, DATEADD(NANOSECOND, k.ord * 100, @now),');
     expect(keyed).toContain('WHERE k.holder = k.id AND NOT EXISTS (SELECT 1 FROM [dbo].[jobs] AS existing WITH (UPDLOCK, FORCESEEK) WHERE existing.id = k.id);');
-    expect(at('COMMIT;')).toBeGreaterThan(insert);
+    const release = at(`DELETE d\nFROM [dbo].[jobs_dedup] AS d\nINNER JOIN @keys AS k ON ${KEY}\nWHERE k.holder = k.id AND d.job_id = k.id AND NOT EXISTS (SELECT 1 FROM @inserted AS i WHERE i.id = k.id)`);
+    expect(keyed).toContain(
+      `  AND EXISTS (SELECT 1 FROM [dbo].[jobs] AS other WHERE other.id = k.id AND NOT (other.queue = k.queue AND other.queue + N'.' = k.queue + N'.' COLLATE ${BIN2}));`,
+    );
+    expect(release).toBeGreaterThan(insert);
+    expect(at('COMMIT;')).toBeGreaterThan(release);
   });
 
   it('answers one row per message, by ord, after the commit', () => {

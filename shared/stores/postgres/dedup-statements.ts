@@ -12,6 +12,7 @@ export interface PgDedupStatements {
   holdKeys: string;
   replaceWaiting: string;
   retake: string;
+  releaseKeys: string;
   prune: string;
 }
 
@@ -51,6 +52,10 @@ SELECT id, available_at FROM moved, (SELECT count(*) FROM woken) AS n`,
     retake: `UPDATE ${d} AS d SET job_id = k.job_id, window_ends_at = clock_timestamp() + k.window_ms ${MS}
 FROM unnest($1::text[], $2::text[], $3::uuid[], $4::bigint[]) AS k(queue, dedup_key, job_id, window_ms)
 WHERE d.queue = k.queue AND d.dedup_key = k.dedup_key`,
+    // Keys a publish took for an id that turned out to be another queue's job (ids are unique across queues): that
+    // publish enqueued nothing, so it must not hold the key.
+    releaseKeys: `DELETE FROM ${d} AS d USING unnest($1::text[], $2::text[], $3::uuid[]) AS k(queue, dedup_key, job_id)
+WHERE d.queue = k.queue AND d.dedup_key = k.dedup_key AND d.job_id = k.job_id`,
     // Keys whose window ended, a bounded batch through the window index. A key a publisher re-took meanwhile has a
     // new row version (a new ctid, a new window) and is not deleted.
     prune: `DELETE FROM ${d} WHERE window_ends_at <= clock_timestamp() AND ctid IN (

@@ -250,6 +250,10 @@ export class PostgresTransportStore implements TransportStore {
     }
     const taking = plan.filter((p) => p.took).map((p) => p.m);
     const inserted = new Map((await this.insertMessages(tx, taking)).map((o, i) => [taking[i]!, o]));
+    const elsewhere = taking.filter((m) => inserted.get(m)?.existingQueue !== undefined && inserted.get(m)?.existingQueue !== m.queue);
+    if (elsewhere.length > 0) {
+      await tx.query(this.dedupSql.releaseKeys, [elsewhere.map((m) => m.queue), elsewhere.map((m) => m.dedup!.key), elsewhere.map((m) => m.id)]);
+    }
     const existing = await this.storedRows(tx, plan.filter((p) => !p.took && !replaced.has(p.holder)).map((p) => p.holder));
     return plan.map((p) => {
       const own = inserted.get(p.m);

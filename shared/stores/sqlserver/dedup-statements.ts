@@ -33,7 +33,8 @@ const same = (a: string, b: string) => `${a} = ${b} AND ${a} + N'.' = ${b} + N'.
  * 2. Debounce: a held key's job that still waits (not leased) takes the new payload, headers and due time; a claim
  *    holding the row makes the UPDATE wait and re-check the lease. Those keys' windows restart; a holder that was
  *    claimed or is gone hands its key to the new job.
- * 3. The jobs that hold their key are inserted if absent (by id, as publishBatch).
+ * 3. The jobs that hold their key are inserted if absent (by id, as publishBatch); a key taken for an id that is
+ *    another queue's job is given up again (that publish enqueued nothing).
  * One result set, by ord: id (the job answered), inserted, debounced, available_at, existing_queue.
  * PostgreSQL: holdKeys (INSERT … ON CONFLICT DO UPDATE … RETURNING), replaceWaiting, retake, publish in one transaction.
  */
@@ -111,6 +112,12 @@ export function publishKeyedBatch(names: TransportNames): Statement<'batch'> {
       `       CASE WHEN k.delay_ms > 0 THEN ${dbClockPlus('k.delay_ms', '@now')} ELSE @now END`,
       'FROM @keys AS k',
       `WHERE k.holder = k.id AND NOT EXISTS (SELECT 1 FROM ${t} AS existing WITH (UPDLOCK, FORCESEEK) WHERE existing.id = k.id);`,
+      // an id that is another queue's job (ids are unique across queues) enqueued nothing: it must not hold the key
+      'DELETE d',
+      `FROM ${d} AS d`,
+      `INNER JOIN @keys AS k ON ${keyMatch}`,
+      `WHERE k.holder = k.id AND d.job_id = k.id AND NOT EXISTS (SELECT 1 FROM @inserted AS i WHERE i.id = k.id)`,
+      `  AND EXISTS (SELECT 1 FROM ${t} AS other WHERE other.id = k.id AND NOT (${same('other.queue', 'k.queue')}));`,
       'COMMIT;',
       'SELECT k.ord, k.holder AS id,',
       '       CAST(CASE WHEN i.id IS NULL THEN 0 ELSE 1 END AS bit) AS inserted,',
