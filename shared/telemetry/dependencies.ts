@@ -51,6 +51,7 @@ const TRANSPORT_METHODS: Record<AsyncMethodKeys<TransportStore>, true> = {
   ack: true,
   release: true,
   releaseUnstarted: true,
+  releaseLostClaim: true,
   renew: true,
   cancel: true,
   reschedule: true,
