@@ -126,14 +126,14 @@ describe.skipIf(!runs)('drains under killed PostgreSQL sessions', () => {
     const released = reports.reduce((n, r) => n + r.released, 0);
     const releaseFailures = reports.reduce((n, r) => n + r.releaseFailures, 0);
     const recovered = reports.reduce((n, r) => n + r.lostClaimsRecovered, 0);
-    console.info(
+    const summary =
       `[fault:postgres-chaos] ${killed} busy sessions killed; drains saw ${claimFailures} failed claims and ${ackFailures} failed ack batches; ${released} rows handed back unstarted (${releaseFailures} more whose hand-back failed); ${recovered} rows of claims whose answer was lost handed back by lock id; ` +
-        `${JOBS} jobs ran, ${twice} more than once (at-least-once), highest attempt ${maxAttempt}`,
-    );
+        `${JOBS} jobs ran, ${twice} more than once (at-least-once), highest attempt ${maxAttempt}`;
+    console.info(summary);
     expect(claimFailures + ackFailures, 'faults that reached the drains').toBeGreaterThan(0);
     expect(missing).toEqual([]);
     const deadLetters = (await admin.query(`SELECT attempts, dead_letter_reason AS reason FROM "${schema}"."${TABLE}" WHERE queue = 'chaos_dlq' LIMIT 5`)).rows;
-    expect(deadLetters, 'dead letters (attempts, reason)').toEqual([]);
+    expect(deadLetters, `dead letters (attempts, reason); ${summary}`).toEqual([]);
     expect(await rowsLeft()).toEqual([]); // nothing waiting or leased
   }, 120_000);
 });
