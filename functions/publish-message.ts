@@ -11,7 +11,7 @@ import { unknownQueue } from '../shared/http/queue-routes';
 
 const PUBLISH_BUDGET_MS = 10_000;
 
-/** POST /api/queues/{queue}/messages — one message or an array of ≤ 100; idempotent by id. */
+/** POST /api/queues/{queue}/messages — one message or an array of ≤ 100; idempotent by id, and by dedup key within its window. */
 export async function publishMessage(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
   const rt = await getRuntime();
   const queue = request.params.queue;
@@ -32,6 +32,7 @@ export async function publishMessage(request: HttpRequest, context: InvocationCo
       queue: o.existingQueue ?? queue!,
       availableAt: o.availableAt?.toISOString() ?? null,
       ...(o.inserted ? {} : { duplicate: true }),
+      ...(o.debounced ? { debounced: true } : {}),
     }));
     const elsewhere = outcomes.find((o) => o.existingQueue !== undefined && o.existingQueue !== queue);
     if (!parsed.batch && elsewhere) {

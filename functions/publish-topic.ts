@@ -21,7 +21,7 @@ export async function publishTopic(request: HttpRequest, context: InvocationCont
   const body = await readJsonBody(request.headers.get('content-type'), request.headers.get('content-length'), () => request.text(), undefined, isPublishPayloadPath);
   if (!body.ok) return body.answer;
   // the queue publish's rules and answers (the engine validates the same way again before writing)
-  const parsed = parsePublishBody(body.value, topic!, rt.config.maxMessageBytes, rt.publisher.newId);
+  const parsed = parsePublishBody(body.value, topic!, rt.config.maxMessageBytes, rt.publisher.newId, { dedup: false });
   if (!parsed.ok) return problem(parsed.status, parsed.detail, parsed.errors);
   try {
     const o = { deadline: Date.now() + PUBLISH_BUDGET_MS, logger: context, ...carrierOf(requestTraceContext(context, request.headers)) };

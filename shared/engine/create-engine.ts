@@ -52,6 +52,19 @@ export interface PublishInput {
   correlationId?: string;
   headers?: Record<string, string>;
   delaySeconds?: number;
+  /**
+   * A dedup key (1–200 characters) held for dedupWindowSeconds (required with it, at most 30 days): another publish
+   * with the key on this queue meanwhile enqueues nothing and answers the holder's job (duplicate: true), however
+   * many publishers race. Queue publishes only.
+   */
+  dedupKey?: string;
+  dedupWindowSeconds?: number;
+  /** drop (default) or debounce: the holder's job, while still waiting, takes this payload and is due after this delay. */
+  dedupMode?: 'drop' | 'debounce';
+  /** A job not started by then is not run: dead-lettered with reason `expired` (dropped where dead-lettering is off). */
+  expiresAt?: string;
+  /** expiresAt as seconds from the publish (the app's clock); not both. */
+  ttlSeconds?: number;
 }
 
 export interface PublishResult {
@@ -59,8 +72,10 @@ export interface PublishResult {
   /** The queue the job is on (a duplicate id may be on another queue: ids are unique across queues). */
   queue: string;
   availableAt: Date | null;
-  /** true when a job with this id already existed: nothing new was enqueued. */
+  /** true when a job with this id already existed, or the dedup key was held: nothing new was enqueued. */
   duplicate: boolean;
+  /** Present when the dedup key's waiting job took this publish's payload, headers and due time (debounce). */
+  debounced?: true;
 }
 
 export interface TopicPublishResult {
@@ -406,7 +421,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const insert = async (queue: string, messages: OutgoingMessage[], o: PublishCallOptions): Promise<PublishResult[]> => {
     const outcomes = await publishTraced(queue, carriedContext(o), messages, () => track(publisher.publish(messages, o.deadline, o.signal, o.logger)));
     metrics.jobsPublished(queue, outcomes.filter((x) => x.inserted).length);
-    return outcomes.map((x) => ({ id: x.id, queue: x.existingQueue ?? queue, availableAt: x.availableAt, duplicate: !x.inserted }));
+    return outcomes.map((x) => ({ id: x.id, queue: x.existingQueue ?? queue, availableAt: x.availableAt, duplicate: !x.inserted, ...(x.debounced ? { debounced: true as const } : {}) }));
   };
   const topics: TopicMap = options.topics ?? {};
   const topicOf = (topic: string): readonly string[] => {
@@ -438,10 +453,10 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     }
     return results;
   };
-  const parseAll = (messages: readonly PublishInput[], queue: string): OutgoingMessage[][] => {
+  const parseAll = (messages: readonly PublishInput[], queue: string, dedup: boolean): OutgoingMessage[][] => {
     const chunks: OutgoingMessage[][] = [];
     for (let i = 0; i < messages.length; i += MAX_BATCH) {
-      const parsed = parsePublishBody(messages.slice(i, i + MAX_BATCH), queue, maxMessageBytes, publisher.newId);
+      const parsed = parsePublishBody(messages.slice(i, i + MAX_BATCH), queue, maxMessageBytes, publisher.newId, { dedup });
       if (!parsed.ok) {
         const at = (field: string) => field.replace(/^\[(\d+)\]/, (_, n: string) => `[${Number(n) + i}]`);
         throw new PublishRejectedError(parsed.status, parsed.detail, parsed.errors.map((e) => ({ ...e, field: at(e.field) })));
@@ -498,7 +513,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       const results: PublishResult[] = [];
       // validated 100 at a time (the HTTP batch rules), inserted INSERT_BATCH per statement: each statement is a
       // round trip, and a bulk load of 500 in five statements trailed a peer's one on PostgreSQL
-      for (const batch of insertBatches(parseAll(messages, queue).flat(), INSERT_BATCH[dialect], INSERT_BATCH_BYTES)) {
+      for (const batch of insertBatches(parseAll(messages, queue, true).flat(), INSERT_BATCH[dialect], INSERT_BATCH_BYTES)) {
         results.push(...(await insert(queue, batch, o)));
       }
       return results;
@@ -509,7 +524,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
 
     async publishToTopic(topic, message, o = {}) {
       topicOf(topic);
-      const parsed = parsePublishBody(message, topic, maxMessageBytes, publisher.newId);
+      const parsed = parsePublishBody(message, topic, maxMessageBytes, publisher.newId, { dedup: false });
       if (!parsed.ok) throw new PublishRejectedError(parsed.status, parsed.detail, parsed.errors);
       const [result] = await fanOut(topic, parsed.messages, o);
       return result!;
@@ -520,7 +535,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       const results: TopicPublishResult[] = [];
       // rows per statement are messages × subscriptions: the queue publish's caps apply to the copies
       const subscriptionCount = topicOf(topic).length;
-      for (const chunk of topicInsertBatches(parseAll(messages, topic).flat(), subscriptionCount, dialect)) {
+      for (const chunk of topicInsertBatches(parseAll(messages, topic, false).flat(), subscriptionCount, dialect)) {
         results.push(...(await fanOut(topic, chunk, o)));
       }
       return results;

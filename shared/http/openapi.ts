@@ -632,13 +632,28 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
               description: 'At most 16 KiB as JSON; no control characters (tab allowed in values); AR-* names are reserved.',
             },
             delaySeconds: { type: 'number', minimum: 0, maximum: 315360000 },
+            dedupKey: {
+              type: 'string',
+              minLength: 1,
+              maxLength: 200,
+              description:
+                'Held on this queue for dedupWindowSeconds (required with it): another publish with the key meanwhile enqueues nothing and answers the holder\'s job (duplicate: true). The key is held for the whole window, whether the job has run or not.',
+            },
+            dedupWindowSeconds: { type: 'number', exclusiveMinimum: 0, maximum: 2592000 },
+            dedupMode: {
+              enum: ['drop', 'debounce'],
+              description: 'drop (default); debounce: while the holder\'s job waits (not claimed), it takes this payload and headers and is due after this delaySeconds (debounced: true); once it was claimed, a new job takes the key.',
+            },
+            expiresAt: { type: 'string', format: 'date-time', description: 'A job not started by then is not run: dead-lettered with reason `expired`, or dropped where the queue drops dead letters. Must fall after the job is due.' },
+            ttlSeconds: { type: 'number', exclusiveMinimum: 0, maximum: 315360000, description: 'expiresAt as seconds from the publish; not both.' },
           },
         },
         Published: exact(['id', 'queue', 'availableAt'], {
           id: { type: 'string', format: 'uuid' },
           queue: { type: 'string', description: 'The queue the job is on (for a duplicate id, the queue its job really is on).' },
           availableAt: { type: ['string', 'null'], format: 'date-time' },
-          duplicate: { const: true, description: 'Present when the id already existed: nothing new was enqueued.' },
+          duplicate: { const: true, description: 'Present when the id already existed, or the dedup key was held (the id is then the holder\'s): nothing new was enqueued.' },
+          debounced: { const: true, description: 'Present when the dedup key\'s waiting job took this publish\'s payload, headers and due time.' },
         }),
         PublishedBatch: exact(['items'], { items: { type: 'array', minItems: 1, maxItems: 100, items: { $ref: '#/components/schemas/Published' } } }),
         TopicPublished: exact(['id', 'topic', 'subscriptions'], {

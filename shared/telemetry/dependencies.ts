@@ -60,6 +60,7 @@ const TRANSPORT_METHODS: Record<AsyncMethodKeys<TransportStore>, true> = {
   setQueuePaused: true,
   queueState: true,
   deadLetter: true,
+  pruneDedupKeys: true,
   pruneDeadLetterBatch: true,
   queueStats: true,
   listWaiting: true,

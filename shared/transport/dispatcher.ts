@@ -9,6 +9,7 @@ import { inSpan } from '../tracing/otel';
 import { parseTraceparent, TRACEPARENT_HEADER, TRACESTATE_HEADER, type TraceContext } from '../tracing/trace-context';
 import { CORRELATION_ID_HEADER, type ClaimedMessage, type TransportStore } from './types';
 import { CANCEL_REQUESTED_HEADER, JobCancelledError } from './job-control';
+import { EXPIRED_REASON, EXPIRES_AT_HEADER, isExpired } from './dedup';
 
 export interface SettleContext {
   deadline?: number;
@@ -38,6 +39,8 @@ export interface DispatchDeps {
   onDeadLettered?: (job: Job | undefined, message: ClaimedMessage, reason: string, settle: SettleContext) => Promise<void>;
   /** epoch ms: retries inside the hooks stop before it (the invocation's settle budget). */
   settleDeadline?: number;
+  /** epoch ms, the clock a job's expiry is compared with (default Date.now; tests pin it). */
+  now?: () => number;
 }
 
 /** Runs one claimed delivery to settlement: cap check, handler under a lease heartbeat, ack / NAK / dead letter. */
@@ -51,6 +54,12 @@ export async function dispatchDelivery(msg: ClaimedMessage, handler: JobHandler,
 
   // cancelled while an earlier owner ran it (that owner died before settling): end it without running it
   if (msg.headers[CANCEL_REQUESTED_HEADER] !== undefined) return settleCancelled(msg, undefined, deps);
+
+  // not started by its expiry (AR-Expires-At): buried unrun with reason `expired` (dropped where dead-lettering is off)
+  if (isExpired(msg.headers, (deps.now ?? Date.now)())) {
+    deps.logger.warn(`${what} expired at ${msg.headers[EXPIRES_AT_HEADER]} before it started; ${burying(deps)} without executing it`);
+    return bury(msg, undefined, EXPIRED_REASON, deps);
+  }
 
   let payload: unknown;
   try {

@@ -3,7 +3,8 @@ import { correlationIdProblem, isWellFormedUtf16 } from '../correlation-id';
 import { payloadText } from '../json/raw-json';
 import type { JsonPath } from '../json/scan';
 import { UUID_PATTERN, type FieldError } from '../validation';
-import { CORRELATION_ID_HEADER, type Headers, type OutgoingMessage } from './types';
+import { DEDUP_MODES, EXPIRES_AT_HEADER, MAX_DEDUP_KEY_CHARS, MAX_DEDUP_WINDOW_SECONDS } from './dedup';
+import { CORRELATION_ID_HEADER, type DedupMode, type Headers, type OutgoingMessage } from './types';
 
 export const MAX_BATCH = 100;
 export const MAX_DELAY_SECONDS = 3650 * 86400;
@@ -13,6 +14,18 @@ export const MAX_HEADERS_BYTES = 16 * 1024;
 // C0 controls and DEL; a tab is allowed in values only
 const CONTROL_IN_NAME = /[\u0000-\u001f\u007f]/;
 const CONTROL_IN_VALUE = /[\u0000-\u0008\u000a-\u001f\u007f]/;
+
+const FIELDS = ['payload', 'id', 'correlationId', 'headers', 'delaySeconds', 'dedupKey', 'dedupWindowSeconds', 'dedupMode', 'expiresAt', 'ttlSeconds'];
+const DEDUP_FIELDS = ['dedupKey', 'dedupWindowSeconds', 'dedupMode'];
+// an instant with an explicit zone (Z or ±hh:mm), as the reschedule route takes it
+const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/i;
+
+export interface PublishParseOptions {
+  /** Dedup keys are a queue publish's (a topic publish refuses them). Default true. */
+  dedup?: boolean;
+  /** epoch ms: the clock ttlSeconds counts from and expiresAt must be after (the app's). */
+  now?: () => number;
+}
 
 export type ParsedPublish =
   | { ok: true; messages: OutgoingMessage[]; batch: boolean }
@@ -28,7 +41,15 @@ export function isPublishPayloadPath(path: JsonPath): boolean {
  * reported with its field path; nothing is written unless the whole request is valid. A payload given as
  * RawJson is stored as that text; any other value is serialised.
  */
-export function parsePublishBody(body: unknown, queue: string, maxMessageBytes: number, newId: () => string = randomUUID): ParsedPublish {
+export function parsePublishBody(
+  body: unknown,
+  queue: string,
+  maxMessageBytes: number,
+  newId: () => string = randomUUID,
+  options: PublishParseOptions = {},
+): ParsedPublish {
+  const allowDedup = options.dedup ?? true;
+  const nowMs = (options.now ?? Date.now)();
   const batch = Array.isArray(body);
   const items: unknown[] = batch ? (body as unknown[]) : [body];
   if (batch && items.length === 0) return fail(400, 'the batch is empty', [{ field: '', message: 'must contain at least one message' }]);
@@ -46,10 +67,10 @@ export function parsePublishBody(body: unknown, queue: string, maxMessageBytes: 
       return;
     }
     const m = item as Record<string, unknown>;
+    const known = allowDedup ? FIELDS : FIELDS.filter((f) => !DEDUP_FIELDS.includes(f));
     for (const key of Object.keys(m)) {
-      if (!['payload', 'id', 'correlationId', 'headers', 'delaySeconds'].includes(key)) {
-        errors.push({ field: at(key), message: 'is not a known field (payload, id, correlationId, headers, delaySeconds)' });
-      }
+      if (!allowDedup && DEDUP_FIELDS.includes(key)) errors.push({ field: at(key), message: 'is not supported here: dedup keys belong to a queue publish' });
+      else if (!known.includes(key)) errors.push({ field: at(key), message: `is not a known field (${known.join(', ')})` });
     }
     if (!('payload' in m) || m.payload === undefined) errors.push({ field: at('payload'), message: 'is required' });
     const payloadJson = payloadText(m.payload);
@@ -92,11 +113,72 @@ export function parsePublishBody(body: unknown, queue: string, maxMessageBytes: 
         errors.push({ field: at('delaySeconds'), message: `must be a number from 0 to ${MAX_DELAY_SECONDS} (3650 days)` });
       } else delayMs = Math.round(d * 1000);
     }
-    messages.push({ id, queue, payloadJson, headers, delayMs, ...(m.id === undefined ? { generatedId: true } : {}) });
+    const expiry = expiryOf(m, nowMs, nowMs + delayMs, at, errors);
+    if (expiry !== undefined) headers[EXPIRES_AT_HEADER] = expiry;
+    const dedup = allowDedup ? dedupOf(m, at, errors) : undefined;
+    messages.push({ id, queue, payloadJson, headers, delayMs, ...(m.id === undefined ? { generatedId: true } : {}), ...(dedup ? { dedup } : {}) });
   });
   if (errors.length > 0) return fail(400, 'the request has invalid fields; nothing was published', errors);
   if (tooLarge.length > 0) return fail(413, `a payload is larger than MAX_MESSAGE_BYTES, or headers larger than ${MAX_HEADERS_BYTES} bytes; nothing was published`, tooLarge);
   return { ok: true, messages, batch };
+}
+
+/** dedupKey (1–200 characters), dedupWindowSeconds (required with it) and dedupMode (drop, the default, or debounce). */
+function dedupOf(m: Record<string, unknown>, at: (f: string) => string, errors: FieldError[]): OutgoingMessage['dedup'] {
+  if (m.dedupKey === undefined) {
+    for (const f of ['dedupWindowSeconds', 'dedupMode']) if (m[f] !== undefined) errors.push({ field: at(f), message: 'needs a dedupKey' });
+    return undefined;
+  }
+  const before = errors.length;
+  const key = m.dedupKey;
+  if (typeof key !== 'string' || key.length === 0 || key.length > MAX_DEDUP_KEY_CHARS) {
+    errors.push({ field: at('dedupKey'), message: `must be a string of 1 to ${MAX_DEDUP_KEY_CHARS} characters` });
+  } else if (CONTROL_IN_NAME.test(key) || !isWellFormedUtf16(key)) {
+    errors.push({ field: at('dedupKey'), message: 'must not contain control characters or lone surrogates' });
+  }
+  const w = m.dedupWindowSeconds;
+  if (w === undefined) errors.push({ field: at('dedupWindowSeconds'), message: 'is required with a dedupKey' });
+  else if (typeof w !== 'number' || !Number.isFinite(w) || w <= 0 || w > MAX_DEDUP_WINDOW_SECONDS) {
+    errors.push({ field: at('dedupWindowSeconds'), message: `must be a number greater than 0 and at most ${MAX_DEDUP_WINDOW_SECONDS} (30 days)` });
+  }
+  const mode = m.dedupMode ?? 'drop';
+  if (!DEDUP_MODES.includes(mode as DedupMode)) errors.push({ field: at('dedupMode'), message: `must be one of ${DEDUP_MODES.join(', ')}` });
+  if (errors.length > before) return undefined;
+  return { key: key as string, windowMs: Math.max(1, Math.round((w as number) * 1000)), mode: mode as DedupMode };
+}
+
+/**
+ * expiresAt (an ISO 8601 instant with a zone) or ttlSeconds (from now), not both; the expiry must fall after the
+ * job is due (now + delaySeconds), else it could never run. ttlSeconds counts from the publish, on the app's clock.
+ * Answers the AR-Expires-At header value.
+ */
+function expiryOf(m: Record<string, unknown>, nowMs: number, dueMs: number, at: (f: string) => string, errors: FieldError[]): string | undefined {
+  if (m.expiresAt !== undefined && m.ttlSeconds !== undefined) {
+    errors.push({ field: at('ttlSeconds'), message: 'give expiresAt or ttlSeconds, not both' });
+    return undefined;
+  }
+  let ms: number;
+  if (m.expiresAt !== undefined) {
+    const t = typeof m.expiresAt === 'string' && ISO_INSTANT.test(m.expiresAt) ? Date.parse(m.expiresAt) : NaN;
+    if (!Number.isFinite(t)) {
+      errors.push({ field: at('expiresAt'), message: 'must be an ISO 8601 instant with a zone (e.g. 2026-12-02T10:00:00Z)' });
+      return undefined;
+    }
+    ms = t;
+  } else if (m.ttlSeconds !== undefined) {
+    const s = m.ttlSeconds;
+    if (typeof s !== 'number' || !Number.isFinite(s) || s <= 0 || s > MAX_DELAY_SECONDS) {
+      errors.push({ field: at('ttlSeconds'), message: `must be a number greater than 0 and at most ${MAX_DELAY_SECONDS} (3650 days)` });
+      return undefined;
+    }
+    ms = nowMs + Math.round(s * 1000);
+  } else return undefined;
+  if (ms <= dueMs) {
+    const field = m.expiresAt !== undefined ? 'expiresAt' : 'ttlSeconds';
+    errors.push({ field: at(field), message: m.delaySeconds === undefined ? 'is in the past: the job could never run' : 'falls before the job is due (delaySeconds): it could never run' });
+    return undefined;
+  }
+  return new Date(ms).toISOString();
 }
 
 /**

@@ -43,11 +43,14 @@ export class Publisher {
    */
   async publish(messages: readonly OutgoingMessage[], deadline?: number, signal?: AbortSignal, logger: Logger = this.logger): Promise<PublishOutcome[]> {
     const { result: stored, attempts } = await this.withRetries('publish', () => this.store.publish(messages), deadline, signal, logger);
-    // After a retry, a generated id's "duplicate" on its own queue is the earlier attempt's commit: report it inserted.
+    // After a retry, a generated id's "duplicate" on its own queue is the earlier attempt's commit: report it inserted
+    // (not a dedup key's holder: that is another job, unless its id is this message's own).
     const outcomes = stored.map((o, i) =>
-      attempts > 1 && !o.inserted && messages[i]?.generatedId && o.existingQueue === messages[i]?.queue ? { ...o, inserted: true } : o,
+      attempts > 1 && !o.inserted && !o.debounced && messages[i]?.generatedId && o.id.toLowerCase() === messages[i]?.id.toLowerCase() && o.existingQueue === messages[i]?.queue
+        ? { ...o, inserted: true }
+        : o,
     );
-    this.wakeQueues(messages.flatMap((m, i) => (outcomes[i]?.inserted && m.delayMs <= 0 ? [m.queue] : [])));
+    this.wakeQueues(messages.flatMap((m, i) => ((outcomes[i]?.inserted || outcomes[i]?.debounced) && m.delayMs <= 0 ? [m.queue] : [])));
     return outcomes;
   }
 

@@ -7,6 +7,22 @@ export type StoreKind = 'sqlserver' | 'postgres' | 'pglite';
 
 export type Headers = Record<string, string>;
 
+/** How a publish with a held dedup key behaves (transport/dedup.ts). */
+export type DedupMode = 'drop' | 'debounce';
+
+export interface DedupSpec {
+  /** 1–200 characters, compared exactly; scoped to the message's queue. */
+  key: string;
+  /** How long the key is held after it was taken (drop) or last debounced (debounce). */
+  windowMs: number;
+  /**
+   * drop: a publish with a held key enqueues nothing and answers the holder's job. debounce: when the holder's job
+   * is still waiting (not claimed), its payload and headers are replaced and its due time moves to now + the new
+   * publish's delay; once it was claimed (or is gone), a new job is enqueued and takes the key.
+   */
+  mode: DedupMode;
+}
+
 /** One message to insert. `id` is the caller's idempotency key (lower-case UUID). */
 export interface OutgoingMessage {
   id: string;
@@ -20,6 +36,8 @@ export interface OutgoingMessage {
    * on a retry is this publish's own earlier attempt, which committed although its answer was lost.
    */
   generatedId?: boolean;
+  /** A dedup key with its window and mode (transport/dedup.ts); absent = only the id deduplicates. */
+  dedup?: DedupSpec;
 }
 
 export interface PublishOutcome {
@@ -30,6 +48,8 @@ export interface PublishOutcome {
   availableAt: Date | null;
   /** A duplicate's stored row: the queue it is on (ids are unique across queues); absent when the row is gone. */
   existingQueue?: string;
+  /** The publish's dedup key was held by a waiting job, whose payload, headers and due time it replaced (debounce). */
+  debounced?: boolean;
 }
 
 /** The fence every settlement carries: a statement matches only while the claim is still ours. */
@@ -176,6 +196,8 @@ export interface TransportStore {
   queueState(queue: string): Promise<QueueState>;
   /** Deletes the claimed row and inserts the dead-letter row in one transaction, only if the fence matched. */
   deadLetter(move: DeadLetterMove): Promise<boolean>;
+  /** Deletes at most one batch (1000) of dedup keys whose window ended (transport/dedup.ts); returns rows deleted. */
+  pruneDedupKeys(): Promise<number>;
   /** Deletes at most one batch (1000) of dead letters older than retentionMs; returns rows deleted. */
   pruneDeadLetterBatch(deadLetterQueue: string, retentionMs: number): Promise<number>;
   queueStats(queue: string, deadLetterQueue: string): Promise<QueueStats>;

@@ -1,36 +1,13 @@
 // The public entry (shared/index.ts) against every available store: each queue runs its own handler and policy,
 // a drain and a long-running run use them, stats shows them, and nothing is read from the environment.
-import { randomBytes } from 'node:crypto';
-import { Pool } from 'pg';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { runOrdersWorker } from '../../examples/own-worker';
-import { createEngine, EngineOptionsError, PublishRejectedError, silentLogger, type Engine, type Job, type StoreConnection } from '../../shared';
+import { createEngine, EngineOptionsError, PublishRejectedError, silentLogger, type Engine, type Job } from '../../shared';
 import { setEnv } from '../support/env';
 import { eventually, sleep } from '../support/messages';
+import { engineTargets } from './engine-targets';
 
-interface Target {
-  name: string;
-  skip?: string;
-  store(): StoreConnection;
-  schema(): string;
-  cleanup(): Promise<void>;
-}
-
-const pgSchema = `engine_${randomBytes(4).toString('hex')}`;
-const TARGETS: Target[] = [
-  { name: 'pglite', store: () => ({ kind: 'pglite', dataDir: 'memory://' }), schema: () => 'public', cleanup: async () => undefined },
-  {
-    name: 'postgres',
-    skip: process.env.PG_URL ? undefined : 'PG_URL is not set (CI sets PG_URL=postgres://postgres@127.0.0.1:5432/test)',
-    store: () => ({ kind: 'postgres', url: process.env.PG_URL!, pool: { max: 4 } }),
-    schema: () => pgSchema,
-    cleanup: async () => {
-      const pool = new Pool({ connectionString: process.env.PG_URL });
-      await pool.query(`drop schema if exists ${pgSchema} cascade`);
-      await pool.end();
-    },
-  },
-];
+const TARGETS = engineTargets('engine');
 
 const failing = (seen: Job[]) => async (job: Job) => {
   seen.push(job);
@@ -53,7 +30,7 @@ for (const target of TARGETS) {
       try {
         engine = await createEngine({
           store: target.store(),
-          schema: target.schema(),
+          schema: target.schema,
           queues: {
             two: { handler: failing(seen.two!), policy: { maxDeliveryAttempts: 2, redeliveryDelayMs: 0 } },
             four: { handler: failing(seen.four!), policy: { maxDeliveryAttempts: 4, redeliveryDelayMs: 0 } },
@@ -98,7 +75,7 @@ for (const target of TARGETS) {
     it('stats shows the route without the URL path, query or credentials', async () => {
       const other = await createEngine({
         store: target.store(),
-        schema: target.schema(),
+        schema: target.schema,
         queues: { out: { handler: { kind: 'forward', url: 'https://user:secret@example.test:8443/hook?code=abc', timeoutMs: 5000 }, policy: { deadLetter: false } } },
         logger: silentLogger,
         wake: { notify: false },
@@ -175,7 +152,7 @@ for (const target of TARGETS) {
       const spy = vi.spyOn(console, 'log').mockImplementation((...args: unknown[]) => void lines.push(args.map(String).join(' ')));
       try {
         const stop = new AbortController();
-        const done = runOrdersWorker(target.store(), stop.signal, target.schema());
+        const done = runOrdersWorker(target.store(), stop.signal, target.schema);
         await eventually(() => (lines.filter((l) => /^order A-[12] .*total (7|12)$/.test(l)).length === 2 ? true : undefined), 'both orders to be handled', 20_000);
         stop.abort();
         const [report] = await done;

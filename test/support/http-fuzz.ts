@@ -138,6 +138,13 @@ export function fuzzCases(seed: number, count: number, setup: FuzzSetup): FuzzCa
           { '': 'v' }, { 'AR-X': 'v' }, { 'ar-correlation-id': 'x' }, { x: 'a\nb' }, { 'n\u0001': 'v' }, { x: '\ud800' }, JSON.parse('{"__proto__":"x"}'),
           Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`h${i}`, 'v'])), { big: big(17 * 1024) }, { [big(257)]: 'v' }],
         delaySeconds: [-1, -0.001, 315360001, 1e308, '10', null, true, [], {}, 'soon'],
+        // a dedup field alone is refused too (a window or mode needs a key; a topic publish takes none)
+        dedupKey: ['', big(201), 1, null, [], {}, 'a\nb', '\ud800'],
+        dedupWindowSeconds: [-1, 0, 2592001, 1e308, '10', null, true, [], {}],
+        dedupMode: ['', 'DROP', 'throttle', 1, null, [], {}],
+        // the base body is delayed an hour: an expiry before then is refused as well
+        expiresAt: ['2000-01-01T00:00:00Z', 'soon', '2100-01-01', '2100-01-01T00:00:00', 1, null, [], {}],
+        ttlSeconds: [0, -1, 10, 315360001, 1e308, '10', null, true, [], {}],
       },
       required: ['payload'],
       keyed: true,

@@ -16,6 +16,7 @@ import { claimOutlook } from '../../shared/stores/sqlserver/outlook-statements';
 import { scheduleStatements } from '../../shared/stores/sqlserver/schedule-statements';
 import { jobControlStatements } from '../../shared/stores/sqlserver/job-control-statements';
 import { waitingStatements } from '../../shared/stores/sqlserver/waiting-statements';
+import { publishKeyedBatch, pruneDedupKeys } from '../../shared/stores/sqlserver/dedup-statements';
 import { CALLBACK_QUEUE } from '../../shared/queue-names';
 import { sqlServerMigrationStatements } from '../../shared/stores/sqlserver/migrations';
 import { schemaNames, subscriptionsTableName } from '../../shared/stores/schema-names';
@@ -81,6 +82,8 @@ export const SQLSERVER_STATEMENT_SOURCES: readonly StatementSource[] = [
   { name: 'outlook', texts: (n) => fromMap('outlook', n.variant, { claimOutlook: claimOutlook(n.transport) }) },
   // job and queue control: cancel, reschedule, pause and resume, the queue state read
   { name: 'job-control', texts: (n) => fromMap('job-control', n.variant, jobControlStatements(n.transport)) },
+  // dedup keys and debounce: the keyed publish batch and the key prune
+  { name: 'dedup', texts: (n) => fromMap('dedup', n.variant, { publishKeyedBatch: publishKeyedBatch(n.transport), pruneDedupKeys: pruneDedupKeys(n.transport) }) },
   // a queue's waiting jobs (GET /api/queues/{queue}/messages, the dashboard), one per state and order
   { name: 'waiting', texts: (n) => fromMap('waiting', n.variant, waitingStatements(n.transport)) },
   // the channel store's statements (registrations, messages, subscribers, prunes, DDL, catalog snapshot)
@@ -126,6 +129,7 @@ export const SQLSERVER_MODULE_COVERAGE: Readonly<Record<string, string>> = {
   'catalog-queries.ts': 'transport, flows (lines of their catalog snapshots)',
   'queue-state-sql.ts': 'transport, job-control (fragments of their claim, renewal and queue-state statements)',
   'waiting-statements.ts': 'waiting',
+  'dedup-statements.ts': 'dedup, migrations (version 10 creates the table)',
   'server-version.ts': 'server-version',
   'migrations.ts': 'migrations, schema-print',
   'outbox.ts': 'migrations (version 3 creates the procedures)',

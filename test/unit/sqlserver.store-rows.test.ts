@@ -298,3 +298,72 @@ describe('SQL Server store: parameters and rows', () => {
     expect(pool.closed).toBe(true);
   });
 });
+
+describe('SQL Server store: keyed publishes (dedup keys and debounce)', () => {
+  const keyed = (id: string, key: string, mode: 'drop' | 'debounce' = 'drop', extra: Partial<OutgoingMessage> = {}) =>
+    msg(id, { dedup: { key, windowMs: 60_000.4, mode }, ...extra });
+  const ID3 = 'a1b2c3d4-0000-4000-8000-000000000003';
+  const HOLDER = 'C0000000-0000-4000-8000-000000000009';
+
+  it('unkeyed messages go in the plain batch, keyed ones in one keyed batch, and the answers keep the publish order', async () => {
+    const t = at('2030-01-01T00:00:00.000Z');
+    const { pool, store } = await readyStore((call) => {
+      if (call.text.includes('[dbo].[jobs_dedup]')) {
+        return [[
+          { ord: 1, id: HOLDER, inserted: false, debounced: false, available_at: t, existing_queue: 'secret_queue_name' },
+          { ord: 0, id: ID1.toUpperCase(), inserted: true, debounced: false, available_at: t, existing_queue: 'secret_queue_name' },
+          { ord: 2, id: HOLDER, inserted: false, debounced: true, available_at: t, existing_queue: 'secret_queue_name' },
+        ]];
+      }
+      return [[{ id: ID2.toUpperCase(), available_at: t }]];
+    });
+    const out = await store.publish([keyed(ID1, 'a'), msg(ID2), keyed(ID3, 'b'), keyed('a1b2c3d4-0000-4000-8000-000000000004', 'c', 'debounce', { delayMs: 2000 })]);
+    expect(out).toEqual([
+      { id: ID1.toLowerCase(), inserted: true, availableAt: t },
+      { id: ID2, inserted: true, availableAt: t },
+      { id: HOLDER.toLowerCase(), inserted: false, availableAt: t, existingQueue: 'secret_queue_name' },
+      { id: HOLDER.toLowerCase(), inserted: false, availableAt: t, existingQueue: 'secret_queue_name', debounced: true },
+    ]);
+    expect(pool.calls.map((c) => c.text.includes('[dbo].[jobs_dedup]'))).toEqual([false, true]);
+    const batch = JSON.parse(pool.calls[1]!.inputs.batch!.value as string) as Array<Record<string, unknown>>;
+    expect(batch[2]).toEqual({
+      queue: 'secret_queue_name',
+      dedup_key: 'c',
+      id: 'a1b2c3d4-0000-4000-8000-000000000004',
+      window_ms: 60_000,
+      debounce: true,
+      payload_json: '{"n":1}',
+      headers_json: '{"AR-Correlation-Id":"c-1"}',
+      delay_ms: 2000,
+      ord: 2,
+    });
+  });
+
+  it('a holder whose row is gone answers availableAt null; a key used twice runs in two keyed batches', async () => {
+    let round = 0;
+    const t = at('2030-01-01T00:00:00.000Z');
+    const { pool, store } = await readyStore(() => {
+      round++;
+      return round === 1
+        ? [[{ ord: 0, id: ID1, inserted: true, debounced: false, available_at: t, existing_queue: 'secret_queue_name' }]]
+        : [[{ ord: 0, id: HOLDER, inserted: false, debounced: false, available_at: null, existing_queue: null }]];
+    });
+    const out = await store.publish([keyed(ID1, 'same'), keyed(ID2, 'same')]);
+    expect(out).toEqual([
+      { id: ID1.toLowerCase(), inserted: true, availableAt: t },
+      { id: HOLDER.toLowerCase(), inserted: false, availableAt: null },
+    ]);
+    expect(pool.calls).toHaveLength(2);
+  });
+
+  it('a lost race for a new key (2627) re-runs the keyed batch', async () => {
+    let attempt = 0;
+    const t = at('2030-01-01T00:00:00.000Z');
+    const { pool, store } = await readyStore(() => {
+      if (++attempt === 1) throw sqlError(2627, 14, 'Violation of PRIMARY KEY constraint');
+      return [[{ ord: 0, id: HOLDER, inserted: false, debounced: false, available_at: t, existing_queue: 'secret_queue_name' }]];
+    });
+    expect(await store.publish([keyed(ID1, 'k')])).toEqual([{ id: HOLDER.toLowerCase(), inserted: false, availableAt: t, existingQueue: 'secret_queue_name' }]);
+    expect(pool.calls).toHaveLength(2);
+  });
+});

@@ -58,4 +58,29 @@ describe('publisher after a commit whose answer was lost', () => {
     const [outcome] = await publisherFor(store).publish([m]);
     expect(outcome).toMatchObject({ inserted: false });
   });
+
+  it("a generated id's retry that finds its dedup key held by another job keeps that answer a duplicate", async () => {
+    const holder = '0190ca46-76ab-7e35-8c8b-f45638963c75';
+    let calls = 0;
+    const store = {
+      kind: 'postgres',
+      publish: async () => {
+        if (++calls === 1) throw Object.assign(new Error('connection reset'), { code: 'ECONNRESET' });
+        return [{ id: holder, inserted: false, availableAt: null, existingQueue: 'q' }];
+      },
+    } as unknown as TransportStore;
+    const wake = new WakeSignal();
+    const m = { ...message('q', 1, { dedup: { key: 'k', windowMs: 1000, mode: 'drop' } }), generatedId: true };
+    const publisher = new Publisher(store, wake, { maxAttempts: 3, classes: retryPolicy({ lock: fast, throttling: fast, failover: fast, connection: fast }) }, silentLogger);
+    expect(await publisher.publish([m])).toEqual([{ id: holder, inserted: false, availableAt: null, existingQueue: 'q' }]);
+    expect(calls).toBe(2);
+    expect(await wake.wait('q', 0)).toBe(false); // nothing new to claim
+  });
+
+  it('a debounce that made its job due now wakes the queue', async () => {
+    const store = { kind: 'postgres', publish: async () => [{ id: 'x', inserted: false, debounced: true, availableAt: new Date(), existingQueue: 'q' }] } as unknown as TransportStore;
+    const wake = new WakeSignal();
+    await new Publisher(store, wake, { maxAttempts: 1 }, silentLogger).publish([message('q', 1, { dedup: { key: 'k', windowMs: 1000, mode: 'debounce' } })]);
+    expect(await wake.wait('q', 0)).toBe(true);
+  });
 });

@@ -13,6 +13,7 @@ import { postgresOutboxStatements } from './outbox';
 import { flowStateDdl } from './flow-statements';
 import { pgScheduleDdl } from './schedule-statements';
 import { pgQueueStateTableDdl } from './job-control-statements';
+import { pgDedupDdl } from './dedup-statements';
 import { queueStateTableName } from '../queue-state-names';
 
 const q = (n: string) => quoteIdentifier(n, 'postgres');
@@ -105,6 +106,8 @@ export function postgresMigrations(n: SchemaNames): readonly Migration[] {
       name: 'queue state table',
       statements: [{ name: 'create queue state table', text: pgQueueStateTableDdl(n.schema, queueStateTableName(n.transport, 'postgres')) }],
     },
+    // Dedup keys and debounce (issue 16 §3): a new table built empty. SQL Server's twin is its version 10.
+    { version: 8, name: 'dedup keys table', statements: pgDedupDdl(n.transport) },
   ]);
 }
 

@@ -18,7 +18,9 @@ import type {
 import { deadLetterAttempts } from '../../transport/types';
 import { topicOutcomes } from '../../transport/topic-outcomes';
 import { INDEX_BUILD_COMMAND_TIMEOUT_S, type TransportStoreOptions } from '../options';
-import type { PgClient } from './client';
+import type { PgClient, Queryable } from './client';
+import { pgDedupDdl, pgDedupStatements, type PgDedupStatements } from './dedup-statements';
+import { dedupRounds } from '../../transport/dedup';
 import {
   advisoryKey,
   createIndexesSql,
@@ -32,7 +34,7 @@ import { notifyPrefix, pgStatements, type PgStatements } from './statements';
 import { pgTopicStatements, type PgTopicStatements } from './topic-statements';
 import { pgClaimOutlookStatement } from './outlook-statements';
 import { pgJobControlStatements, pgQueueStateTableDdl, type PgJobControlStatements } from './job-control-statements';
-import { queueStateTableName } from '../queue-state-names';
+import { dedupTableName, queueStateTableName } from '../queue-state-names';
 import type { CancelOutcome, QueueState, RenewResult, RescheduleOutcome, RescheduleTime } from '../../transport/job-control';
 import { pgWaitingStatements, type PgWaitingStatements } from './waiting-statements';
 import type { WaitingJob, WaitingQuery } from '../../transport/waiting';
@@ -55,6 +57,7 @@ export class PostgresTransportStore implements TransportStore {
   private readonly sql: PgStatements;
   private readonly topicSql: PgTopicStatements;
   private readonly controlSql: PgJobControlStatements;
+  private readonly dedupSql: PgDedupStatements;
   private readonly queueStateTable: string;
   /** Prepared-statement names, derived from the text so two stores sharing a pool never clash. */
   private readonly prepared: Record<keyof PgStatements, string>;
@@ -74,6 +77,7 @@ export class PostgresTransportStore implements TransportStore {
     this.topicSql = pgTopicStatements(this.names, subscriptionsTableName(this.names, 'postgres'));
     this.queueStateTable = queueStateTableName(this.names, 'postgres');
     this.controlSql = pgJobControlStatements(this.names, this.queueStateTable);
+    this.dedupSql = pgDedupStatements(this.names);
     this.prepared = Object.fromEntries(
       Object.entries(this.sql).map(([k, text]) => [k, `ar_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`]),
     ) as Record<keyof PgStatements, string>;
@@ -141,26 +145,46 @@ export class PostgresTransportStore implements TransportStore {
   }
 
   /**
-   * The claim reads the queue-state table (pause), so a store that creates its own table creates that one too
-   * (migration 5 does the same for migrated schemas); under the schema lock, as a no-op when it is there.
+   * The claim reads the queue-state table (pause) and a keyed publish the dedup table, so a store that creates its
+   * own table creates those too (migrations 7 and 8 do the same for migrated schemas); under the schema lock, as a
+   * no-op when they are there.
    */
   private async ensureQueueStateTable(): Promise<void> {
     const n = this.names;
-    const present = await this.client.query<{ present: boolean }>('SELECT to_regclass($1) IS NOT NULL AS present', [
+    const present = await this.client.query<{ present: boolean }>('SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL AS present', [
       `"${n.schema}"."${this.queueStateTable}"`,
+      `"${n.schema}"."${dedupTableName(n, 'postgres')}"`,
     ]);
     if (present.rows[0]?.present) return;
     await this.client.transaction(async (tx) => {
       await tx.query(`SET LOCAL lock_timeout = '60s'`);
       await tx.query('SELECT pg_advisory_xact_lock($1::bigint)', [advisoryKey(schemaLockResource(n.schema))]);
       await tx.query(pgQueueStateTableDdl(n.schema, this.queueStateTable));
+      for (const stmt of pgDedupDdl(n)) await tx.query(stmt.text);
     });
   }
 
   async publish(messages: readonly OutgoingMessage[]): Promise<PublishOutcome[]> {
     if (messages.length === 0) return [];
     await this.ensureSchema();
-    const inserted = await this.client.query<{ id: string; available_at: Date }>(this.sql.publish, [
+    if (!messages.some((m) => m.dedup)) return this.insertMessages(this.client, messages);
+    const outcomes: PublishOutcome[] = new Array(messages.length);
+    for (const round of dedupRounds(messages)) {
+      const plain = round.filter((r) => !r.message.dedup);
+      const keyed = round.filter((r) => r.message.dedup);
+      if (plain.length > 0) (await this.insertMessages(this.client, plain.map((r) => r.message))).forEach((o, i) => (outcomes[plain[i]!.index] = o));
+      if (keyed.length > 0) {
+        const done = await this.client.transaction((tx) => this.publishKeyed(tx, keyed.map((r) => r.message)));
+        done.forEach((o, i) => (outcomes[keyed[i]!.index] = o));
+      }
+    }
+    return outcomes;
+  }
+
+  /** Insert-if-absent of every message in one statement; duplicates answered from the stored rows. */
+  private async insertMessages(q: Queryable, messages: readonly OutgoingMessage[]): Promise<PublishOutcome[]> {
+    if (messages.length === 0) return [];
+    const inserted = await q.query<{ id: string; available_at: Date }>(this.sql.publish, [
       messages.map((m) => m.id),
       messages.map((m) => m.queue),
       messages.map((m) => m.payloadJson),
@@ -169,18 +193,74 @@ export class PostgresTransportStore implements TransportStore {
       notifyPrefix(this.names),
     ], this.prepared.publish);
     const byId = new Map(inserted.rows.map((r) => [r.id, r.available_at]));
-    const duplicates = messages.filter((m) => !byId.has(m.id.toLowerCase()));
-    const existing = new Map<string, { available_at: Date; queue: string }>();
-    if (duplicates.length > 0) {
-      const rows = await this.client.query<{ id: string; available_at: Date; queue: string }>(this.sql.existing, [duplicates.map((m) => m.id)]);
-      for (const r of rows.rows) existing.set(r.id, r);
-    }
+    const existing = await this.storedRows(q, messages.filter((m) => !byId.has(m.id.toLowerCase())).map((m) => m.id));
     return messages.map((m) => {
       const id = m.id.toLowerCase();
       const at = byId.get(id);
       if (at) return { id, inserted: true, availableAt: at };
-      const row = existing.get(id);
-      return row ? { id, inserted: false, availableAt: row.available_at, existingQueue: row.queue } : { id, inserted: false, availableAt: null };
+      return duplicateOf(id, existing);
+    });
+  }
+
+  private async storedRows(q: Queryable, ids: readonly string[]): Promise<Map<string, { available_at: Date; queue: string }>> {
+    const existing = new Map<string, { available_at: Date; queue: string }>();
+    if (ids.length === 0) return existing;
+    const rows = await q.query<{ id: string; available_at: Date; queue: string }>(this.sql.existing, [ids]);
+    for (const r of rows.rows) existing.set(r.id, r);
+    return existing;
+  }
+
+  /**
+   * Messages with dedup keys, no key twice (dedupRounds), inside one transaction: hold the keys, debounce the
+   * holders that still wait, hand keys whose holder was claimed to the new job, insert the jobs that took a key.
+   */
+  private async publishKeyed(tx: Queryable, messages: readonly OutgoingMessage[]): Promise<PublishOutcome[]> {
+    const keyOf = (queue: string, key: string) => JSON.stringify([queue, key]);
+    const held = await tx.query<{ queue: string; dedup_key: string; job_id: string }>(this.dedupSql.holdKeys, [
+      messages.map((m) => m.queue),
+      messages.map((m) => m.dedup!.key),
+      messages.map((m) => m.id),
+      messages.map((m) => m.dedup!.windowMs),
+    ]);
+    const holder = new Map(held.rows.map((r) => [keyOf(r.queue, r.dedup_key), r.job_id]));
+    const plan = messages.map((m) => {
+      const h = holder.get(keyOf(m.queue, m.dedup!.key)) ?? m.id.toLowerCase();
+      return { m, holder: h, took: h === m.id.toLowerCase() };
+    });
+    const debounce = plan.filter((p) => !p.took && p.m.dedup!.mode === 'debounce');
+    const replaced = new Map<string, Date>();
+    if (debounce.length > 0) {
+      const r = await tx.query<{ id: string; available_at: Date }>(this.dedupSql.replaceWaiting, [
+        debounce.map((p) => p.holder),
+        debounce.map((p) => p.m.queue),
+        debounce.map((p) => p.m.payloadJson),
+        debounce.map((p) => JSON.stringify(p.m.headers)),
+        debounce.map((p) => Math.max(0, Math.round(p.m.delayMs))),
+        notifyPrefix(this.names),
+      ]);
+      for (const row of r.rows) replaced.set(row.id, row.available_at);
+      // a replaced job's window restarts; a holder that was claimed (or is gone) hands its key to the new job
+      for (const p of debounce) if (!replaced.has(p.holder)) (p.holder = p.m.id.toLowerCase()), (p.took = true);
+      await tx.query(this.dedupSql.retake, [
+        debounce.map((p) => p.m.queue),
+        debounce.map((p) => p.m.dedup!.key),
+        debounce.map((p) => p.holder),
+        debounce.map((p) => p.m.dedup!.windowMs),
+      ]);
+    }
+    const taking = plan.filter((p) => p.took).map((p) => p.m);
+    const inserted = new Map((await this.insertMessages(tx, taking)).map((o, i) => [taking[i]!, o]));
+    const elsewhere = taking.filter((m) => inserted.get(m)?.existingQueue !== undefined && inserted.get(m)?.existingQueue !== m.queue);
+    if (elsewhere.length > 0) {
+      await tx.query(this.dedupSql.releaseKeys, [elsewhere.map((m) => m.queue), elsewhere.map((m) => m.dedup!.key), elsewhere.map((m) => m.id)]);
+    }
+    const existing = await this.storedRows(tx, plan.filter((p) => !p.took && !replaced.has(p.holder)).map((p) => p.holder));
+    return plan.map((p) => {
+      const own = inserted.get(p.m);
+      if (own) return own;
+      const at = replaced.get(p.holder);
+      if (at) return { id: p.holder, inserted: false, availableAt: at, existingQueue: p.m.queue, debounced: true };
+      return duplicateOf(p.holder, existing);
     });
   }
 
@@ -305,6 +385,12 @@ export class PostgresTransportStore implements TransportStore {
     return r.rows.length === 1;
   }
 
+  async pruneDedupKeys(): Promise<number> {
+    await this.ensureSchema();
+    const r = await this.client.query(this.dedupSql.prune);
+    return r.rowCount;
+  }
+
   async pruneDeadLetterBatch(deadLetterQueue: string, retentionMs: number): Promise<number> {
     await this.ensureSchema();
     const r = await this.client.query(this.sql.pruneDeadLetters, [deadLetterQueue, Math.round(retentionMs)]);
@@ -402,6 +488,11 @@ export class PostgresTransportStore implements TransportStore {
   close(): Promise<void> {
     return this.client.close();
   }
+}
+
+function duplicateOf(id: string, stored: Map<string, { available_at: Date; queue: string }>): PublishOutcome {
+  const row = stored.get(id);
+  return row ? { id, inserted: false, availableAt: row.available_at, existingQueue: row.queue } : { id, inserted: false, availableAt: null };
 }
 
 /** PGlite runs one statement per prepared query; our DDL scripts separate statements with ";\n". */

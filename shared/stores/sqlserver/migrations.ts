@@ -36,6 +36,7 @@ import {
   type Statement,
 } from './statements';
 import { qualifiedQueueStateTable, queueStateTableBody } from './job-control-statements';
+import { dedupDdl } from './dedup-statements';
 
 const q = (n: string) => quoteIdentifier(n, 'sqlserver');
 
@@ -145,6 +146,8 @@ export function sqlServerMigrations(n: SchemaNames): readonly Migration[] {
       name: 'queue state table',
       statements: [batch('create queue state table', createTableIfMissing(qualifiedQueueStateTable(n.transport), queueStateTableBody()))],
     },
+    // Dedup keys and debounce (issue 16 §3): a new table built empty. PostgreSQL's twin is its version 8.
+    { version: 10, name: 'dedup keys table', statements: dedupDdl(n.transport).map((b) => batch(b.name, b.lines)) },
   ]);
 }
 

@@ -14,6 +14,7 @@ import {
   DEAD_LETTER_PRUNE_BATCH,
 } from '../options';
 import { KEY_AND_INDEX_SNAPSHOT } from './catalog-queries';
+import { dedupTableBody, qualifiedDedupTable } from './dedup-table-sql';
 
 export interface Statement<P extends string = string> {
   readonly text: string;
@@ -502,6 +503,8 @@ export function ddlPhase1(names: TransportNames): Statement<never> {
       ...createTableIfMissing(qualifiedTable(names), transportTableBody()),
       // the claim reads the queue-state table (pause); normally the job-control migration creates it first
       ...createTableIfMissing(qualifiedQueueStateTable(names), queueStateTableBody()),
+      // a keyed publish writes the dedup table: normally the dedup migration creates it (and its prune index) first
+      ...createTableIfMissing(qualifiedDedupTable(names), dedupTableBody()),
       // a table that lacks the column (normally version 4 adds it first): its Sch-M wait is bounded, so it cannot
       // queue all table traffic behind it for the request timeout; a 1222 fails this attempt and the next retries
       `SET LOCK_TIMEOUT ${DDL_TABLE_LOCK_TIMEOUT_MS};`,

@@ -28,6 +28,8 @@ import { createSqlServerPool, type SqlServerConnectionOptions } from './connecti
 import { createPoolHolder, existingPoolHolder, poolHolderFor, type PoolHolder } from './pool-guard';
 import { qualifiedTable, transportStatements, type TransportStatements } from './statements';
 import { topicStatements } from './topic-statements';
+import { publishKeyedBatch, pruneDedupKeys } from './dedup-statements';
+import { dedupRounds } from '../../transport/dedup';
 import { claimOutlook, claimOutlookOf } from './outlook-statements';
 import { jobControlStatements } from './job-control-statements';
 import type { CancelOutcome, QueueState, RenewResult, RescheduleOutcome, RescheduleTime } from '../../transport/job-control';
@@ -111,6 +113,7 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
   readonly names: TransportNames;
   private readonly statements: TransportStatements;
   private readonly topicStatements: ReturnType<typeof topicStatements>;
+  private readonly dedup: { publishKeyed: ReturnType<typeof publishKeyedBatch>; prune: ReturnType<typeof pruneDedupKeys> };
   private readonly options: TransportStoreOptions;
   private readonly clock: () => number;
   private readonly random: () => number;
@@ -123,6 +126,7 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
     this.names = names;
     this.statements = statements;
     this.topicStatements = topicStatements(names, subscriptionsTableName(names, 'sqlserver'));
+    this.dedup = { publishKeyed: publishKeyedBatch(names), prune: pruneDedupKeys(names) };
     this.options = options;
     this.clock = deps.now ?? Date.now;
     this.random = deps.random ?? Math.random;
@@ -243,6 +247,48 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
   async publish(messages: readonly OutgoingMessage[]): Promise<PublishOutcome[]> {
     if (messages.length === 0) return [];
     await this.ensureSchema();
+    if (!messages.some((m) => m.dedup)) return this.insertMessages(messages);
+    const outcomes: PublishOutcome[] = new Array(messages.length);
+    for (const round of dedupRounds(messages)) {
+      const plain = round.filter((r) => !r.message.dedup);
+      const keyed = round.filter((r) => r.message.dedup);
+      if (plain.length > 0) (await this.insertMessages(plain.map((r) => r.message))).forEach((o, i) => (outcomes[plain[i]!.index] = o));
+      if (keyed.length > 0) (await this.publishKeyed(keyed.map((r) => r.message))).forEach((o, i) => (outcomes[keyed[i]!.index] = o));
+    }
+    return outcomes;
+  }
+
+  /** Messages with dedup keys, no key twice (dedupRounds), in one batch and transaction (dedup-statements.ts). */
+  private async publishKeyed(messages: readonly OutgoingMessage[]): Promise<PublishOutcome[]> {
+    const batch = JSON.stringify(
+      messages.map((m, ord) => ({
+        queue: m.queue,
+        dedup_key: m.dedup!.key,
+        id: m.id,
+        window_ms: Math.max(1, Math.round(m.dedup!.windowMs)),
+        debounce: m.dedup!.mode === 'debounce',
+        payload_json: m.payloadJson,
+        headers_json: JSON.stringify(m.headers ?? {}),
+        delay_ms: delayOf(m.delayMs),
+        ord,
+      })),
+    );
+    // a new key two publishers inserted at once: the loser's batch rolls back whole, and the re-run finds the key held
+    const result = await this.runRetryingDuplicateKeyRace(this.dedup.publishKeyed, { batch }, PUBLISH_DUPLICATE_RACE_ATTEMPTS, 'keyed publish lost a dedup-key race; re-running it');
+    const byOrd = new Map(rows(result).map((r) => [Number(r.ord), r]));
+    return messages.map((m, ord) => {
+      const r = byOrd.get(ord);
+      if (!r) throw new Error(`the keyed publish answered no row for message ${m.id}`);
+      const id = lower(r.id);
+      const availableAt = (r.available_at as Date | null) ?? null;
+      if (r.inserted === true) return { id, inserted: true, availableAt };
+      const queue = r.existing_queue === null || r.existing_queue === undefined ? undefined : String(r.existing_queue);
+      return { id, inserted: false, availableAt: queue ? availableAt : null, ...(queue ? { existingQueue: queue } : {}), ...(r.debounced === true ? { debounced: true } : {}) };
+    });
+  }
+
+  /** Insert-if-absent of every message in one statement (publishBatch). */
+  private async insertMessages(messages: readonly OutgoingMessage[]): Promise<PublishOutcome[]> {
     // A repeated id inside one batch would make the single INSERT hit its own PK: the first one wins.
     const firstAt = new Map<string, number>();
     const unique: OutgoingMessage[] = [];
@@ -450,6 +496,11 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
       reason: move.reason,
     });
     return firstNumber(result, 'moved') === 1;
+  }
+
+  async pruneDedupKeys(): Promise<number> {
+    await this.ensureSchema();
+    return firstNumber(await this.run(this.dedup.prune, {}), 'deleted');
   }
 
   async pruneDeadLetterBatch(deadLetterQueue: string, retentionMs: number): Promise<number> {
