@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import type { DedupSpec, OutgoingMessage, TransportStore } from '../../shared/transport/types';
 import { openForDescribe } from '../support/lifecycle';
 import { message, sleep } from '../support/messages';
+import { skipOnGap } from './engine-gaps';
 import { announce, storeFixtures } from './fixtures';
 
 const LOCK = 30_000;
@@ -26,7 +27,8 @@ for (const fixture of storeFixtures()) {
   describe.skipIf(!announce(fixture))(`[${fixture.name}] dedup keys and debounce`, () => {
     const h = openForDescribe(() => fixture.create());
 
-    it('a second publish with a held key enqueues nothing and answers the holder; other keys and queues are apart', async () => {
+    it('a second publish with a held key enqueues nothing and answers the holder; other keys and queues are apart', async (ctx) => {
+      await skipOnGap(fixture.name, ctx, 'openJsonStringValues');
       const first = keyed('d-drop', { key: 'order-1' });
       const [a] = await h.store.publish([first]);
       expect(a).toMatchObject({ id: first.id, inserted: true });
@@ -44,7 +46,8 @@ for (const fixture of storeFixtures()) {
       expect(await payloadOf(h.store, 'd-drop')).not.toContainEqual({ n: 2 });
     });
 
-    it('the key is held for its whole window, also once its job has completed (the answer then has no row)', async () => {
+    it('the key is held for its whole window, also once its job has completed (the answer then has no row)', async (ctx) => {
+      await skipOnGap(fixture.name, ctx, 'updateThroughCte');
       const first = keyed('d-done', { key: 'k' });
       await h.store.publish([first]);
       const [c] = await h.store.claim('d-done', 1, LOCK);
@@ -68,7 +71,8 @@ for (const fixture of storeFixtures()) {
       expect(await h.raw.countQueue('d-window')).toBe(2);
     });
 
-    it('debounce: a waiting holder takes the new payload and headers and is due after the new delay', async () => {
+    it('debounce: a waiting holder takes the new payload and headers and is due after the new delay', async (ctx) => {
+      await skipOnGap(fixture.name, ctx, 'openJsonStringValues');
       const first = keyed('d-debounce', { key: 'k', mode: 'debounce' }, { v: 1 }, { delayMs: 60_000, headers: { h: '1' } });
       const [a] = await h.store.publish([first]);
       const second = keyed('d-debounce', { key: 'k', mode: 'debounce' }, { v: 2 }, { delayMs: 120_000, headers: { h: '2' } });
@@ -85,7 +89,8 @@ for (const fixture of storeFixtures()) {
       await h.store.ack([c!]);
     });
 
-    it('debounce: once the holder was claimed (or is gone) a new job is enqueued and takes the key', async () => {
+    it('debounce: once the holder was claimed (or is gone) a new job is enqueued and takes the key', async (ctx) => {
+      await skipOnGap(fixture.name, ctx, 'updateThroughCte');
       const first = keyed('d-claimed', { key: 'k', mode: 'debounce' }, { v: 1 });
       await h.store.publish([first]);
       const [c] = await h.store.claim('d-claimed', 1, LOCK);
@@ -103,7 +108,8 @@ for (const fixture of storeFixtures()) {
       expect((await h.store.publish([third]))[0]).toMatchObject({ id: third.id, inserted: true }); // holder gone
     });
 
-    it('a key twice in one batch acts as two publishes in order; unkeyed messages of the batch insert as usual', async () => {
+    it('a key twice in one batch acts as two publishes in order; unkeyed messages of the batch insert as usual', async (ctx) => {
+      await skipOnGap(fixture.name, ctx, 'openJsonStringValues');
       const a = keyed('d-batch', { key: 'k' }, { v: 1 });
       const b = keyed('d-batch', { key: 'k' }, { v: 2 });
       const plain = message('d-batch', { v: 3 });
@@ -147,7 +153,8 @@ for (const fixture of storeFixtures()) {
       expect((await h.store.publish([keyed('d-prune', { key: 'short-1' })]))[0]!.inserted).toBe(true);
     });
 
-    it.skipIf(!fixture.concurrent)('concurrent publishers of one key, on separate sessions, make exactly one job', async () => {
+    it.skipIf(!fixture.concurrent)('concurrent publishers of one key, on separate sessions, make exactly one job', async (ctx) => {
+      await skipOnGap(fixture.name, ctx, 'indexNames'); // the peers' schema attempts on one table
       // peers are the harness's (each on its own pool of 4 sessions), closed with it
       const peers = [h.store, await h.openPeer(), await h.openPeer(), await h.openPeer()];
       for (const mode of ['drop', 'debounce'] as const) {

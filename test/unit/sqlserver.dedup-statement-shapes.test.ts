@@ -21,8 +21,8 @@ const at = (fragment: string) => {
 describe('SQL Server dedup statement shapes', () => {
   it('the keyed publish is one batch: XACT_ABORT, the rows into a BIN2 table variable, then ONE transaction', () => {
     expect(keyed.startsWith('SET XACT_ABORT ON;\nDECLARE @now datetime2 = SYSUTCDATETIME();\n')).toBe(true);
-    expect(keyed).toContain(`    queue nvarchar(200) COLLATE ${BIN2} NOT NULL,\n    dedup_key nvarchar(200) COLLATE ${BIN2} NOT NULL,`);
-    expect(keyed).toContain("FROM OPENJSON(@batch) WITH (\n    queue nvarchar(200) '$.queue',\n    dedup_key nvarchar(200) '$.dedup_key',\n    id uniqueidentifier '$.id',");
+    expect(keyed).toContain(`    queue nvarchar(200) COLLATE ${BIN2} NOT NULL,\n    dedup_key nvarchar(201) COLLATE ${BIN2} NOT NULL,`);
+    expect(keyed).toContain("FROM OPENJSON(@batch) WITH (\n    queue nvarchar(200) '$.queue',\n    dedup_key nvarchar(201) '$.dedup_key',\n    id uniqueidentifier '$.id',");
     expect(keyed.match(/BEGIN TRAN;/g)).toHaveLength(1);
     expect(keyed.match(/COMMIT;/g)).toHaveLength(1);
     expect(at('BEGIN TRAN;')).toBeGreaterThan(at(') AS src;'));
@@ -45,10 +45,14 @@ describe('SQL Server dedup statement shapes', () => {
   });
 
   it('debounce: only a waiting (unleased) holder of exactly the queue is replaced; the key restarts or moves to the new job', () => {
-    const replace = at('UPDATE m\nSET payload_json = k.payload_json, headers_json = k.headers_json,');
-    expect(keyed).toContain('OUTPUT inserted.id, inserted.available_at INTO @replaced');
+    // picked under UPDLOCK (held to the commit: claims skip locked rows), then replaced by id
+    const pick = at('INSERT INTO @replaced (id, available_at)\nSELECT m.id, CASE WHEN k.delay_ms > 0 THEN');
+    expect(keyed).toContain('FROM [dbo].[jobs] AS m WITH (UPDLOCK, ROWLOCK)\n');
     expect(keyed).toContain(`INNER JOIN @keys AS k ON m.id = k.holder AND m.queue = k.queue AND m.queue + N'.' = k.queue + N'.' COLLATE ${BIN2}`);
     expect(keyed).toContain('WHERE k.debounce = 1 AND k.holder <> k.id\n  AND (m.locked_until IS NULL OR m.locked_until <= SYSUTCDATETIME());');
+    const replace = at('UPDATE m\nSET payload_json = k.payload_json, headers_json = k.headers_json, available_at = r.available_at\nFROM [dbo].[jobs] AS m\nINNER JOIN @replaced AS r ON r.id = m.id\nINNER JOIN @keys AS k ON k.holder = r.id AND k.debounce = 1;');
+    expect(replace).toBeGreaterThan(pick);
+    expect(keyed).not.toMatch(/OUTPUT inserted\.id, inserted\.available_at INTO @replaced/);
     const retake = at('SET job_id = CASE WHEN EXISTS (SELECT 1 FROM @replaced AS r WHERE r.id = k.holder) THEN d.job_id ELSE k.id END,');
     const moved = at('WHERE k.debounce = 1 AND k.holder <> k.id AND NOT EXISTS (SELECT 1 FROM @replaced AS r WHERE r.id = k.holder);');
     expect(retake).toBeGreaterThan(replace);

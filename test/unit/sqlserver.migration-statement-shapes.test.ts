@@ -144,7 +144,7 @@ describe('SQL Server schema-version statement shapes', () => {
           'BEGIN',
           'CREATE TABLE [dbo].[jobs_dedup] (',
           '    queue nvarchar(200) COLLATE Latin1_General_100_BIN2 NOT NULL,',
-          '    dedup_key nvarchar(200) COLLATE Latin1_General_100_BIN2 NOT NULL,',
+          '    dedup_key nvarchar(201) COLLATE Latin1_General_100_BIN2 NOT NULL,',
           '    job_id uniqueidentifier NOT NULL,',
           '    window_ends_at datetime2 NOT NULL,',
           '    PRIMARY KEY (queue, dedup_key)',

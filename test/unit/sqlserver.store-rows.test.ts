@@ -328,7 +328,7 @@ describe('SQL Server store: keyed publishes (dedup keys and debounce)', () => {
     const batch = JSON.parse(pool.calls[1]!.inputs.batch!.value as string) as Array<Record<string, unknown>>;
     expect(batch[2]).toEqual({
       queue: 'secret_queue_name',
-      dedup_key: 'c',
+      dedup_key: 'c.', // terminated: SQL Server's comparisons ignore trailing spaces
       id: 'a1b2c3d4-0000-4000-8000-000000000004',
       window_ms: 60_000,
       debounce: true,

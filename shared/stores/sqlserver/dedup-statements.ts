@@ -24,7 +24,7 @@ export function dedupDdl(names: TransportNames): Array<{ name: string; lines: st
 const same = (a: string, b: string) => `${a} = ${b} AND ${a} + N'.' = ${b} + N'.' COLLATE ${BIN2}`;
 
 /**
- * A keyed publish in ONE batch and transaction. @batch = JSON array of { queue, dedup_key, id, window_ms, debounce,
+ * A keyed publish in ONE batch and transaction. @batch = JSON array of { queue, dedup_key (storedDedupKey), id, window_ms, debounce,
  * payload_json, headers_json, delay_ms, ord }, no (queue, dedup_key) twice (dedupRounds).
  * 1. Hold: the UPDATE locks every existing key row of the batch (X, to the commit) and takes those whose window
  *    ended; the INSERT adds the new keys. Two publishers of a new key meet on the primary key: the second waits on
@@ -49,7 +49,7 @@ export function publishKeyedBatch(names: TransportNames): Statement<'batch'> {
       'DECLARE @now datetime2 = SYSUTCDATETIME();',
       'DECLARE @keys TABLE (',
       `    queue nvarchar(200) COLLATE ${BIN2} NOT NULL,`,
-      `    dedup_key nvarchar(200) COLLATE ${BIN2} NOT NULL,`,
+      `    dedup_key nvarchar(201) COLLATE ${BIN2} NOT NULL,`,
       '    id uniqueidentifier NOT NULL,',
       '    window_ms bigint NOT NULL,',
       '    debounce bit NOT NULL,',
@@ -64,7 +64,7 @@ export function publishKeyedBatch(names: TransportNames): Statement<'batch'> {
       'SELECT src.queue, src.dedup_key, src.id, src.window_ms, src.debounce, src.payload_json, src.headers_json, src.delay_ms, src.ord',
       'FROM OPENJSON(@batch) WITH (',
       "    queue nvarchar(200) '$.queue',",
-      "    dedup_key nvarchar(200) '$.dedup_key',",
+      "    dedup_key nvarchar(201) '$.dedup_key',",
       "    id uniqueidentifier '$.id',",
       "    window_ms bigint '$.window_ms',",
       "    debounce bit '$.debounce',",
@@ -87,15 +87,20 @@ export function publishKeyedBatch(names: TransportNames): Statement<'batch'> {
       'UPDATE k SET holder = d.job_id',
       'FROM @keys AS k',
       `INNER JOIN ${d} AS d ON ${keyMatch};`,
-      // 2. debounce
-      'UPDATE m',
-      'SET payload_json = k.payload_json, headers_json = k.headers_json,',
-      `    available_at = CASE WHEN k.delay_ms > 0 THEN ${dbClockPlus('k.delay_ms', '@now')} ELSE @now END`,
-      'OUTPUT inserted.id, inserted.available_at INTO @replaced',
-      `FROM ${t} AS m`,
+      // 2. debounce: the waiting holders are picked under UPDLOCK (held to the commit, so no claim takes them
+      // between the two statements: claims skip locked rows), then replaced by id. Two statements, not
+      // UPDATE … OUTPUT … FROM … JOIN, which Babelfish cannot run.
+      'INSERT INTO @replaced (id, available_at)',
+      `SELECT m.id, CASE WHEN k.delay_ms > 0 THEN ${dbClockPlus('k.delay_ms', '@now')} ELSE @now END`,
+      `FROM ${t} AS m WITH (UPDLOCK, ROWLOCK)`,
       `INNER JOIN @keys AS k ON m.id = k.holder AND ${same('m.queue', 'k.queue')}`,
       'WHERE k.debounce = 1 AND k.holder <> k.id',
       '  AND (m.locked_until IS NULL OR m.locked_until <= SYSUTCDATETIME());',
+      'UPDATE m',
+      'SET payload_json = k.payload_json, headers_json = k.headers_json, available_at = r.available_at',
+      `FROM ${t} AS m`,
+      'INNER JOIN @replaced AS r ON r.id = m.id',
+      'INNER JOIN @keys AS k ON k.holder = r.id AND k.debounce = 1;',
       'UPDATE d',
       'SET job_id = CASE WHEN EXISTS (SELECT 1 FROM @replaced AS r WHERE r.id = k.holder) THEN d.job_id ELSE k.id END,',
       `    window_ends_at = ${newWindow}`,

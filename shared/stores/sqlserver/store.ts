@@ -29,6 +29,7 @@ import { createPoolHolder, existingPoolHolder, poolHolderFor, type PoolHolder } 
 import { qualifiedTable, transportStatements, type TransportStatements } from './statements';
 import { topicStatements } from './topic-statements';
 import { publishKeyedBatch, pruneDedupKeys } from './dedup-statements';
+import { storedDedupKey } from './dedup-table-sql';
 import { dedupRounds } from '../../transport/dedup';
 import { claimOutlook, claimOutlookOf } from './outlook-statements';
 import { jobControlStatements } from './job-control-statements';
@@ -263,7 +264,7 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
     const batch = JSON.stringify(
       messages.map((m, ord) => ({
         queue: m.queue,
-        dedup_key: m.dedup!.key,
+        dedup_key: storedDedupKey(m.dedup!.key),
         id: m.id,
         window_ms: Math.max(1, Math.round(m.dedup!.windowMs)),
         debounce: m.dedup!.mode === 'debounce',
