@@ -14,6 +14,7 @@ import { flowStateDdl } from './flow-statements';
 import { pgScheduleDdl } from './schedule-statements';
 import { pgQueueStateTableDdl } from './job-control-statements';
 import { queueStateTableName } from '../queue-state-names';
+import { pgHistoryDdl } from './history-statements';
 
 const q = (n: string) => quoteIdentifier(n, 'postgres');
 
@@ -105,6 +106,8 @@ export function postgresMigrations(n: SchemaNames): readonly Migration[] {
       name: 'queue state table',
       statements: [{ name: 'create queue state table', text: pgQueueStateTableDdl(n.schema, queueStateTableName(n.transport, 'postgres')) }],
     },
+    // Job history (issue 16 §2): a new table and its indexes, built empty. SQL Server's twin is its version 10.
+    { version: 8, name: 'job history table', statements: pgHistoryDdl(n.transport) },
   ]);
 }
 

@@ -36,6 +36,7 @@ import {
   type Statement,
 } from './statements';
 import { qualifiedQueueStateTable, queueStateTableBody } from './job-control-statements';
+import { historyDdl } from './history-statements';
 
 const q = (n: string) => quoteIdentifier(n, 'sqlserver');
 
@@ -145,6 +146,8 @@ export function sqlServerMigrations(n: SchemaNames): readonly Migration[] {
       name: 'queue state table',
       statements: [batch('create queue state table', createTableIfMissing(qualifiedQueueStateTable(n.transport), queueStateTableBody()))],
     },
+    // Job history (issue 16 §2): a new table and its indexes, built empty. PostgreSQL's twin is its version 8.
+    { version: 10, name: 'job history table', statements: historyDdl(n.transport).map((b) => batch(b.name, b.lines)) },
   ]);
 }
 
