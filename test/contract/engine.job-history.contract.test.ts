@@ -46,8 +46,8 @@ for (const target of TARGETS) {
         store: target.store(),
         schema: target.schema,
         queues: {
-          kept: { policy: { historyRetentionMs: 7 * DAY }, handler: () => ({ ok: true }) },
-          plain: { handler: () => ({ ok: true }) },
+          kept: { policy: { historyRetentionMs: 7 * DAY }, handler: async () => ({ ok: true }) },
+          plain: { handler: async () => ({ ok: true }) },
           failing: {
             policy: { maxDeliveryAttempts: 1 },
             handler: () => {
