@@ -1,6 +1,18 @@
 // Rows of a history search as both dialects return them (same column names), read into a page of the model.
 
-import type { HistoryPage, HistoryRow, HistoryState } from './history';
+import { jobRecord, pickJobRow, type HistoryPage, type HistoryQuery, type HistoryRow, type HistoryState, type JobRecord, type StoredJobRow } from './history';
+import { CORRELATION_ID_HEADER, DEAD_LETTER_SOURCE_HEADER } from './types';
+
+/** The job the lookup's rows of one id describe (the live row first), or null when none. */
+export function readJob(rows: readonly StoredJobRow[], deadLetterQueue: string): JobRecord | null {
+  const row = pickJobRow(rows);
+  return row ? jobRecord(row, deadLetterQueue, DEAD_LETTER_SOURCE_HEADER, CORRELATION_ID_HEADER) : null;
+}
+
+/** Which index a search seeks: the queue's when a queue is given, else the correlation id's. */
+export function searchKey(q: HistoryQuery): { byQueue: boolean; key: string } {
+  return q.queue !== undefined ? { byQueue: true, key: q.queue } : { byQueue: false, key: q.correlationId ?? '' };
+}
 
 export interface HistoryRowShape {
   id: string;

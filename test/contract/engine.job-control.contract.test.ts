@@ -2,35 +2,12 @@
 // handler waits on its signal is aborted within about one lease renewal of the cancel and ends cancelled (nothing
 // retries it); a paused queue's run claims nothing while publishes land, and drains once resumed; a rescheduled
 // job waits for its new time.
-import { randomBytes } from 'node:crypto';
-import { Pool } from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createEngine, InvalidJobIdError, JobCancelledError, silentLogger, type Engine, type Job, type StoreConnection } from '../../shared';
+import { engineTargets } from './engine-targets';
+import { createEngine, InvalidJobIdError, JobCancelledError, silentLogger, type Engine, type Job } from '../../shared';
 import { eventually, sleep } from '../support/messages';
 
-interface Target {
-  name: string;
-  skip?: string;
-  store(): StoreConnection;
-  schema: string;
-  cleanup(): Promise<void>;
-}
-
-const pgSchema = `jobctl_${randomBytes(4).toString('hex')}`;
-const TARGETS: Target[] = [
-  { name: 'pglite', store: () => ({ kind: 'pglite', dataDir: 'memory://' }), schema: 'public', cleanup: async () => undefined },
-  {
-    name: 'postgres',
-    skip: process.env.PG_URL ? undefined : 'PG_URL is not set (CI sets PG_URL=postgres://postgres@127.0.0.1:5432/test)',
-    store: () => ({ kind: 'postgres', url: process.env.PG_URL!, pool: { max: 4 } }),
-    schema: pgSchema,
-    cleanup: async () => {
-      const pool = new Pool({ connectionString: process.env.PG_URL });
-      await pool.query(`drop schema if exists ${pgSchema} cascade`);
-      await pool.end();
-    },
-  },
-];
+const TARGETS = engineTargets('jobctl');
 
 const LOCK_MS = 3000; // a renewal every second
 

@@ -2,34 +2,11 @@
 // policy keeps history answers engine.job(id) as completed after its drain (attempts, times, correlation id) and
 // finds it with searchJobs, a page at a time; a queue without history answers null once the job is done; a job
 // that failed for good reads as dead-lettered with its reason; bad searches and ids are refused before any SQL.
-import { randomBytes } from 'node:crypto';
-import { Pool } from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createEngine, InvalidJobIdError, JobSearchError, PermanentJobError, silentLogger, UnknownQueueError, type Engine, type StoreConnection } from '../../shared';
+import { engineTargets } from './engine-targets';
+import { createEngine, InvalidJobIdError, JobSearchError, PermanentJobError, silentLogger, UnknownQueueError, type Engine } from '../../shared';
 
-interface Target {
-  name: string;
-  skip?: string;
-  store(): StoreConnection;
-  schema: string;
-  cleanup(): Promise<void>;
-}
-
-const pgSchema = `jobhist_${randomBytes(4).toString('hex')}`;
-const TARGETS: Target[] = [
-  { name: 'pglite', store: () => ({ kind: 'pglite', dataDir: 'memory://' }), schema: 'public', cleanup: async () => undefined },
-  {
-    name: 'postgres',
-    skip: process.env.PG_URL ? undefined : 'PG_URL is not set (CI sets PG_URL=postgres://postgres@127.0.0.1:5432/test)',
-    store: () => ({ kind: 'postgres', url: process.env.PG_URL!, pool: { max: 4 } }),
-    schema: pgSchema,
-    cleanup: async () => {
-      const pool = new Pool({ connectionString: process.env.PG_URL });
-      await pool.query(`drop schema if exists ${pgSchema} cascade`);
-      await pool.end();
-    },
-  },
-];
+const TARGETS = engineTargets('jobhist');
 
 const DAY = 86_400_000;
 

@@ -2,36 +2,14 @@
 // example flow completes through the flows queue, its approval answered by a code handler on `approvals` whose
 // result travels as a correlated response through the channel's recovery path (the callbacks queue's `flow`
 // internal target) into the parked run, with the SQL flow state store of the target.
-import { randomBytes } from 'node:crypto';
-import { Pool } from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
+import { engineTargets } from './engine-targets';
 import { appFlows } from '../../flows';
-import { createEngine, FlowRegistry, silentLogger, type Engine, type StoreConnection } from '../../shared';
+import { createEngine, FlowRegistry, silentLogger, type Engine } from '../../shared';
 import { MemoryMetrics } from '../../shared/telemetry/metrics';
 import { METRIC } from '../../shared/telemetry/metric-names';
 
-interface Target {
-  name: string;
-  skip?: string;
-  store(): StoreConnection;
-  schema: string;
-  cleanup(): Promise<void>;
-}
-const pgSchema = `flows_${randomBytes(4).toString('hex')}`;
-const TARGETS: Target[] = [
-  { name: 'pglite', store: () => ({ kind: 'pglite', dataDir: 'memory://' }), schema: 'public', cleanup: async () => undefined },
-  {
-    name: 'postgres',
-    skip: process.env.PG_URL ? undefined : 'PG_URL is not set',
-    store: () => ({ kind: 'postgres', url: process.env.PG_URL!, pool: { max: 4 } }),
-    schema: pgSchema,
-    cleanup: async () => {
-      const pool = new Pool({ connectionString: process.env.PG_URL });
-      await pool.query(`drop schema if exists ${pgSchema} cascade`);
-      await pool.end();
-    },
-  },
-];
+const TARGETS = engineTargets('flows');
 
 for (const target of TARGETS) {
   describe.skipIf(target.skip !== undefined)(`flows on the engine (${target.name})`, () => {

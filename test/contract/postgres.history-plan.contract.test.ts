@@ -8,19 +8,12 @@ import { historyNames } from '../../shared/stores/history-names';
 import { transportNames } from '../../shared/sql/identifiers';
 import { announce } from './fixtures';
 import { closeSharedPglite, schemaDbFixtures, type SchemaDb } from './schema-fixtures';
+import { describeNode, nodes, type PlanNode } from './plan-nodes';
 
 afterAll(() => closeSharedPglite());
 
 const TABLE = 'asyncresponse_transport_messages';
 
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  Plans?: PlanNode[];
-}
-const nodes = (n: PlanNode): PlanNode[] => [n, ...(n.Plans ?? []).flatMap(nodes)];
-const describeNode = (n: PlanNode) => `${n['Node Type']}${n['Relation Name'] ? ` ${n['Relation Name']}` : ''}${n['Index Name'] ? ` on ${n['Index Name']}` : ''}`;
 
 for (const fixture of schemaDbFixtures()) {
   const rows = fixture.name === 'postgres' ? 1_000_000 : 20_000;

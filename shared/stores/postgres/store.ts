@@ -37,9 +37,8 @@ import { queueStateTableName } from '../queue-state-names';
 import type { CancelOutcome, QueueState, RenewResult, RescheduleOutcome, RescheduleTime } from '../../transport/job-control';
 import { pgWaitingStatements, type PgWaitingStatements } from './waiting-statements';
 import type { WaitingJob, WaitingQuery } from '../../transport/waiting';
-import { CORRELATION_ID_HEADER, DEAD_LETTER_SOURCE_HEADER } from '../../transport/types';
-import { jobRecord, pickJobRow, type HistoryPage, type HistoryQuery, type JobRecord } from '../../transport/history';
-import { historyPage, type HistoryRowShape } from '../../transport/history-rows';
+import type { HistoryPage, HistoryQuery, JobRecord } from '../../transport/history';
+import { historyPage, readJob, searchKey, type HistoryRowShape } from '../../transport/history-rows';
 import { pgHistoryDdl, pgHistoryStatements, type PgHistoryStatements } from './history-statements';
 
 interface ClaimRow {
@@ -282,7 +281,7 @@ export class PostgresTransportStore implements TransportStore {
       delayed: boolean;
       dead_letter_reason: string | null;
     }>(this.historySql.findJob, [id]);
-    const row = pickJobRow(
+    return readJob(
       r.rows.map((x) => ({
         source: x.source,
         id: x.id,
@@ -296,17 +295,17 @@ export class PostgresTransportStore implements TransportStore {
         delayed: x.delayed,
         deadLetterReason: x.dead_letter_reason,
       })),
+      deadLetterQueue,
     );
-    return row ? jobRecord(row, deadLetterQueue, DEAD_LETTER_SOURCE_HEADER, CORRELATION_ID_HEADER) : null;
   }
 
   async searchHistory(query: HistoryQuery): Promise<HistoryPage> {
     const top = Math.floor(query.top);
     if (!(top > 0)) return { items: [] };
     await this.ensureSchema();
-    const byQueue = query.queue !== undefined;
+    const { byQueue, key } = searchKey(query);
     const r = await this.client.query<HistoryRowShape>(byQueue ? this.historySql.searchByQueue : this.historySql.searchByCorrelation, [
-      byQueue ? query.queue : query.correlationId,
+      key,
       query.since ?? '-infinity',
       query.until ?? 'infinity',
       query.after?.completedAt ?? 'infinity',

@@ -9,17 +9,17 @@ import * as sql from 'mssql';
 import { quoteIdentifier, type TransportNames } from '../../sql/identifiers';
 import { CORRELATION_ID_HEADER } from '../../transport/types';
 import { historyNames } from '../history-names';
-import { DEAD_LETTER_PRUNE_BATCH } from '../options';
 import {
   BIN2,
   createIndexIfMissing,
   createTableIfMissing,
-  dbClockPlus,
   exactQueueMatch,
   exactTextMatch,
   nameLiteral,
+  pruneBatchText,
   qualifiedTable,
   schemaApplockLines,
+  settledRows,
   type Statement,
 } from './statements';
 
@@ -57,9 +57,7 @@ export function ackToHistory(names: TransportNames): Statement<'settlements'> {
       `OUTPUT deleted.id, deleted.queue, N'completed', ${CORRELATION},`,
       '       deleted.payload_json, deleted.headers_json, deleted.attempts, deleted.created_at, deleted.available_at, @completed_at',
       `INTO ${qualifiedHistoryTable(names)} (id, queue, state, correlation_id, payload_json, headers_json, attempts, created_at, available_at, completed_at)`,
-      `FROM ${qualifiedTable(names)} AS target`,
-      "INNER JOIN OPENJSON(@settlements) WITH (id uniqueidentifier '$.id', lock_id uniqueidentifier '$.lock_id') AS settled",
-      '    ON target.id = settled.id AND target.lock_id = settled.lock_id;',
+      ...settledRows(names),
       'SELECT @@ROWCOUNT AS affected;',
     ].join('\n'),
     params: { settlements: types.text() },
@@ -115,16 +113,7 @@ function search(names: TransportNames, key: 'queue' | 'correlation_id'): Stateme
 
 /** One bounded prune batch of a queue's rows older than its retention (a clustered range). @neg_retention_ms = -retention. */
 export function pruneHistoryBatch(names: TransportNames): Statement<'queue' | 'neg_retention_ms'> {
-  return {
-    text: [
-      'SET NOCOUNT OFF;',
-      `DELETE TOP (${DEAD_LETTER_PRUNE_BATCH}) FROM ${qualifiedHistoryTable(names)}`,
-      `WHERE ${exactQueueMatch('queue', 'queue')}`,
-      `  AND completed_at < ${dbClockPlus('@neg_retention_ms')};`,
-      'SELECT @@ROWCOUNT AS deleted;',
-    ].join('\n'),
-    params: { queue: types.queue(), neg_retention_ms: types.ms() },
-  };
+  return { text: pruneBatchText(qualifiedHistoryTable(names), 'queue', 'completed_at'), params: { queue: types.queue(), neg_retention_ms: types.ms() } };
 }
 
 export function historyStatements(names: TransportNames) {

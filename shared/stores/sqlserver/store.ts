@@ -34,9 +34,8 @@ import { waitingStatements, type WaitingStatements } from './waiting-statements'
 import type { WaitingJob, WaitingQuery } from '../../transport/waiting';
 import { compareSqlServerGuids, lower, rollbackQuietly, rows, SqlServerStoreBase } from './store-common';
 import { historyStatements } from './history-statements';
-import { CORRELATION_ID_HEADER, DEAD_LETTER_SOURCE_HEADER } from '../../transport/types';
-import { jobRecord, pickJobRow, type HistoryPage, type HistoryQuery, type JobRecord } from '../../transport/history';
-import { historyPage, type HistoryRowShape } from '../../transport/history-rows';
+import type { HistoryPage, HistoryQuery, JobRecord } from '../../transport/history';
+import { historyPage, readJob, searchKey, type HistoryRowShape } from '../../transport/history-rows';
 import { evaluateTransportCatalog, missingIndexes, readTransportCatalog, VERIFICATION_FIX_HINT } from './verify';
 
 export interface SqlServerStoreDeps {
@@ -381,7 +380,7 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
 
   async findJob(id: string, deadLetterQueue: string): Promise<JobRecord | null> {
     await this.ensureSchema();
-    const row = pickJobRow(
+    return readJob(
       rows(await this.run(this.history.findJob, { id })).map((r) => ({
         source: r.source === 'history' ? ('history' as const) : ('queue' as const),
         id: lower(r.id),
@@ -395,17 +394,17 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
         delayed: r.delayed === true || r.delayed === 1,
         deadLetterReason: (r.dead_letter_reason as string | null) ?? null,
       })),
+      deadLetterQueue,
     );
-    return row ? jobRecord(row, deadLetterQueue, DEAD_LETTER_SOURCE_HEADER, CORRELATION_ID_HEADER) : null;
   }
 
   async searchHistory(query: HistoryQuery): Promise<HistoryPage> {
     const top = Math.floor(query.top);
     if (!(top > 0)) return { items: [] };
     await this.ensureSchema();
-    const byQueue = query.queue !== undefined;
+    const { byQueue, key } = searchKey(query);
     const result = await this.run(byQueue ? this.history.searchByQueue : this.history.searchByCorrelation, {
-      key: byQueue ? query.queue : query.correlationId,
+      key,
       since: query.since?.toISOString() ?? '0001-01-01T00:00:00',
       until: query.until?.toISOString() ?? '9999-12-31T23:59:59.9999999',
       after_at: query.after?.completedAt ?? '9999-12-31T23:59:59.9999999',
