@@ -11,9 +11,12 @@ let app: RunningApp;
 beforeAll(async () => {
   app = await startApp({
     PGLITE_DATA_DIR: 'memory://',
-    QUEUES: 'worker,plain',
+    QUEUES: 'worker,plain,brief',
     JOB_HISTORY_RETENTION_DAYS: '1',
     QUEUE__plain__JOB_HISTORY_RETENTION_DAYS: '0',
+    // about 2.6 s of history, pruned by the prune-deadletters timer every second
+    QUEUE__brief__JOB_HISTORY_RETENTION_DAYS: '0.00003',
+    PRUNE_DEADLETTERS_SCHEDULE: '*/1 * * * * *',
     ...TIMER_DRAIN_EVERY_SECOND,
     LOG_LEVEL: 'warn',
   });
@@ -62,6 +65,17 @@ describe('job lookup and history over HTTP (local host)', () => {
     await eventually(async () => (await job(plain)) === 404, 'the plain job completed and left no row');
     const res = await app.api(`jobs/${plain}`);
     expect(res.headers.get('content-type')).toMatch(/problem\+json/);
+  });
+
+  it('the prune timer removes a completed job once its queue\'s retention has passed, and leaves the other queues\' history', async () => {
+    const kept = await publish('worker', { payload: { keep: true } });
+    const brief = await publish('brief', { payload: { brief: true } });
+    await eventually(async () => {
+      const j = await job(brief);
+      return typeof j === 'object' && j.state === 'completed';
+    }, 'the brief job completed');
+    await eventually(async () => (await job(brief)) === 404, 'the brief job pruned', 20_000);
+    expect(await job(kept)).toMatchObject({ state: 'completed' });
   });
 
   it('GET /api/jobs: by correlation id and by queue, newest first, a page at a time', async () => {
