@@ -4,13 +4,14 @@ import { appConfig, getRuntime } from '../shared/runtime';
 import type { QueueStats } from '../shared/transport/types';
 
 /**
- * Timer: the queue gauges (ready, delayed, leased, dead-lettered, oldest ready age) of every worker queue and of
- * `response` and `callbacks`, for the workbook and the oldest-ready-age alert. Does nothing while telemetry is off.
+ * Timer: the queue gauges (ready, delayed, leased, dead-lettered, oldest ready age) of every worker queue, of
+ * `response` and `callbacks`, and of the flows queue when flows are on, for the workbook and the oldest-ready-age alert. Does nothing while telemetry is off.
  */
 export async function queueMetrics(_timer: Timer, context: InvocationContext): Promise<QueueStats[]> {
   const rt = await getRuntime();
   if (!rt.metrics.enabled) return [];
-  const queues = [...rt.config.queues, RESPONSE_QUEUE, CALLBACK_QUEUE];
+  const flowsQueue = rt.engine.flowsQueue;
+  const queues = [...rt.config.queues, RESPONSE_QUEUE, CALLBACK_QUEUE, ...(flowsQueue === undefined ? [] : [flowsQueue])];
   const stats: QueueStats[] = [];
   for (const queue of queues) {
     try {

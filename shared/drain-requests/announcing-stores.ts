@@ -68,6 +68,11 @@ export function announcingStores(stores: Stores, announcer: DrainAnnouncer, swee
       if (n > 0) for (const q of new Set(settlements.map(queueOf))) if (q !== undefined) announcer.announce(q, 0);
       return n;
     },
+    async releaseLostClaim(queue, lockId) {
+      const n = await t.releaseLostClaim(queue, lockId);
+      if (n > 0) announcer.announce(queue, 0);
+      return n;
+    },
     async requeueDeadLetter(deadLetterQueue, sourceQueue, id) {
       const requeued = await t.requeueDeadLetter(deadLetterQueue, sourceQueue, id);
       if (requeued) announcer.announce(sourceQueue, 0);

@@ -317,7 +317,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   let flowsWiring: FlowsWiring | undefined;
   if (options.flows) {
     const flowStore = options.flows.store ?? opened.flows;
-    flowsWiring = wireFlows({ options: options.flows, store: flowStore, publisher, channel, logger, metrics, publish: (queue, message) => engine.publish(queue, message) });
+    flowsWiring = wireFlows({ options: options.flows, store: flowStore, publisher, transport: stores.transport, channel, logger, metrics, publish: (queue, message) => engine.publish(queue, message) });
   }
   const routes = buildRoutes(options, { channel, channelStore: stores.channel, channelConfig, defaults, logger, metrics, internalTargets: flowsWiring?.internalTargets });
   if (flowsWiring) {

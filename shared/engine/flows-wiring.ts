@@ -15,6 +15,7 @@ import type { Logger } from '../log';
 import type { Metrics } from '../telemetry/metrics';
 import type { JobHandler } from '../transport/job';
 import type { Publisher } from '../transport/publisher';
+import type { TransportStore } from '../transport/types';
 import type { QueuePolicy } from './policy';
 
 export interface FlowsEngineOptions {
@@ -41,6 +42,8 @@ export function wireFlows(parts: {
   options: FlowsEngineOptions;
   store: FlowStateStore;
   publisher: Publisher;
+  /** the flows queue's stale timer wake-ups are deleted through it */
+  transport: Pick<TransportStore, 'cancel'>;
   channel: ResponseChannel;
   /** ctx.publish: the engine's publish (validation, queues) */
   publish: FlowPublisher;
@@ -65,6 +68,9 @@ export function wireFlows(parts: {
       publish: async ({ id, job, delayMs }) => {
         const [outcome] = await parts.publisher.publish([{ id, queue, payloadJson: JSON.stringify(job), headers: {}, delayMs }]);
         if (outcome?.inserted) m.jobsPublished(queue, 1);
+      },
+      cancel: async (id) => {
+        await parts.transport.cancel(queue, id, false);
       },
     },
     responses: {

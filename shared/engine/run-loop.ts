@@ -46,6 +46,7 @@ function add(total: DrainReport, r: DrainReport): void {
   total.dropped += r.dropped;
   total.released += r.released;
   total.releaseFailures += r.releaseFailures;
+  total.lostClaimsRecovered += r.lostClaimsRecovered;
   total.ackFailures += r.ackFailures;
   total.claimFailures += r.claimFailures;
 }

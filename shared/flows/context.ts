@@ -75,6 +75,8 @@ export interface FlowWaits {
   /** Awaited steps' names. */
   awaits: Set<string>;
   timers: number;
+  /** Deadlines (epoch ms) of awaited steps a response settled in this execution: their timer wake-ups are stale. */
+  settledDeadlines: Set<number>;
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -85,7 +87,7 @@ export class FlowRun implements FlowContext {
   state: FlowState;
   /** Sticky: once set, every context call throws it and the executor acts on it. */
   interrupt: FlowInterrupt | null = null;
-  readonly waits: FlowWaits = { wakeAt: null, children: new Set(), awaits: new Set(), timers: 0 };
+  readonly waits: FlowWaits = { wakeAt: null, children: new Set(), awaits: new Set(), timers: 0, settledDeadlines: new Set() };
   private readonly inflight = new Set<Promise<unknown>>();
   private readonly running = new Set<string>();
   private saving: Promise<unknown> = Promise.resolve();
@@ -179,8 +181,12 @@ export class FlowRun implements FlowContext {
       const step = this.state.steps[name];
       if (step?.pendingCorrelationId && !step.faulted) {
         // Re-attach: responses the recovery path checkpointed while nobody listened go to `until` first.
+        const armed = Date.parse(step.awaitDeadline ?? '');
         const decided = await this.consumeReceived<T>(name, until, t0);
-        if (decided) return decided.value;
+        if (decided) {
+          if (Number.isFinite(armed)) this.waits.settledDeadlines.add(armed);
+          return decided.value;
+        }
         const deadline = Date.parse(this.state.steps[name]!.awaitDeadline ?? '');
         if (Number.isFinite(deadline) && deadline <= this.now()) {
           await this.save((s) => {

@@ -8,7 +8,7 @@ import { toJson } from './canonical-json';
 import type { FlowClock } from './clock';
 import { FlowRun, type RunDeps } from './context';
 import { FlowFailedError, FlowInterrupt } from './errors';
-import { wakeJobId, type FlowJob, type FlowJobQueue } from './jobs';
+import { timerWakeJobId, wakeJobId, type FlowJob, type FlowJobQueue } from './jobs';
 import type { FlowRegistry } from './registry';
 import { isTerminal } from './retention';
 import { mutateRun } from './mutate';
@@ -107,6 +107,7 @@ export class FlowExecutor {
         }
       });
       await release();
+      await this.dropStaleTimers(run, log);
       this.deps.metrics.runEnded(run.state.flowName, ended.ok ? 'succeeded' : 'failed');
       this.deps.events.ended(flowId);
       await this.notifyParent(run.state);
@@ -176,8 +177,9 @@ export class FlowExecutor {
     if (w.wakeAt !== null && run.state.parentFlowId) await this.raiseAncestors(run.state, w.wakeAt + options.stateExpiryMs, log);
     await release();
     if (w.wakeAt !== null) {
-      await jobs.publish({ id: wakeJobId(flowId, `timer:${run.state.revision}`), job: { kind: 'wake', flowId, reason: 'timer' }, delayMs: Math.max(0, w.wakeAt - run.now()) });
+      await jobs.publish({ id: timerWakeJobId(flowId, w.wakeAt), job: { kind: 'wake', flowId, reason: 'timer' }, delayMs: Math.max(0, w.wakeAt - run.now()) });
     }
+    await this.dropStaleTimers(run, log);
     const fresh = await store.load(flowId);
     if (fresh?.status === 'Running') {
       const received = [...w.awaits].map((n) => fresh.steps[n]?.received?.[0]).find((r) => r !== undefined);
@@ -192,6 +194,19 @@ export class FlowExecutor {
     const on = w.awaits.size > 0 ? 'response' : w.children.size > 0 ? 'child' : 'timer';
     this.deps.metrics.runParked(run.flowName, on);
     log.debug?.(`flow run '${flowId}' parked on ${on}${w.wakeAt !== null ? ` until ${new Date(w.wakeAt).toISOString()}` : ''} (${clock.now()})`);
+  }
+
+  /**
+   * An awaited step a response settled leaves the timer wake-up of its deadline waiting (days, by default): delete
+   * it unless the run still waits for that instant. Best effort: a wake-up left behind only runs a no-op execution.
+   */
+  private async dropStaleTimers(run: FlowRun, log: Logger): Promise<void> {
+    for (const deadline of run.waits.settledDeadlines) {
+      if (deadline === run.waits.wakeAt || deadline <= run.now()) continue;
+      await this.deps.jobs.cancel(timerWakeJobId(run.flowId, deadline)).catch((e: unknown) =>
+        log.warn(`flow run '${run.flowId}': deleting the stale timer wake-up for ${new Date(deadline).toISOString()} failed; it runs as a no-op`, e),
+      );
+    }
   }
 
   /** Keeps every Running ancestor's state until `until` (a descendant sleeps or waits that long). */

@@ -27,7 +27,12 @@ export const wakeJobId = (flowId: string, cause: string) => derivedUuid(`flow-wa
 export interface FlowJobQueue {
   /** delayMs <= 0: claimable at once; else available_at = database clock + delayMs. */
   publish(job: { id: string; job: FlowJob; delayMs: number }): Promise<void>;
+  /** Deletes a waiting (not leased) job; absent or leased jobs are left alone. Best effort: a stale wake-up is a no-op. */
+  cancel(id: string): Promise<void>;
 }
+
+/** A run's timer wake-up for one instant: parks that wait for the same instant share it. */
+export const timerWakeJobId = (flowId: string, wakeAt: number) => wakeJobId(flowId, `timer-at:${wakeAt}`);
 
 /** A job published by flow code (`ctx.publish`), e.g. the request an awaited step triggers. */
 export interface FlowPublishInput {

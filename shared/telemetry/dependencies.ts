@@ -1,7 +1,7 @@
 // SQL dependency telemetry at ONE seam: the store ports. The Azure Monitor distro behind applicationinsights 3.x
 // instruments http, the Azure SDK and pg (setup.ts INSTRUMENTATIONS; mongodb, mysql and redis are off), but not
 // tedious (the driver under mssql), so SQL Server calls would not show up as dependencies at all. These decorators wrap every method of the
-// TransportStore / ChannelStore port and record one dependency per call: name `transport.claim`,
+// TransportStore / ChannelStore / FlowStateStore / ScheduleStore port and record one dependency per call: name `transport.claim`,
 // `channel.insertMessage`, …, target `<server>/<database>` (or the store kind), duration, success and a result
 // code ('0', or the SQL error number / driver code of the failure). Errors are rethrown unchanged.
 //
@@ -12,12 +12,14 @@
 
 import type { TelemetryClient } from 'applicationinsights';
 import type { ChannelStore } from '../channel/types';
+import type { FlowStateStore } from '../flows/store';
+import type { ScheduleStore } from '../schedules/types';
 import type { StoreSelection } from '../stores/selection';
 import type { Stores } from '../stores/open';
 import type { TransportStore } from '../transport/types';
 
 export interface DependencyCall {
-  /** `transport.<method>` or `channel.<method>` */
+  /** `transport.<method>`, `channel.<method>`, `flows.<method>` or `schedules.<method>` */
   name: string;
   /** `<server>/<database>`, or the store kind */
   target: string;
@@ -55,6 +57,7 @@ const TRANSPORT_METHODS: Record<AsyncMethodKeys<TransportStore>, true> = {
   pruneHistoryBatch: true,
   release: true,
   releaseUnstarted: true,
+  releaseLostClaim: true,
   renew: true,
   cancel: true,
   reschedule: true,
@@ -97,12 +100,48 @@ const CHANNEL_METHODS: Record<AsyncMethodKeys<ChannelStore>, true> = {
   close: true,
 };
 
+const FLOW_METHODS: Record<AsyncMethodKeys<FlowStateStore>, true> = {
+  tryCreate: true,
+  load: true,
+  tryUpdate: true,
+  tryAcquireLease: true,
+  tryRenewLease: true,
+  releaseLease: true,
+  observeLease: true,
+  tryDelete: true,
+  prune: true,
+  now: true,
+  list: true,
+  countByStatus: true,
+};
+
+const SCHEDULE_METHODS: Record<AsyncMethodKeys<ScheduleStore>, true> = {
+  upsert: true,
+  get: true,
+  list: true,
+  delete: true,
+  setPaused: true,
+  due: true,
+  soonest: true,
+  fire: true,
+  now: true,
+};
+
 export function instrumentTransportStore(store: TransportStore, telemetry: DependencyTelemetry): TransportStore {
   return { kind: store.kind, ...wrapMethods(store, Object.keys(TRANSPORT_METHODS), 'transport', telemetry) } as TransportStore;
 }
 
 export function instrumentChannelStore(store: ChannelStore, telemetry: DependencyTelemetry): ChannelStore {
   return wrapMethods(store, Object.keys(CHANNEL_METHODS), 'channel', telemetry) as unknown as ChannelStore;
+}
+
+export function instrumentFlowStore(store: FlowStateStore, telemetry: DependencyTelemetry): FlowStateStore {
+  // validateCreate is the one synchronous, I/O-free method: passed through unwrapped
+  return { ...wrapMethods(store, Object.keys(FLOW_METHODS), 'flows', telemetry), validateCreate: (state) => store.validateCreate(state) } as FlowStateStore;
+}
+
+export function instrumentScheduleStore(store: ScheduleStore, telemetry: DependencyTelemetry): ScheduleStore {
+  return wrapMethods(store, Object.keys(SCHEDULE_METHODS), 'schedules', telemetry) as unknown as ScheduleStore;
 }
 
 function wrapMethods(store: object, methods: readonly string[], prefix: string, telemetry: DependencyTelemetry): Record<string, unknown> {
@@ -144,8 +183,8 @@ export async function instrumentStores(stores: Stores, selection: StoreSelection
   return {
     transport: instrumentTransportStore(stores.transport, telemetry),
     channel: instrumentChannelStore(stores.channel, telemetry),
-    flows: stores.flows,
-    ...(stores.schedules ? { schedules: stores.schedules } : {}), // not instrumented yet: a few statements a minute at most
+    flows: instrumentFlowStore(stores.flows, telemetry),
+    ...(stores.schedules ? { schedules: instrumentScheduleStore(stores.schedules, telemetry) } : {}),
     close: () => stores.close(),
   };
 }

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Logger } from '../log';
 import { classDelay, DEFAULT_RETRY_CLASSES, sleep, withRetry, type RetryPolicy } from '../sql/retry';
 import { classifyTransient } from '../sql/transient';
@@ -65,6 +66,8 @@ export interface DrainReport {
   released: number;
   /** Rows whose hand-back failed for good (they wait out the lease, and that claim counts as an attempt). */
   releaseFailures: number;
+  /** Rows of claims whose answer was lost with their connection, handed back by the claim's lock id. */
+  lostClaimsRecovered: number;
   ackFailures: number;
   claimFailures: number;
   durationMs: number;
@@ -73,7 +76,7 @@ export interface DrainReport {
 
 /** A report with every count zero (a drain that has not claimed anything yet). */
 export function emptyDrainReport(queue: string): DrainReport {
-  return { queue, claimed: 0, completed: 0, retried: 0, deadLettered: 0, dropped: 0, cancelled: 0, released: 0, releaseFailures: 0, ackFailures: 0, claimFailures: 0, durationMs: 0, stoppedBy: 'idle' };
+  return { queue, claimed: 0, completed: 0, retried: 0, deadLettered: 0, dropped: 0, cancelled: 0, released: 0, releaseFailures: 0, lostClaimsRecovered: 0, ackFailures: 0, claimFailures: 0, durationMs: 0, stoppedBy: 'idle' };
 }
 
 /**
@@ -159,11 +162,29 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
       .finally(() => releasing.delete(p));
     releasing.add(p);
   };
+  // A claim that failed on a broken connection may have committed: its rows would wait out the lease with an
+  // attempt spent. The drain chose the claim's lock id, so it hands them back by it (a no-op when nothing committed).
+  const recoverLostClaim = (lockId: string) => {
+    const p: Promise<void> = withRetry(() => o.store.releaseLostClaim(o.queue, lockId), {
+      policy: o.claimRetry ?? DEFAULT_RETRY_CLASSES,
+      maxAttempts: 3,
+      deadline: claimDeadline + SETTLE_GRACE_MS,
+    })
+      .then(
+        (n) => {
+          report.lostClaimsRecovered += n;
+        },
+        (err) => o.logger.warn(`handing back a claim of '${o.queue}' whose answer was lost failed; its rows, if any, wait out the lease`, err),
+      )
+      .finally(() => releasing.delete(p));
+    releasing.add(p);
+  };
   const claimInBackground = (rows: number) => {
     const claimedAt = now();
+    const lockId = randomUUID();
     const done = (async () => {
       try {
-        const batch = await o.store.claim(o.queue, rows, o.lockTimeoutMs);
+        const batch = await o.store.claim(o.queue, rows, o.lockTimeoutMs, lockId);
         claimErrors = 0;
         backlog = batch.length === rows;
         emptyAt = batch.length === 0 ? now() : undefined;
@@ -179,6 +200,7 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
         // The class of the fault picks the wait (a deadlock: ms; throttling / failover: seconds); the exponent
         // counts consecutive claim failures. No wait may run past the claim budget: give up and let the next run retry.
         const cls = classifyTransient(err);
+        if (cls === 'connection' || cls === 'failover') recoverLostClaim(lockId);
         const delay = cls === null ? 0 : classDelay(cls, claimErrors, o.claimRetry ?? DEFAULT_RETRY_CLASSES);
         if (cls === null || now() + delay >= claimDeadline) {
           o.logger.error(`claiming from '${o.queue}' failed${cls ? ` (transient: ${cls}; the next run retries)` : ''}`, err);

@@ -142,8 +142,17 @@ export interface TransportStore {
   recordSubscriptions(subscriptions: readonly TopicSubscription[]): Promise<number>;
   /** The subscriptions recorded for `topic`, by name. */
   topicSubscriptions(topic: string): Promise<TopicSubscription[]>;
-  /** Claims up to `max` ready rows of exactly `queue` in availability order, in one statement. */
-  claim(queue: string, max: number, lockTimeoutMs: number): Promise<ClaimedMessage[]>;
+  /**
+   * Claims up to `max` ready rows of exactly `queue` in availability order, in one statement. Every row of one
+   * claim gets `lockId` (a fresh uuid when absent), so a claim whose answer was lost can be handed back by it.
+   */
+  claim(queue: string, max: number, lockTimeoutMs: number, lockId?: string): Promise<ClaimedMessage[]>;
+  /**
+   * Hands back whatever a claim whose answer never arrived (its connection broke) may have committed: the rows of
+   * exactly `queue` still leased under `lockId` get their attempt back and their lease cleared, as releaseUnstarted
+   * does. Rows held by an uncommitted claim are skipped (they then wait out the lease). Returns rows released.
+   */
+  releaseLostClaim(queue: string, lockId: string): Promise<number>;
   /** Deletes every row whose fence still matches, in one statement; returns how many were deleted. */
   ack(settlements: readonly Settlement[]): Promise<number>;
   /**

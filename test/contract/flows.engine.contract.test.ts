@@ -101,6 +101,9 @@ for (const target of TARGETS) {
         expect(done?.status).toBe('Succeeded');
         expect(JSON.parse(done!.resultJson!)).toEqual({ answer: { ok: 'later' } });
         expect(took).toBeLessThan(1500);
+        // the await's deadline wake-up (7 days out) went with the step: nothing is left delayed on the flows queue
+        await new Promise((r) => setTimeout(r, 200));
+        expect(await engine.store.listWaiting({ queue: 'flows-later', state: 'delayed', order: 'oldest', top: 10 })).toEqual([]);
       } finally {
         stop.abort();
         await running;

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 // The PostgreSQL claim touches only the rows it claims: the ids picked under FOR UPDATE SKIP LOCKED reach the
 // UPDATE as an array probed through the primary key. Written as a join to a CTE, the planner hashed the CTE and
 // read the whole table on every claim once the table held some thousands of rows (a Seq Scan per claim: the drain
@@ -35,7 +36,7 @@ for (const fixture of schemaDbFixtures()) {
         `INSERT INTO ${t} (id, queue, payload_json, headers_json) SELECT gen_random_uuid(), 'work', '{"n":' || g || '}', '{}' FROM generate_series(1, 20000) AS g`,
       );
       await d.client.query(`ANALYZE ${t}`);
-      const r = await d.client.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(`EXPLAIN (FORMAT JSON) ${pgStatements(names).claim}`, ['work', 100, 30_000]);
+      const r = await d.client.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(`EXPLAIN (FORMAT JSON) ${pgStatements(names).claim}`, ['work', 100, 30_000, randomUUID()]);
       const plan = nodes(r.rows[0]!['QUERY PLAN'][0]!.Plan);
       const scans = plan.filter((n) => n['Relation Name'] === TABLE).map((n) => `${n['Node Type']}${n['Index Name'] ? ` on ${n['Index Name']}` : ''}`);
       if (fixture.name === 'pglite' && scans.some((s) => s.startsWith('Seq Scan'))) {
@@ -64,7 +65,7 @@ for (const fixture of schemaDbFixtures()) {
       );
       await d.client.query(`ANALYZE ${t}`);
       await d.client.query(`ANALYZE "${d.schema}"."${TABLE}_queue_state"`);
-      const r = await d.client.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(`EXPLAIN (FORMAT JSON) ${pgStatements(names).claim}`, ['work', 100, 30_000]);
+      const r = await d.client.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(`EXPLAIN (FORMAT JSON) ${pgStatements(names).claim}`, ['work', 100, 30_000, randomUUID()]);
       const plan = nodes(r.rows[0]!['QUERY PLAN'][0]!.Plan);
       const describe = (n: PlanNode) => `${n['Node Type']}${n['Relation Name'] ? ` ${n['Relation Name']}` : ''}${n['Index Name'] ? ` on ${n['Index Name']}` : ''}`;
       const scans = plan.filter((n) => n['Relation Name'] === TABLE).map(describe);

@@ -59,16 +59,18 @@ for (const fixture of storeFixtures()) {
       expect(claimed.map((c) => c.id)).toEqual([m.id]);
     });
 
-    it('claims in availability order, first delivery is attempt 1, each row with its own lock id', async (ctx) => {
+    it('claims in availability order, first delivery is attempt 1, the rows of one claim under one fresh lock id', async (ctx) => {
       await skipOnGap(fixture.name, ctx, 'updateThroughCte');
       const ms = [message('order', 1), message('order', 2), message('order', 3)];
       for (const m of ms) await h.store.publish([m]);
       const claimed = await h.store.claim('order', 2, LOCK);
       expect(claimed.map((c) => c.id)).toEqual([ms[0]!.id, ms[1]!.id]);
       expect(claimed.every((c) => c.attempt === 1)).toBe(true);
-      expect(new Set(claimed.map((c) => c.lockId)).size).toBe(2);
+      expect(new Set(claimed.map((c) => c.lockId)).size).toBe(1);
+      expect(claimed[0]!.lockId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
       const rest = await h.store.claim('order', 10, LOCK);
       expect(rest.map((c) => c.id)).toEqual([ms[2]!.id]);
+      expect(rest[0]!.lockId).not.toBe(claimed[0]!.lockId);
       expect(await h.store.claim('order', 10, LOCK)).toHaveLength(0);
     });
 

@@ -61,6 +61,26 @@ for (const fixture of storeFixtures()) {
       expect(again).toMatchObject({ id: a!.id, attempt: 1 }); // first in line again, and its first attempt
     });
 
+    it('a claim whose answer was lost is handed back by the lock id the caller chose: only its leased rows of that queue', async (ctx) => {
+      await skipOnGap(fixture.name, ctx, 'updateThroughCte');
+      const lockId = randomUUID();
+      const mine = [message('lost'), message('lost'), message('lost')];
+      await h.store.publish(mine);
+      await h.store.publish([message('lost-other')]);
+      const claimed = await h.store.claim('lost', 3, LOCK, lockId);
+      expect(claimed.map((c) => [c.id, c.lockId])).toEqual(mine.map((m) => [m.id, lockId]));
+      // the same lock id on another queue's row and a lapsed lease are not this claim's to hand back
+      const [other] = await h.store.claim('lost-other', 1, LOCK, lockId);
+      await h.raw.expireLease(mine[2]!.id);
+      expect(await h.store.releaseLostClaim('lost', randomUUID())).toBe(0);
+      expect(await h.store.releaseLostClaim('lost', lockId)).toBe(2);
+      for (const m of mine.slice(0, 2)) expect(await h.raw.row(m.id)).toMatchObject({ attempts: 0, lockId: null });
+      expect(await h.raw.row(other!.id)).toMatchObject({ attempts: 1, lockId });
+      expect(await h.store.releaseLostClaim('lost', lockId)).toBe(0); // a retry after a lost answer no-ops
+      const again = new Map((await h.store.claim('lost', 3, LOCK)).map((c) => [c.id, c.attempt]));
+      expect(again).toEqual(new Map(mine.map((m, i) => [m.id, i === 2 ? 2 : 1]))); // the handed-back rows spent no attempt
+    });
+
     it('stale settlements (after a re-claim) are no-ops: ack, NAK, renew, dead letter', async (ctx) => {
       await skipOnGap(fixture.name, ctx, 'updateThroughCte');
       const c = await claimOne('stale');

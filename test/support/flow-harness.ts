@@ -59,6 +59,10 @@ export class FlowHarness {
           if (!this.jobs.has(id)) this.jobs.set(id, { id, job, availableAt: this.clock.now() + Math.max(0, delayMs), attempts: 0, running: false });
           if (fault === 'after') throw new Error('publish answer lost (injected)');
         },
+        cancel: async (id) => {
+          const j = this.jobs.get(id);
+          if (j && !j.running) this.jobs.delete(id);
+        },
       },
       responses: {
         watch: async (correlationId, watch, ttlMs) => {

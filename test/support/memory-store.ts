@@ -17,10 +17,12 @@ interface Row {
  * An in-memory stand-in with the transport's semantics, for unit tests of loops that take an injected store.
  * (Every SQL behaviour itself is tested by the contract suite against real databases.)
  */
-export class MemoryStore implements Pick<TransportStore, 'publish' | 'claim' | 'ack' | 'release' | 'releaseUnstarted' | 'renew' | 'deadLetter' | 'hasMessage'> {
+export class MemoryStore implements Pick<TransportStore, 'publish' | 'claim' | 'ack' | 'release' | 'releaseUnstarted' | 'releaseLostClaim' | 'renew' | 'deadLetter' | 'hasMessage'> {
   rows = new Map<string, Row>();
-  calls = { claim: 0, ack: 0, release: [] as Array<{ id: string; delayMs: number }>, releaseUnstarted: [] as string[], renew: 0, deadLetter: 0 };
+  calls = { claim: 0, ack: 0, release: [] as Array<{ id: string; delayMs: number }>, releaseUnstarted: [] as string[], releaseLostClaim: [] as string[], renew: 0, deadLetter: 0 };
   failClaims = 0;
+  /** The next claims commit and then fail with claimError (the answer lost with the connection). */
+  loseClaimAnswers = 0;
   /** The next hand-backs fail with claimError before committing. */
   failReleases = 0;
   claimError: Error = Object.assign(new Error('connection reset'), { code: 'ECONNRESET' });
@@ -50,7 +52,7 @@ export class MemoryStore implements Pick<TransportStore, 'publish' | 'claim' | '
     });
   }
 
-  async claim(queue: string, max: number, lockTimeoutMs: number): Promise<ClaimedMessage[]> {
+  async claim(queue: string, max: number, lockTimeoutMs: number, lockId: string = randomUUID()): Promise<ClaimedMessage[]> {
     this.calls.claim++;
     if (this.failClaims > 0) {
       this.failClaims--;
@@ -61,12 +63,29 @@ export class MemoryStore implements Pick<TransportStore, 'publish' | 'claim' | '
       .filter((r) => r.queue === queue && r.availableAt <= now && (r.lockedUntil === null || r.lockedUntil <= now))
       .sort((a, b) => a.availableAt - b.availableAt || a.createdAt - b.createdAt)
       .slice(0, max);
-    return ready.map((r) => {
+    const claimed = ready.map((r) => {
       r.attempts++;
       r.lockedUntil = now + lockTimeoutMs;
-      r.lockId = randomUUID();
-      return { id: r.id, lockId: r.lockId, queue, payloadJson: r.payloadJson, headers: r.headers, attempt: r.attempts, createdAt: new Date(r.createdAt) };
+      r.lockId = lockId;
+      return { id: r.id, lockId, queue, payloadJson: r.payloadJson, headers: r.headers, attempt: r.attempts, createdAt: new Date(r.createdAt) };
     });
+    if (this.loseClaimAnswers > 0) {
+      this.loseClaimAnswers--;
+      throw this.claimError;
+    }
+    return claimed;
+  }
+
+  async releaseLostClaim(queue: string, lockId: string) {
+    this.calls.releaseLostClaim.push(lockId);
+    const now = Date.now();
+    let n = 0;
+    for (const r of this.rows.values()) {
+      if (r.queue !== queue || r.lockId !== lockId || r.lockedUntil === null || r.lockedUntil <= now) continue;
+      Object.assign(r, { attempts: Math.max(0, r.attempts - 1), lockedUntil: null, lockId: null });
+      n++;
+    }
+    return n;
   }
 
   private fenced(s: Settlement): Row | undefined {

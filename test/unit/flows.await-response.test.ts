@@ -55,8 +55,31 @@ describe('awaited responses (durable-flows.md §1.4)', () => {
     expect(runs).toEqual({ reserve: 1, triggers: 1 });
     expect(s.steps.approve).toMatchObject({ completed: true, resultJson: '{"approved":true,"by":"ann"}' });
     expect(s.steps.approve?.pendingCorrelationId).toBeUndefined();
+    expect(h.jobsOf(id)).toEqual([]); // the deadline's 7-day wake-up went with the step, not left to run as a no-op
     // a redelivered recovery of the same response changes nothing
     expect(await h.respond(cid, { approved: false }, { id: 'r1' })).toBe('stale');
+  });
+
+  it('a settled await drops its deadline wake-up when the run parks again: only the next await\'s is armed', async () => {
+    const h = new FlowHarness();
+    h.registry.register('two', async (ctx) => {
+      const a = await ctx.awaitResponse('a', async (cid) => void (await ctx.publish('approvals', { payload: 'a', correlationId: cid })), { timeoutMs: 60_000 });
+      const b = await ctx.awaitResponse('b', async (cid) => void (await ctx.publish('approvals', { payload: 'b', correlationId: cid })), { timeoutMs: 120_000 });
+      return [a, b];
+    });
+    const { id } = await h.flows.start('two', {});
+    await h.run(0);
+    const t1 = h.clock.now();
+    expect(h.jobsOf(id).map((j) => j.availableAt - t1)).toEqual([60_000]);
+    await h.respond(h.published.find((p) => p.payload === 'a')!.correlationId!, 'yes-a');
+    await h.run(0);
+    const t2 = h.clock.now();
+    expect((await h.state(id)).status).toBe('Running');
+    expect(h.jobsOf(id).map((j) => j.availableAt - t2)).toEqual([120_000]); // a's wake-up gone, b's armed
+    await h.respond(h.published.find((p) => p.payload === 'b')!.correlationId!, 'yes-b');
+    await h.run(0);
+    expect((await h.state(id)).status).toBe('Succeeded');
+    expect(h.jobsOf(id)).toEqual([]);
   });
 
   it('a crash after the trigger re-attaches to the same correlation id on the next execution and never re-sends', async () => {

@@ -28,13 +28,15 @@ describe('SQL Server statement shapes', () => {
     expect(dbClockPlus('@p')).toBe(SPLIT('@p'));
   });
 
-  it('claim: one ordered, lock-skipping statement on exactly the queue, with a fresh lock id per row', () => {
+  it('claim: one ordered, lock-skipping statement on exactly the queue, every row under the lock id the drain chose', () => {
     const t = s.claimBatch.text;
     expect(t).toContain('SELECT TOP (@n)');
     expect(t).toContain('FROM [dbo].[jobs] WITH (UPDLOCK, ROWLOCK, READPAST)');
     expect(t).toContain(`queue = @queue AND ${SENTINEL}`);
     expect(t).toContain('ORDER BY available_at, created_at');
-    expect(t).toContain('lock_id = NEWID()');
+    expect(t).toContain('    lock_id = @lock_id\n');
+    expect(t).not.toContain('NEWID()');
+    expect(typeName(s.claimBatch, 'lock_id')).toBe('UniqueIdentifier');
     expect(t).toContain('attempts = attempts + 1');
     expect(t).toContain(`locked_until = ${SPLIT('@lock_timeout_ms')}`);
     expect(t).toMatch(/available_at <= SYSUTCDATETIME\(\)/);
@@ -86,6 +88,18 @@ describe('SQL Server statement shapes', () => {
     expect(t).toMatch(/SELECT @@ROWCOUNT AS affected;$/);
     expect(Object.keys(s.releaseUnstarted.params)).toEqual(['settlements']);
     expect(length(s.releaseUnstarted, 'settlements')).toBe(65535);
+  });
+
+  it('hand-back of a claim whose answer was lost: one UPDATE of the queue\'s ready rows still leased under @lock_id, skipping locked rows', () => {
+    const t = s.releaseLostClaim.text;
+    expect(t).toMatch(/^UPDATE \[dbo\]\.\[jobs\] WITH \(ROWLOCK, READPAST\)\nSET attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, locked_until = NULL, lock_id = NULL\n/);
+    expect(t).toContain(`WHERE queue = @queue AND ${SENTINEL}`);
+    expect(t).toContain('AND available_at <= SYSUTCDATETIME()');
+    expect(t).toContain('AND lock_id = @lock_id AND locked_until > SYSUTCDATETIME();');
+    expect(t).toMatch(/SELECT @@ROWCOUNT AS affected;$/);
+    expect(Object.keys(s.releaseLostClaim.params)).toEqual(['queue', 'lock_id']);
+    expect(typeName(s.releaseLostClaim, 'lock_id')).toBe('UniqueIdentifier');
+    expect(length(s.releaseLostClaim, 'queue')).toBe(200);
   });
 
   it('NAK and renew are fenced on lock_id and read their count from the server', () => {

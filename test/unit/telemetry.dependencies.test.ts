@@ -4,6 +4,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import type { FlowStateStore } from '../../shared/flows/store';
 import type { ChannelStore } from '../../shared/channel/types';
+import type { ScheduleStore } from '../../shared/schedules/types';
 import type { Stores } from '../../shared/stores/open';
 import {
   dependencyTarget,
@@ -15,7 +16,9 @@ import {
 } from '../../shared/telemetry/dependencies';
 import type { TransportStore } from '../../shared/transport/types';
 
-const TRANSPORT = ['ensureSchema', 'publish', 'publishToTopic', 'recordSubscriptions', 'topicSubscriptions', 'claim', 'ack', 'ackToHistory', 'findJob', 'searchHistory', 'pruneHistoryBatch', 'release', 'releaseUnstarted', 'renew', 'cancel', 'reschedule', 'setQueuePaused', 'queueState', 'deadLetter', 'pruneDeadLetterBatch', 'queueStats', 'listWaiting', 'claimOutlook', 'listDeadLetters', 'requeueDeadLetter', 'deleteDeadLetter', 'hasMessage', 'now', 'close'] as const;
+const TRANSPORT = ['ensureSchema', 'publish', 'publishToTopic', 'recordSubscriptions', 'topicSubscriptions', 'claim', 'ack', 'ackToHistory', 'findJob', 'searchHistory', 'pruneHistoryBatch', 'release', 'releaseUnstarted', 'releaseLostClaim', 'renew', 'cancel', 'reschedule', 'setQueuePaused', 'queueState', 'deadLetter', 'pruneDeadLetterBatch', 'queueStats', 'listWaiting', 'claimOutlook', 'listDeadLetters', 'requeueDeadLetter', 'deleteDeadLetter', 'hasMessage', 'now', 'close'] as const;
+const FLOWS = ['tryCreate', 'load', 'tryUpdate', 'tryAcquireLease', 'tryRenewLease', 'releaseLease', 'observeLease', 'tryDelete', 'prune', 'now', 'list', 'countByStatus'] as const;
+const SCHEDULES = ['upsert', 'get', 'list', 'delete', 'setPaused', 'due', 'soonest', 'fire', 'now'] as const;
 const CHANNEL = [
   'ensureSchema',
   'saveRegistration',
@@ -126,7 +129,17 @@ describe('instrumentStores (the runtime seam)', () => {
   const stores = (): Stores => {
     const channel: Record<string, unknown> = {};
     for (const m of CHANNEL) channel[m] = async () => undefined;
-    return { transport: fakeTransport(), channel: channel as unknown as ChannelStore, flows: {} as unknown as FlowStateStore, close: vi.fn(async () => {}) };
+    const flows: Record<string, unknown> = { validateCreate: vi.fn() };
+    for (const m of FLOWS) flows[m] = async () => m;
+    const schedules: Record<string, unknown> = {};
+    for (const m of SCHEDULES) schedules[m] = async () => m;
+    return {
+      transport: fakeTransport(),
+      channel: channel as unknown as ChannelStore,
+      flows: flows as unknown as FlowStateStore,
+      schedules: schedules as unknown as ScheduleStore,
+      close: vi.fn(async () => {}),
+    };
   };
 
   it('leaves the stores alone when telemetry is off', async () => {
@@ -139,19 +152,24 @@ describe('instrumentStores (the runtime seam)', () => {
     expect(await instrumentStores(s, { kind: 'postgres', url: 'postgres://x' }, () => {})).toBe(s);
   });
 
-  it('wraps both stores for SQL Server and closes the same pool', async () => {
+  it('wraps every store for SQL Server (transport, channel, flows, schedules) and closes the same pool', async () => {
     const s = stores();
     const { calls, record } = recorder();
     const wrapped = await instrumentStores(s, { kind: 'sqlserver', server: 'tcp:srv.database.windows.net', database: 'db' }, record);
     expect(wrapped.transport).not.toBe(s.transport);
-    expect(wrapped.flows).toBe(s.flows); // not instrumented yet: passed through
     await wrapped.transport.now();
     await wrapped.channel.isAcknowledged('id');
+    for (const m of FLOWS) expect(await (wrapped.flows[m] as () => Promise<unknown>)()).toBe(m);
+    for (const m of SCHEDULES) expect(await (wrapped.schedules![m] as () => Promise<unknown>)()).toBe(m);
+    wrapped.flows.validateCreate({} as never); // synchronous and I/O-free: passed through, no dependency
+    expect(s.flows.validateCreate).toHaveBeenCalledOnce();
     await wrapped.close();
     expect(s.close).toHaveBeenCalledOnce();
     expect(calls.map((c) => [c.name, c.target])).toEqual([
       ['transport.now', 'srv.database.windows.net/db'],
       ['channel.isAcknowledged', 'srv.database.windows.net/db'],
+      ...FLOWS.map((m) => [`flows.${m}`, 'srv.database.windows.net/db']),
+      ...SCHEDULES.map((m) => [`schedules.${m}`, 'srv.database.windows.net/db']),
     ]);
   });
 });

@@ -20,7 +20,7 @@ describe('startTelemetry without a connection string', () => {
     expect(t.dependencies).toBeUndefined();
 
     t.metrics.jobsPublished('worker', 3);
-    t.metrics.drainFinished({ queue: 'worker', claimed: 1, completed: 1, retried: 0, deadLettered: 0, dropped: 0, cancelled: 0, released: 0, releaseFailures: 0, ackFailures: 0, claimFailures: 0, durationMs: 5, stoppedBy: 'idle' });
+    t.metrics.drainFinished({ queue: 'worker', claimed: 1, completed: 1, retried: 0, deadLettered: 0, dropped: 0, cancelled: 0, released: 0, releaseFailures: 0, lostClaimsRecovered: 0, ackFailures: 0, claimFailures: 0, durationMs: 5, stoppedBy: 'idle' });
     t.metrics.queueDepth({ queue: 'worker', ready: 1, delayed: 0, leased: 0, deadLettered: 0, oldestReadyAgeSeconds: 1 });
     t.metrics.sweepFinished({ overdue: 0, routed: 0, failed: 0, cutShort: false, pruned: null, durationMs: 1 });
     t.metrics.pruned('deadletters', 5);

@@ -93,11 +93,11 @@ describe('telemetry wiring (MemoryMetrics on the real handlers, PGlite)', () => 
     expect(take()).toEqual([rec(METRIC.jobsPublished, 2, { queue: 'response' })]);
   });
 
-  it('queue-metrics sends the five gauges of every queue', async () => {
+  it('queue-metrics sends the five gauges of every queue, the flows queue included', async () => {
     const stats = await fns.queueMetrics(timer, context('queue-metrics'));
-    expect(stats.map((s) => s.queue)).toEqual(['worker', 'response', 'callbacks']);
+    expect(stats.map((s) => s.queue)).toEqual(['worker', 'response', 'callbacks', 'flows']);
     const records = take();
-    expect(records).toHaveLength(15);
+    expect(records).toHaveLength(20);
     const of = (queue: string) => Object.fromEntries(records.filter((r) => r.properties.queue === queue).map((r) => [r.name, r.value]));
     expect(of('worker')).toEqual({
       [METRIC.queueReady]: 2,

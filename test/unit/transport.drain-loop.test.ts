@@ -171,6 +171,32 @@ describe('drain loop', () => {
     expect(worse.inQueue('q').map((r) => r.attempts)).toEqual([1]);
   });
 
+  it('a claim that committed but whose answer was lost is handed back by its lock id: no attempt spent, no lease waited out', async () => {
+    const store = new MemoryStore();
+    await store.publish(Array.from({ length: 4 }, (_, i) => message('q', i)));
+    store.loseClaimAnswers = 1;
+    const seen: number[] = [];
+    const fast = { baseMs: 1, maxMs: 5 };
+    const claimRetry = { lock: fast, throttling: fast, failover: fast, connection: fast };
+    // a lease of 60 s: without the hand-back the four rows would stay leased past this drain
+    const report = await drainQueue(options(store, { claimRetry, lockTimeoutMs: 60_000, handler: async (job) => void seen.push(job.attempt) }));
+    expect(report).toMatchObject({ claimFailures: 1, lostClaimsRecovered: 4, completed: 4 });
+    expect(store.calls.releaseLostClaim).toHaveLength(1);
+    expect(seen).toEqual([1, 1, 1, 1]); // the lost delivery cost no attempt
+    expect(store.inQueue('q')).toEqual([]);
+  });
+
+  it('a claim failing on a fault that rolls it back (a deadlock) is not handed back by lock id', async () => {
+    const store = new MemoryStore();
+    await store.publish([message('q')]);
+    store.failClaims = 1;
+    store.claimError = Object.assign(new Error('deadlock detected'), { code: '40P01' });
+    const fast = { baseMs: 1, maxMs: 5 };
+    const report = await drainQueue(options(store, { claimRetry: { lock: fast, throttling: fast, failover: fast, connection: fast } }));
+    expect(report).toMatchObject({ claimFailures: 1, lostClaimsRecovered: 0, completed: 1 });
+    expect(store.calls.releaseLostClaim).toEqual([]);
+  });
+
   it('prefetch: claims ahead of free slots in fewer statements, still never more handlers than the concurrency', async () => {
     const store = new MemoryStore();
     await store.publish(Array.from({ length: 200 }, (_, i) => message('q', i)));

@@ -16,6 +16,7 @@ export interface PgStatements {
   ack: string;
   release: string;
   releaseUnstarted: string;
+  releaseLostClaim: string;
   renew: string;
   deadLetter: string;
   pruneDeadLetters: string;
@@ -65,7 +66,7 @@ SELECT id, available_at FROM ins, (SELECT count(*) FROM woken) AS n`,
     // reads the whole table (a Seq Scan per claim on mid-sized tables); `id = ANY(array)` probes the primary key.
     // A paused queue claims nothing: the pause test is uncorrelated, a one-time filter over the same seek.
     claim: `UPDATE ${t} AS m
-SET attempts = m.attempts + 1, locked_until = clock_timestamp() + $3::bigint ${MS}, lock_id = gen_random_uuid()
+SET attempts = m.attempts + 1, locked_until = clock_timestamp() + $3::bigint ${MS}, lock_id = $4::uuid
 WHERE m.id = ANY(ARRAY(
   SELECT id FROM ${t}
   WHERE queue = $1 AND available_at <= now() AND ${UNLEASED} AND NOT ${paused}
@@ -81,6 +82,13 @@ WHERE id = $1 AND lock_id = $2`,
     releaseUnstarted: `UPDATE ${t} AS m SET attempts = GREATEST(m.attempts - 1, 0), locked_until = NULL, lock_id = NULL
 FROM unnest($1::uuid[], $2::uuid[]) AS s(id, lock_id)
 WHERE m.id = s.id AND m.lock_id = s.lock_id`,
+    // A claim whose answer was lost, handed back by the lock id the drain chose: the queue's ready rows (the claim
+    // took only rows with available_at <= now()) still leased under it. SKIP LOCKED: rows an uncommitted claim
+    // holds are left to lapse. SQL Server: UPDATE … WITH (ROWLOCK, READPAST).
+    releaseLostClaim: `UPDATE ${t} AS m SET attempts = GREATEST(m.attempts - 1, 0), locked_until = NULL, lock_id = NULL
+WHERE m.id = ANY(ARRAY(
+  SELECT id FROM ${t} WHERE queue = $1 AND available_at <= now() AND lock_id = $2::uuid AND locked_until > now()
+  FOR UPDATE SKIP LOCKED))`,
     // RETURNING tells the owner whether an operator marked the job cancelled (job-control-statements.ts).
     renew: `UPDATE ${t} SET locked_until = clock_timestamp() + $3::bigint ${MS} WHERE id = $1 AND lock_id = $2
 RETURNING ${PG_CANCEL_REQUESTED} AS cancel_requested`,

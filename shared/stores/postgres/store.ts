@@ -1,4 +1,4 @@
-import { createHash, randomInt } from 'node:crypto';
+import { createHash, randomInt, randomUUID } from 'node:crypto';
 import { transportNames, type TransportNames } from '../../sql/identifiers';
 import { jsonbSafe, parseHeadersLenient } from '../../transport/headers';
 import type {
@@ -236,9 +236,9 @@ export class PostgresTransportStore implements TransportStore {
     return r.rows.map((row) => ({ topic: row.topic, subscription: row.subscription }));
   }
 
-  async claim(queue: string, max: number, lockTimeoutMs: number): Promise<ClaimedMessage[]> {
+  async claim(queue: string, max: number, lockTimeoutMs: number, lockId: string = randomUUID()): Promise<ClaimedMessage[]> {
     await this.ensureSchema();
-    const r = await this.client.query<ClaimRow>(this.sql.claim, [queue, max, Math.round(lockTimeoutMs)], this.prepared.claim);
+    const r = await this.client.query<ClaimRow>(this.sql.claim, [queue, max, Math.round(lockTimeoutMs), lockId], this.prepared.claim);
     return r.rows
       .sort((a, b) => a.available_at.getTime() - b.available_at.getTime() || a.created_at.getTime() - b.created_at.getTime())
       .map((row) => ({
@@ -332,6 +332,12 @@ export class PostgresTransportStore implements TransportStore {
     if (settlements.length === 0) return 0;
     await this.ensureSchema();
     const r = await this.client.query(this.sql.releaseUnstarted, [settlements.map((s) => s.id), settlements.map((s) => s.lockId)], this.prepared.releaseUnstarted);
+    return r.rowCount;
+  }
+
+  async releaseLostClaim(queue: string, lockId: string): Promise<number> {
+    await this.ensureSchema();
+    const r = await this.client.query(this.sql.releaseLostClaim, [queue, lockId], this.prepared.releaseLostClaim);
     return r.rowCount;
   }
 

@@ -221,12 +221,13 @@ export function publishBatch(names: TransportNames): Statement<'batch'> {
 
 /**
  * Claim up to @n ready rows of exactly @queue in availability order, in ONE statement: an ordered seek on the
- * ready index that skips rows other claimers hold (READPAST). NEWID() runs per row: every claimed row gets its
- * own lock id. OUTPUT order is not guaranteed, so available_at is returned for the client-side sort.
+ * ready index that skips rows other claimers hold (READPAST). Every row of one claim gets @lock_id, which the
+ * drain chose: the fence stays (id, lock_id), and a claim whose answer was lost with its connection can be handed
+ * back by it (releaseLostClaim). OUTPUT order is not guaranteed, so available_at is returned for the client-side sort.
  * PostgreSQL: WITH next AS (SELECT id … ORDER BY available_at, created_at FOR UPDATE SKIP LOCKED LIMIT $n)
  * UPDATE … FROM next RETURNING ….
  */
-export function claimBatch(names: TransportNames): Statement<'n' | 'queue' | 'lock_timeout_ms'> {
+export function claimBatch(names: TransportNames): Statement<'n' | 'queue' | 'lock_timeout_ms' | 'lock_id'> {
   const t = qualifiedTable(names);
   return {
     text: [
@@ -243,11 +244,31 @@ export function claimBatch(names: TransportNames): Statement<'n' | 'queue' | 'lo
       'UPDATE next',
       'SET attempts = attempts + 1,',
       `    locked_until = ${dbClockPlus('@lock_timeout_ms')},`,
-      '    lock_id = NEWID()',
+      '    lock_id = @lock_id',
       'OUTPUT inserted.id, inserted.queue, inserted.payload_json, inserted.headers_json, inserted.attempts,',
       '       inserted.lock_id, inserted.created_at, inserted.available_at;',
     ].join('\n'),
-    params: { n: types.count(), queue: types.queue(), lock_timeout_ms: types.ms() },
+    params: { n: types.count(), queue: types.queue(), lock_timeout_ms: types.ms(), lock_id: types.id() },
+  };
+}
+
+/**
+ * Hands back a claim whose answer was lost: the queue's ready rows (a claim takes only rows with
+ * available_at <= now) still leased under @lock_id get their attempt back, as releaseUnstartedBatch does.
+ * READPAST: rows a claim not yet committed or rolled back holds are left to lapse rather than waited on.
+ * PostgreSQL: the same UPDATE over a SKIP LOCKED subquery.
+ */
+export function releaseLostClaim(names: TransportNames): Statement<'queue' | 'lock_id'> {
+  return {
+    text: [
+      `UPDATE ${qualifiedTable(names)} WITH (ROWLOCK, READPAST)`,
+      'SET attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, locked_until = NULL, lock_id = NULL',
+      `WHERE ${exactQueueMatch('queue', 'queue')}`,
+      '  AND available_at <= SYSUTCDATETIME()',
+      '  AND lock_id = @lock_id AND locked_until > SYSUTCDATETIME();',
+      'SELECT @@ROWCOUNT AS affected;',
+    ].join('\n'),
+    params: { queue: types.queue(), lock_id: types.id() },
   };
 }
 
@@ -565,6 +586,7 @@ export function transportStatements(names: TransportNames) {
     ackBatch: ackBatch(names),
     release: releaseMessage(names),
     releaseUnstarted: releaseUnstartedBatch(names),
+    releaseLostClaim: releaseLostClaim(names),
     renew: renewLease(names),
     deadLetterMove: deadLetterMove(names),
     pruneDeadLetterBatch: pruneDeadLetterBatch(names),

@@ -2,6 +2,7 @@
 // statements.ts, catalog rules in verify.ts, the pool and schema plumbing shared with the channel store in
 // store-common.ts; this file binds parameters, maps rows and runs the schema steps.
 
+import { randomUUID } from 'node:crypto';
 import * as sql from 'mssql';
 import { transportNames, type TransportNames } from '../../sql/identifiers';
 import { isTransientSqlServerError, sqlServerErrorClass, sqlServerErrorNumbers } from '../../sql/transient';
@@ -340,7 +341,7 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
     return rows(await this.run(this.topicStatements.topicSubscriptions, { topic })).map((r) => ({ topic: String(r.topic), subscription: String(r.subscription) }));
   }
 
-  async claim(queue: string, max: number, lockTimeoutMs: number): Promise<ClaimedMessage[]> {
+  async claim(queue: string, max: number, lockTimeoutMs: number, lockId: string = randomUUID()): Promise<ClaimedMessage[]> {
     const n = Math.floor(max);
     if (!(n > 0)) return [];
     await this.ensureSchema();
@@ -348,6 +349,7 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
       n,
       queue,
       lock_timeout_ms: Math.max(1, Math.ceil(lockTimeoutMs)),
+      lock_id: lockId,
     });
     return rows(result)
       .sort(
@@ -428,6 +430,11 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
       delay_ms: delayOf(delayMs),
     });
     return firstNumber(result, 'affected') > 0;
+  }
+
+  async releaseLostClaim(queue: string, lockId: string): Promise<number> {
+    await this.ensureSchema();
+    return firstNumber(await this.run(this.statements.releaseLostClaim, { queue, lock_id: lockId }), 'affected');
   }
 
   async releaseUnstarted(settlements: readonly Settlement[]): Promise<number> {
