@@ -2,6 +2,7 @@
 // statement; a job is found by id in whichever state it is (waiting, leased, dead-lettered, completed); the
 // history is searched by queue or correlation id, newest first, a page at a time; the prune removes a queue's
 // rows older than its retention and nothing else.
+import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { openForDescribe } from '../support/lifecycle';
 import { message, sleep } from '../support/messages';
@@ -39,7 +40,7 @@ for (const fixture of storeFixtures()) {
       const q = 'history-fence';
       await h.store.publish([message(q), message(q)]);
       const [a, b] = await h.store.claim(q, 2, 60_000);
-      expect(await h.store.ackToHistory([{ id: a!.id, lockId: b!.lockId }])).toBe(0);
+      expect(await h.store.ackToHistory([{ id: a!.id, lockId: randomUUID() }])).toBe(0);
       expect(await h.raw.countQueue(q)).toBe(2);
       expect((await h.store.findJob(a!.id, DLQ))?.state).toBe('leased');
       expect(await h.store.ack([b!])).toBe(1);
