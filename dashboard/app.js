@@ -664,6 +664,79 @@
     $('wj-order').addEventListener('click', () => changeWaiting({ order: waiting.order === 'oldest' ? 'newest' : 'oldest' }));
   }
 
+  // ---- job search ----------------------------------------------------------------------------------------------
+  // A UUID: GET /api/jobs/{id} (any state). Otherwise GET /api/jobs?correlationId=…|queue=… (completed jobs of the
+  // history, newest first), with More for the next page. Runs on demand only: the auto-refresh leaves it alone.
+
+  const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+  const jobSearch = { query: null, cursor: null, items: [] };
+
+  function renderJobQueues() {
+    const select = $('js-queue');
+    const chosen = select.value;
+    const options = [el('option', { value: '', text: 'any' }), ...state.queues.map((q) => el('option', { value: q.queue, text: q.queue }))];
+    select.replaceChildren(...options);
+    select.value = state.queues.some((q) => q.queue === chosen) ? chosen : '';
+  }
+
+  function renderJobs() {
+    const now = Date.now() + state.skewMs;
+    const rows = jobSearch.items.map((j) =>
+      el(
+        'tr',
+        { 'data-id': j.id },
+        cell('Job', el('code', { text: j.id, title: j.correlationId ? `correlation id ${j.correlationId}` : undefined }), 'nowrap', 'id'),
+        cell('State', j.state, 'nowrap', 'state'),
+        cell('Queue', j.queue, 'nowrap', 'queue'),
+        cell('Attempts', formatCount(j.attempts), 'num', 'attempts'),
+        cell('Completed', j.completedAt ? el('span', { title: j.completedAt, text: `${formatAge((now - Date.parse(j.completedAt)) / 1000)} ago` }) : '—', 'nowrap', 'completed'),
+        cell('Last error', j.lastError || '—', '', 'lastError'),
+      ),
+    );
+    $('jobs').tBodies[0].replaceChildren(...rows);
+    $('js-results').hidden = jobSearch.items.length === 0;
+    $('js-more').hidden = !jobSearch.cursor;
+  }
+
+  async function searchJobs(more) {
+    const text = $('js-text').value.trim();
+    const queue = $('js-queue').value;
+    const status = $('js-status');
+    if (!more) {
+      jobSearch.items = [];
+      jobSearch.cursor = null;
+      if (UUID.test(text)) jobSearch.query = null;
+      else if (text || queue) jobSearch.query = [text ? `correlationId=${encodeURIComponent(text)}` : '', queue ? `queue=${encodeURIComponent(queue)}` : ''].filter(Boolean).join('&');
+      else {
+        status.textContent = 'Type a job id or a correlation id, or choose a queue.';
+        renderJobs();
+        return;
+      }
+    }
+    status.textContent = 'Searching…';
+    try {
+      if (!more && UUID.test(text)) {
+        jobSearch.items = [await api(`jobs/${encodeURIComponent(text.toLowerCase())}`)];
+      } else {
+        const body = await api(`jobs?${jobSearch.query}&top=20${jobSearch.cursor ? `&cursor=${encodeURIComponent(jobSearch.cursor)}` : ''}`);
+        jobSearch.items = jobSearch.items.concat(Array.isArray(body && body.items) ? body.items : []);
+        jobSearch.cursor = body && body.nextCursor ? body.nextCursor : null;
+      }
+      status.textContent = jobSearch.items.length === 0 ? 'No completed jobs found.' : '';
+    } catch (err) {
+      status.textContent = err instanceof ApiError && err.status === 404 ? 'No job with this id (never published, cancelled, completed without history, or pruned).' : `Not found: ${err instanceof Error ? err.message : String(err)}`;
+    }
+    renderJobs();
+  }
+
+  function wireJobSearch() {
+    $('js-form').addEventListener('submit', (event) => {
+      event.preventDefault();
+      searchJobs(false);
+    });
+    $('js-more').addEventListener('click', () => searchJobs(true));
+  }
+
   // ---- schedules -----------------------------------------------------------------------------------------------
   // GET /api/schedules: every recurring schedule with its last and next run; pause/resume through POST …/pause|resume.
 
@@ -791,6 +864,7 @@
         state.selectedCount = null;
       }
       renderQueues(now);
+      renderJobQueues();
       renderTopics(topics);
       renderChannel(channel);
       renderFlows(flows);
@@ -855,6 +929,7 @@
       if (!document.hidden && $('auto').checked) refresh();
     });
     wireWaiting();
+    wireJobSearch();
     renderDeadLetters();
     refresh({ deadLetters: true });
     schedule();

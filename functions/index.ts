@@ -43,6 +43,8 @@ import './cancel-message';
 import './reschedule-message';
 import './pause-queue';
 import './list-waiting';
+import './get-job';
+import './list-jobs';
 
 // Application Insights (only with APPLICATIONINSIGHTS_CONNECTION_STRING) starts before the first invocation, so
 // its preInvocation hook gives every invocation's dependencies the host's operation id (shared/telemetry/setup.ts).

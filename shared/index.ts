@@ -22,6 +22,8 @@ export {
 } from './engine/create-engine';
 export type { EngineOptions, InjectedStores, PoolOptions, QueueRouteOptions, StoreConnection } from './engine/options';
 export { DEFAULT_QUEUE_POLICY, type QueuePolicy } from './engine/policy';
+export { JobSearchError, JOB_SEARCH_MAX_TOP, type JobSearch, type JobSearchPage } from './engine/job-search';
+export { JOB_STATES, type JobRecord, type JobState } from './transport/history';
 export type { HandlerDescription, PolicyView, QueueRoute, RouteView } from './engine/routes';
 export { HandlerRegistry, type HandlerSpec } from './handlers/registry';
 export { consoleLogger, silentLogger, type Logger } from './log';

@@ -37,6 +37,8 @@ import {
 } from './options';
 import { unknownOptionKeys } from './option-keys';
 import { DEFAULT_QUEUE_POLICY, policyProblems, type QueuePolicy } from './policy';
+import { historyQuery, jobSearchPage, type JobSearch, type JobSearchPage } from './job-search';
+import type { JobRecord } from '../transport/history';
 import { buildRoutes, routeView, type PolicyView, type QueueRoute, type RouteView } from './routes';
 import { runUntilAborted } from './run-loop';
 import { linkedSignal } from './signals';
@@ -184,6 +186,14 @@ export interface Engine {
   cancel(queue: string, id: string, options?: { running?: boolean }): Promise<CancelOutcome>;
   /** Moves a waiting job's due time (database clock); a running job is not touched ('running'). */
   reschedule(queue: string, id: string, when: RescheduleTime): Promise<RescheduleOutcome>;
+  /**
+   * One job by id, in whichever state a row holds it: waiting (ready, delayed), leased, dead-lettered (or expired),
+   * or completed on a queue that keeps history (policy.historyRetentionMs). null when no row holds it (never
+   * published, cancelled while waiting, completed without history, or pruned). InvalidJobIdError for a non-UUID.
+   */
+  job(id: string): Promise<JobRecord | null>;
+  /** Completed jobs of the history, newest first, a page at a time (by queue or correlation id; JobSearchError). */
+  searchJobs(search: JobSearch): Promise<JobSearchPage>;
   /** Stops every instance's claims from the queue (persisted; publishes are still accepted). */
   pause(queue: string): Promise<QueueState>;
   /** Lets claims from the queue go on, and wakes its drains (in process, NOTIFY, drain request). */
@@ -588,6 +598,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
           logger: request.logger ?? logger,
           stopping: stop.signal,
           claimRetry: retry,
+          keepHistory: p.historyRetentionMs > 0,
         })
           .finally(ended)
           .then(async (report) => {
@@ -624,6 +635,16 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       const outcome = await track(stores.transport.reschedule(queue, jobId(id), when));
       if (outcome.outcome === 'rescheduled') wakeIfDue(queue, outcome.availableAt);
       return outcome;
+    },
+
+    async job(id) {
+      return track(stores.transport.findJob(jobId(id), deadLetterQueue));
+    },
+
+    async searchJobs(search) {
+      const query = historyQuery(search);
+      if (query.queue !== undefined) routeOf(query.queue);
+      return jobSearchPage(await track(stores.transport.searchHistory(query)));
     },
 
     async pause(queue) {

@@ -16,6 +16,11 @@ export interface QueuePolicy extends DeliveryPolicy {
   prefetch: number;
   /** Handlers running at once per drain of this queue. */
   concurrency: number;
+  /**
+   * How long a completed job stays findable (GET /api/jobs/{id}, the history search): > 0 = its ack moves the row
+   * into the history table and the prune timer removes it after this long; 0 = the ack deletes it (no history).
+   */
+  historyRetentionMs: number;
 }
 
 /** The spec's defaults (the same as the app settings' defaults, which test/unit/engine.options.test.ts pins). */
@@ -28,6 +33,7 @@ export const DEFAULT_QUEUE_POLICY: Readonly<QueuePolicy> = Object.freeze({
   batchSize: 16,
   prefetch: 16,
   concurrency: 16,
+  historyRetentionMs: 0,
 });
 
 const LIMITS: Record<Exclude<keyof QueuePolicy, 'deadLetter'>, { min: number; max: number; integer: boolean }> = {
@@ -38,6 +44,7 @@ const LIMITS: Record<Exclude<keyof QueuePolicy, 'deadLetter'>, { min: number; ma
   batchSize: { min: 1, max: 1000, integer: true },
   prefetch: { min: 0, max: 5000, integer: true },
   concurrency: { min: 1, max: 1000, integer: true },
+  historyRetentionMs: { min: 0, max: 3650 * 86_400_000, integer: false },
 };
 
 /** What is wrong with a policy given in code (settings are checked with their own names in shared/settings). */

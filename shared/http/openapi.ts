@@ -294,6 +294,45 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
           },
         },
       },
+      '/jobs/{id}': {
+        get: {
+          operationId: 'getJob',
+          summary: 'A job by id, in whichever state a row holds it (completed ones on queues that keep history: JOB_HISTORY_RETENTION_DAYS).',
+          parameters: [idParam('id')],
+          responses: {
+            '200': { description: 'The job.', content: json({ $ref: '#/components/schemas/Job' }) },
+            '400': { ...problem, description: 'The id is not a UUID.' },
+            '404': withDescription('No row holds this id: never published, cancelled while waiting, completed on a queue without history, or pruned.'),
+          },
+        },
+      },
+      '/jobs': {
+        get: {
+          operationId: 'listJobs',
+          summary: 'Completed jobs of the history, newest first (keyset pages), by queue or correlation id (at least one).',
+          parameters: [
+            { name: 'queue', in: 'query', schema: { type: 'string', maxLength: 200 } },
+            { name: 'correlationId', in: 'query', schema: { type: 'string', maxLength: 400 } },
+            { name: 'state', in: 'query', schema: { type: 'string', enum: ['completed'], default: 'completed' } },
+            { name: 'since', in: 'query', description: 'Completed at or after (ISO 8601 with a zone).', schema: { type: 'string', format: 'date-time' } },
+            { name: 'until', in: 'query', description: 'Completed before (ISO 8601 with a zone).', schema: { type: 'string', format: 'date-time' } },
+            { name: 'cursor', in: 'query', description: "The previous page's nextCursor, unchanged.", schema: { type: 'string' } },
+            { name: 'top', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 500, default: 50 } },
+          ],
+          responses: {
+            '200': {
+              description: 'A page of completed jobs.',
+              content: json(
+                exact(['items'], {
+                  items: { type: 'array', items: { $ref: '#/components/schemas/Job' } },
+                  nextCursor: { type: 'string', description: 'Present when there may be more: pass it as ?cursor= for the next page.' },
+                }),
+              ),
+            },
+            '400': { ...problem, description: 'Neither queue nor correlationId, an unconfigured queue, a bad state, instant, top or cursor.' },
+          },
+        },
+      },
       '/flows': {
         get: {
           operationId: 'listFlows',
@@ -574,6 +613,17 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
         Problem: { description: 'RFC 9457 problem details.', content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } } },
       },
       schemas: {
+        Job: exact(['id', 'state', 'queue', 'attempts', 'correlationId', 'createdAt', 'availableAt', 'completedAt', 'lastError'], {
+          id: { type: 'string', format: 'uuid' },
+          state: { type: 'string', enum: ['delayed', 'ready', 'leased', 'completed', 'dead-lettered', 'expired'] },
+          queue: { type: 'string', description: 'The queue it was published to (a dead letter\'s source queue).' },
+          attempts: { type: ['integer', 'null'], minimum: 0, description: 'Deliveries so far; null for a dead letter moved without them.' },
+          correlationId: { type: ['string', 'null'] },
+          createdAt: { type: 'string', format: 'date-time' },
+          availableAt: { type: ['string', 'null'], format: 'date-time', description: 'When it became (or becomes) claimable; null for a dead letter.' },
+          completedAt: { type: ['string', 'null'], format: 'date-time', description: 'When its ack moved it to history; null unless completed.' },
+          lastError: { type: ['string', 'null'], description: 'The dead-letter reason; null where none is known (a retried delivery\'s error is not stored).' },
+        }),
         CorrelationId: {
           type: 'string',
           minLength: 1,

@@ -66,6 +66,12 @@ export const SETTINGS: readonly Setting[] = [
   { name: 'SQL_RETRY_CONNECTION_BASE_MS', default: '500', description: 'Retry wait base after a reset, timed-out or refused connection (retried on a fresh connection).' },
   { name: 'SQL_RETRY_CONNECTION_MAX_MS', default: '15000', description: 'Cap of that wait.' },
   { name: 'DEAD_LETTER_RETENTION_DAYS', default: '14', description: 'Dead letters older than this are pruned (0 = keep forever).' },
+  {
+    name: 'JOB_HISTORY_RETENTION_DAYS',
+    default: '0',
+    description:
+      'How long a completed job stays findable (GET /api/jobs/{id}, GET /api/jobs): > 0 = its ack moves the row into the history table in the same statement, and the prune-deadletters timer deletes rows older than this in bounded batches; 0 = the ack deletes the row (no history). Fractions allowed (0.25 = 6 h); per queue: QUEUE__<key>__JOB_HISTORY_RETENTION_DAYS.',
+  },
   { name: 'MAX_MESSAGE_BYTES', default: '262144', description: 'Largest accepted payload (UTF-8 bytes of its JSON); larger is a 413 on publish, a 400 (field error) on POST /api/responses.' },
   { name: 'DRAIN_WORKER_SCHEDULE', default: '*/10 * * * * * (timer mode) / 0 */5 * * * * (queue mode)', description: 'NCRONTAB schedule (six fields, UTC) of the drain-worker timer (in queue mode a safety net for work no request announced, e.g. rows inserted straight in SQL). Every schedule setting is checked at start-up; TimeSpan schedules (hh:mm:ss) are refused (Flex Consumption runs NCRONTAB only).' },
   { name: 'DRAIN_BUDGET_SECONDS', default: '8', description: 'How long one drain invocation may claim work. The budget plus the longest handler timeout (WORKER_FORWARD_TIMEOUT_SECONDS and per-queue FORWARD_TIMEOUT_SECONDS, CALLBACK_TIMEOUT_SECONDS) must stay within 540 s, inside host.json\'s 10-minute functionTimeout.' },

@@ -17,6 +17,8 @@ export interface PolicyDefaults {
   /** DEAD_LETTER_ENABLED: the default of every queue's policy.deadLetter. */
   deadLetterEnabled: boolean;
   deadLetterRetentionMs: number | null;
+  /** JOB_HISTORY_RETENTION_DAYS: the default of every queue's policy.historyRetentionMs (0 = no history). */
+  historyRetentionMs: number;
 }
 
 export interface WorkerHandlerDefaults {
@@ -42,6 +44,7 @@ export function readPolicyDefaults({ num, bool }: Readers, problems: string[]): 
     emptyPollDelayMs: num('EMPTY_POLL_DELAY_MS', 250, { min: 1, max: 60000 }),
     deadLetterEnabled: bool('DEAD_LETTER_ENABLED', true),
     deadLetterRetentionMs: retentionDays > 0 ? retentionDays * 86_400_000 : null,
+    historyRetentionMs: num('JOB_HISTORY_RETENTION_DAYS', 0, { max: 3650 }) * 86_400_000,
   };
 }
 

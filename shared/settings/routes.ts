@@ -50,6 +50,7 @@ export function readRoutes(c: RouteDefaults, env: Env, read: Readers, problems: 
       prefetch: num('PREFETCH', c.prefetch, { min: 0, max: 5000, integer: true }),
       concurrency: num('HANDLER_CONCURRENCY', c.concurrency, { min: 1, max: 1000, integer: true }),
       deadLetter: name('DEAD_LETTER_ENABLED') === undefined ? c.deadLetterEnabled : read.bool(name('DEAD_LETTER_ENABLED')!, c.deadLetterEnabled),
+      historyRetentionMs: num('JOB_HISTORY_RETENTION_DAYS', c.historyRetentionMs / 86_400_000, { max: 3650 }) * 86_400_000,
     };
     if ((name('REDELIVERY_DELAY_SECONDS') || name('REDELIVERY_MAX_DELAY_SECONDS')) && policy.redeliveryMaxDelayMs < policy.redeliveryDelayMs) {
       problems.push(`queue '${queue}': its redelivery delay cap (${policy.redeliveryMaxDelayMs / 1000} s) is below its redelivery delay (${policy.redeliveryDelayMs / 1000} s)`);

@@ -76,5 +76,5 @@ export const DIM = {
   on: 'on',
 } as const;
 
-export type PruneTable = 'deadletters' | 'dedup-keys' | 'messages' | 'subscribers' | 'recovery';
+export type PruneTable = 'deadletters' | 'dedup-keys' | 'history' | 'messages' | 'subscribers' | 'recovery';
 export type ResponseSource = 'http' | 'worker' | 'ingress';

@@ -7,7 +7,7 @@ import { ClaimBuffer } from './claim-buffer';
 import type { DeliveryPolicy } from './delivery-policy';
 import { dispatchDelivery, type DeliveryOutcome, type DispatchDeps } from './dispatcher';
 import type { JobHandler } from './job';
-import type { ClaimedMessage, TransportStore } from './types';
+import type { ClaimedMessage, Settlement, TransportStore } from './types';
 import type { WakeSignal } from './wake';
 
 export interface DrainOptions {
@@ -39,6 +39,8 @@ export interface DrainOptions {
   onDeadLettered?: DispatchDeps['onDeadLettered'];
   /** Backoff per transient class after a failed claim; DEFAULT_RETRY_CLASSES when absent. */
   claimRetry?: RetryPolicy;
+  /** The queue keeps history (policy.historyRetentionMs > 0): completed jobs are acked into the history table. */
+  keepHistory?: boolean;
   now?: () => number;
 }
 
@@ -86,7 +88,8 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
   const started = now();
   const claimDeadline = started + o.budgetMs;
   // Acks may be resent for a while after claiming stops: settling what was done beats redelivering it.
-  const acks = new AckBatcher((b) => o.store.ack(b), Math.max(o.batchSize, 16), o.logger, {
+  const ack = o.keepHistory ? (b: readonly Settlement[]) => o.store.ackToHistory(b) : (b: readonly Settlement[]) => o.store.ack(b);
+  const acks = new AckBatcher(ack, Math.max(o.batchSize, 16), o.logger, {
     policy: o.claimRetry ?? DEFAULT_RETRY_CLASSES,
     maxAttempts: 3,
     deadline: claimDeadline + SETTLE_GRACE_MS,

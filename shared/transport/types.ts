@@ -1,6 +1,7 @@
 // The transport store port: every SQL behaviour of the queue table, implemented once per dialect
 // (stores/sqlserver, stores/postgres). Services and loops depend on this interface only.
 
+import type { HistoryPage, HistoryQuery, JobRecord } from './history';
 import type { WaitingJob, WaitingQuery } from './waiting';
 
 export type StoreKind = 'sqlserver' | 'postgres' | 'pglite';
@@ -174,6 +175,17 @@ export interface TransportStore {
   releaseLostClaim(queue: string, lockId: string): Promise<number>;
   /** Deletes every row whose fence still matches, in one statement; returns how many were deleted. */
   ack(settlements: readonly Settlement[]): Promise<number>;
+  /**
+   * The ack of a queue that keeps history (policy.historyRetentionMs > 0): deletes every row whose fence still
+   * matches and inserts it into the history table as completed, in ONE statement (transport/history.ts).
+   */
+  ackToHistory(settlements: readonly Settlement[]): Promise<number>;
+  /** One job by id: its live row (waiting, leased, or a dead letter on `deadLetterQueue`), else its newest history row. */
+  findJob(id: string, deadLetterQueue: string): Promise<JobRecord | null>;
+  /** A page of the history table, newest completed first, through the queue or correlation index (one statement). */
+  searchHistory(query: HistoryQuery): Promise<HistoryPage>;
+  /** Deletes at most one batch (1000) of `queue`'s history rows completed more than retentionMs ago; returns rows deleted. */
+  pruneHistoryBatch(queue: string, retentionMs: number): Promise<number>;
   /** NAK: makes the row claimable again after delayMs (fenced). attempts is not decremented. */
   release(settlement: Settlement, delayMs: number): Promise<boolean>;
   /**

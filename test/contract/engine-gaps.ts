@@ -104,6 +104,28 @@ export const ENGINE_GAPS = {
     sqlServer: 'updates through the CTE',
     babelfish: 'fails',
   },
+  outputFunctionOfDeleted: {
+    what:
+      "in a DELETE joined to OPENJSON, a CASE over a deleted column in the OUTPUT clause (CASE WHEN ISJSON(deleted.headers_json) " +
+      "= 1 THEN JSON_VALUE(…) END) fails (missing FROM-clause entry for table \"deleted\"; plain deleted.* columns and a bare " +
+      'JSON_VALUE(deleted.…) work): the batched ack into job history reads the correlation id that way',
+    probe: batchProbe(
+      [
+        'BEGIN TRY',
+        "    IF OBJECT_ID(N'dbo.gap_output', N'U') IS NULL CREATE TABLE dbo.gap_output (id int NOT NULL PRIMARY KEY, h nvarchar(max) NOT NULL);",
+        '    DELETE FROM dbo.gap_output; INSERT INTO dbo.gap_output (id, h) VALUES (1, N\'{"a":"x"}\');',
+        '    DECLARE @out TABLE (a nvarchar(400) NULL);',
+        // the ack's form: the target joined to OPENJSON (a plain DELETE … WHERE with the same OUTPUT works)
+        "    DELETE target OUTPUT CASE WHEN ISJSON(deleted.h) = 1 THEN JSON_VALUE(deleted.h, N'$.a') END INTO @out FROM dbo.gap_output AS target",
+        "    INNER JOIN OPENJSON(N'[{\"id\":1}]') WITH (id int '$.id') AS s ON target.id = s.id;",
+        "    SELECT CASE WHEN (SELECT a FROM @out) = N'x' THEN N'outputs the value' ELSE N'wrong value' END AS outcome;",
+        'END TRY',
+        "BEGIN CATCH SELECT N'fails' AS outcome; END CATCH;",
+      ].join('\n'),
+    ),
+    sqlServer: 'outputs the value',
+    babelfish: 'fails',
+  },
   utf8Collation: {
     what:
       'no UTF-8 collation (Latin1_General_100_BIN2_UTF8): the server check refuses the engine, as it refuses SQL Server ' +

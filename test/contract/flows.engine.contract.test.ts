@@ -3,11 +3,11 @@
 // result travels as a correlated response through the channel's recovery path (the callbacks queue's `flow`
 // internal target) into the parked run, with the SQL flow state store of the target.
 import { afterAll, describe, expect, it } from 'vitest';
+import { engineTargets } from './engine-targets';
 import { appFlows } from '../../flows';
 import { createEngine, FlowRegistry, silentLogger, type Engine } from '../../shared';
 import { MemoryMetrics } from '../../shared/telemetry/metrics';
 import { METRIC } from '../../shared/telemetry/metric-names';
-import { engineTargets } from './engine-targets';
 
 const TARGETS = engineTargets('flows');
 

@@ -9,18 +9,12 @@ import { pgStatements } from '../../shared/stores/postgres/statements';
 import { transportNames } from '../../shared/sql/identifiers';
 import { announce } from './fixtures';
 import { closeSharedPglite, schemaDbFixtures, type SchemaDb } from './schema-fixtures';
+import { nodes, type PlanNode } from './plan-nodes';
 
 afterAll(() => closeSharedPglite());
 
 const TABLE = 'asyncresponse_transport_messages';
 
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  Plans?: PlanNode[];
-}
-const nodes = (n: PlanNode): PlanNode[] => [n, ...(n.Plans ?? []).flatMap(nodes)];
 
 for (const fixture of schemaDbFixtures()) {
   describe.skipIf(!announce(fixture))(`[${fixture.name}] claim plan`, { timeout: 180_000 }, () => {

@@ -11,18 +11,13 @@ import { DEAD_LETTER_SOURCE_HEADER } from '../../shared/transport/types';
 import { message } from '../support/messages';
 import { announce } from './fixtures';
 import { closeSharedPglite, schemaDbFixtures, type SchemaDb } from './schema-fixtures';
+import { nodes, type PlanNode } from './plan-nodes';
 
 afterAll(() => closeSharedPglite());
 
 const TABLE = 'asyncresponse_transport_messages';
 const DLQ = 'deadletter';
 
-interface PlanNode {
-  'Node Type': string;
-  'Index Name'?: string;
-  Plans?: PlanNode[];
-}
-const nodes = (n: PlanNode): PlanNode[] => [n, ...(n.Plans ?? []).flatMap(nodes)];
 
 for (const fixture of schemaDbFixtures()) {
   describe.skipIf(!announce(fixture))(`[${fixture.name}] dead-letter source index (schema version 4)`, { timeout: 180_000 }, () => {

@@ -8,16 +8,10 @@ import { flowListStatement } from '../../shared/stores/postgres/flow-statements'
 import { DEFAULT_FLOW_STATE_TABLE, schemaNames } from '../../shared/stores/schema-names';
 import { announce } from './fixtures';
 import { closeSharedPglite, schemaDbFixtures, type SchemaDb } from './schema-fixtures';
+import { nodes, type PlanNode } from './plan-nodes';
 
 afterAll(() => closeSharedPglite());
 
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  Plans?: PlanNode[];
-}
-const nodes = (n: PlanNode): PlanNode[] => [n, ...(n.Plans ?? []).flatMap(nodes)];
 
 for (const fixture of schemaDbFixtures()) {
   describe.skipIf(!announce(fixture))(`[${fixture.name}] flow list plan`, { timeout: 180_000 }, () => {

@@ -387,6 +387,38 @@ export function fuzzCases(seed: number, count: number, setup: FuzzSetup): FuzzCa
   );
   const listFlowsBase = bases.at(-4)!;
 
+  // job lookup and the history search (issue 16 §2): the published (delayed) jobs are found by id
+  const cursorOf = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
+  bases.push(
+    { operation: 'GET /jobs/{id}', method: 'GET', path: ({ id }) => `jobs/${id}`, keyed: true, hasId: true, validId: publishedId },
+    {
+      operation: 'GET /jobs',
+      method: 'GET',
+      path: () => 'jobs',
+      keyed: true,
+      queries: [
+        // neither queue nor correlationId; an unconfigured queue; a state the history does not hold
+        () => '',
+        () => r.pick(['state=completed', 'top=5', 'since=2026-01-01T00:00:00Z']),
+        ...UNKNOWN_QUEUES.map((q) => () => `queue=${q}`),
+        ...['ready', 'delayed', 'leased', 'dead-lettered', 'Completed', 'completed%20', 'x'.repeat(300)].map((v) => () => `queue=worker&state=${v}`),
+        ...BAD_TOPS.filter((t) => t !== '').concat(['501']).map((t) => () => `queue=worker&top=${t}`),
+        ...['tomorrow', '2026-12-24', '2026-12-24T18:00:00', '2026-13-01T00:00:00Z', '1e9', '%20'].map((v) => () => `queue=worker&${r.pick(['since', 'until'])}=${v}`),
+        () => 'queue=worker&since=2026-12-02T00:00:00Z&until=2026-12-01T00:00:00Z',
+        () => 'queue=worker&queue=worker',
+        () => 'correlationId=a&correlationId=b',
+        ...['nope', '%00', 'W10', cursorOf(['x', 'y']), cursorOf(['2026-13-45T99:00:00Z', r.uuid()]), cursorOf(['2026-01-01T00:00:00Z']), cursorOf({ a: 1 }), 'x'.repeat(5000)].map(
+          (c) => () => `queue=worker&cursor=${c}`,
+        ),
+      ],
+      validQuery: () =>
+        [r.pick(['queue=worker', 'queue=response', `correlationId=fuzz-${r.int(1e6)}`]), r.chance(0.5) ? '' : 'state=completed', r.chance(0.5) ? '' : `top=${1 + r.int(500)}`, r.chance(0.3) ? '' : 'since=2026-01-01T00:00:00Z']
+          .filter((q) => q !== '')
+          .join('&'),
+    },
+  );
+  const [getJobBase, listJobsBase] = bases.slice(-2) as [Base, Base];
+
   const cases: FuzzCase[] = [];
   const fieldTurns = new Map<string, number>();
   const registered: Array<{ id: string; correlationId: string }> = [];
@@ -502,6 +534,8 @@ export function fuzzCases(seed: number, count: number, setup: FuzzSetup): FuzzCa
     () => ({ ...assemble(listSchedulesBase, {}), control: 'read', expectStatus: 200 }),
     () => ({ ...assemble(waitingJobs, { queue: r.pick(['worker', 'response']) }), control: 'read', expectStatus: 200 }),
     () => ({ ...assemble(listFlowsBase, {}), control: 'read', expectStatus: 200 }),
+    () => (published.length === 0 ? controls[0]!() : { ...assemble(getJobBase, { id: r.pick(published) }), control: 'read', expectStatus: 200 }),
+    () => ({ ...assemble(listJobsBase, {}), control: 'read', expectStatus: 200 }),
     () => {
       if (published.length === 0) return controls[0]!();
       return { ...assemble(rescheduleBase, { id: r.pick(published), body: json(rescheduleBase.body!()) }), control: 'read', expectStatus: 200 };

@@ -17,6 +17,7 @@ import { scheduleStatements } from '../../shared/stores/sqlserver/schedule-state
 import { jobControlStatements } from '../../shared/stores/sqlserver/job-control-statements';
 import { waitingStatements } from '../../shared/stores/sqlserver/waiting-statements';
 import { publishKeyedBatch, pruneDedupKeys } from '../../shared/stores/sqlserver/dedup-statements';
+import { historyStatements } from '../../shared/stores/sqlserver/history-statements';
 import { CALLBACK_QUEUE } from '../../shared/queue-names';
 import { sqlServerMigrationStatements } from '../../shared/stores/sqlserver/migrations';
 import { schemaNames, subscriptionsTableName } from '../../shared/stores/schema-names';
@@ -86,6 +87,8 @@ export const SQLSERVER_STATEMENT_SOURCES: readonly StatementSource[] = [
   { name: 'dedup', texts: (n) => fromMap('dedup', n.variant, { publishKeyedBatch: publishKeyedBatch(n.transport), pruneDedupKeys: pruneDedupKeys(n.transport) }) },
   // a queue's waiting jobs (GET /api/queues/{queue}/messages, the dashboard), one per state and order
   { name: 'waiting', texts: (n) => fromMap('waiting', n.variant, waitingStatements(n.transport)) },
+  // job history: the ack into history, the lookup by id, the two searches, the prune, the auto-create DDL
+  { name: 'history', texts: (n) => fromMap('history', n.variant, historyStatements(n.transport)) },
   // the channel store's statements (registrations, messages, subscribers, prunes, DDL, catalog snapshot)
   { name: 'channel', texts: (n) => fromMap('channel', n.variant, channelStatements(n.channel, { schema: n.transport.schema, table: n.transport.table, queue: CALLBACK_QUEUE })) },
   // the channel's counts for the dashboard and /api/stats
@@ -130,6 +133,7 @@ export const SQLSERVER_MODULE_COVERAGE: Readonly<Record<string, string>> = {
   'queue-state-sql.ts': 'transport, job-control (fragments of their claim, renewal and queue-state statements)',
   'waiting-statements.ts': 'waiting',
   'dedup-statements.ts': 'dedup, migrations (version 10 creates the table)',
+  'history-statements.ts': 'history, migrations (version 11 creates the table)',
   'server-version.ts': 'server-version',
   'migrations.ts': 'migrations, schema-print',
   'outbox.ts': 'migrations (version 3 creates the procedures)',

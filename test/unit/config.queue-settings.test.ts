@@ -24,11 +24,21 @@ describe('per-queue settings', () => {
     for (const q of ['a', 'b']) {
       expect(c.routes[q]).toEqual({
         handler: { kind: 'forward', url: 'http://h:1/x', timeoutMs: 30_000 },
-        policy: { maxDeliveryAttempts: 7, redeliveryDelayMs: 5000, redeliveryMaxDelayMs: 300_000, lockTimeoutMs: 30_000, batchSize: 4, prefetch: 16, concurrency: 16, deadLetter: false },
+        policy: { maxDeliveryAttempts: 7, redeliveryDelayMs: 5000, redeliveryMaxDelayMs: 300_000, lockTimeoutMs: 30_000, batchSize: 4, prefetch: 16, concurrency: 16, deadLetter: false, historyRetentionMs: 0 },
       });
     }
     expect(c.routes.response).toMatchObject({ handler: { kind: 'built-in' }, policy: { maxDeliveryAttempts: 7 } });
     expect(Object.keys(c.routes)).toEqual(['a', 'b', 'response', 'callbacks']);
+  });
+
+  it('JOB_HISTORY_RETENTION_DAYS: off by default, a global default (fractions allowed), a per-queue override, and its bounds', () => {
+    expect(loadConfig({ QUEUES: 'a' }).routes.a?.policy.historyRetentionMs).toBe(0);
+    const c = loadConfig({ QUEUES: 'a,b', JOB_HISTORY_RETENTION_DAYS: '0.5', QUEUE__b__JOB_HISTORY_RETENTION_DAYS: '0' });
+    expect(c.routes.a?.policy.historyRetentionMs).toBe(43_200_000);
+    expect(c.routes.b?.policy.historyRetentionMs).toBe(0);
+    expect(c.routes.response?.policy.historyRetentionMs).toBe(43_200_000);
+    expect(() => loadConfig({ QUEUES: 'a', QUEUE__a__JOB_HISTORY_RETENTION_DAYS: '3651' })).toThrow(/QUEUE__a__JOB_HISTORY_RETENTION_DAYS/);
+    expect(() => loadConfig({ JOB_HISTORY_RETENTION_DAYS: '-1' })).toThrow(/JOB_HISTORY_RETENTION_DAYS/);
   });
 
   it('PREFETCH: a global default, a per-queue override, and its bounds', () => {

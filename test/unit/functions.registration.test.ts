@@ -48,6 +48,8 @@ describe('function table', () => {
         ['reschedule-message', 'POST', 'queues/{queue}/messages/{id}/reschedule', 'function'],
         ['pause-queue', 'POST', 'queues/{queue}/pause', 'function'],
         ['resume-queue', 'POST', 'queues/{queue}/resume', 'function'],
+        ['get-job', 'GET', 'jobs/{id}', 'function'],
+        ['list-jobs', 'GET', 'jobs', 'function'],
       ].sort(),
     );
   });

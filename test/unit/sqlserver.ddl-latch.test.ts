@@ -12,6 +12,7 @@ import {
   FakePool,
   isCatalogQuery,
   isIndexBuild,
+  isHistoryDdl,
   isPhase1,
   isTableLock,
   specCatalog,
@@ -54,16 +55,16 @@ function store(pool: FakePool, options: { autoCreateSchema?: boolean; logger?: L
 }
 
 const kinds = (pool: FakePool) =>
-  pool.calls.map((c) => (isCatalogQuery(c) ? 'catalog' : isPhase1(c) ? 'phase1' : isTableLock(c) ? 'lock' : isIndexBuild(c) ? 'build' : 'op'));
+  pool.calls.map((c) => (isCatalogQuery(c) ? 'catalog' : isHistoryDdl(c) ? 'history' : isPhase1(c) ? 'phase1' : isTableLock(c) ? 'lock' : isIndexBuild(c) ? 'build' : 'op'));
 
 describe('SQL Server schema creation', () => {
   it('runs phase 1, commits, then builds missing indexes under the table lock with an hour-long timeout, then verifies', async () => {
     const pool = scriptedPool();
     await store(pool).ensureSchema();
-    expect(kinds(pool)).toEqual(['phase1', 'catalog', 'lock', 'build', 'catalog']);
-    expect(pool.events).toEqual(['begin', 'commit', 'begin', 'commit']);
-    const [phase1, catalog1, lock, build, catalog2] = pool.calls;
-    expect(phase1!.inTransaction && lock!.inTransaction && build!.inTransaction).toBe(true);
+    expect(kinds(pool)).toEqual(['phase1', 'history', 'catalog', 'lock', 'build', 'catalog']);
+    expect(pool.events).toEqual(['begin', 'commit', 'begin', 'commit', 'begin', 'commit']);
+    const [phase1, history, catalog1, lock, build, catalog2] = pool.calls;
+    expect(phase1!.inTransaction && history!.inTransaction && lock!.inTransaction && build!.inTransaction).toBe(true);
     expect(catalog1!.inTransaction || catalog2!.inTransaction).toBe(false); // verification outside the DDL transaction
     expect(build!.requestTimeout).toBe(3_600_000);
     expect(catalog1!.inputs.schema!.value).toBe('dbo');
@@ -73,7 +74,7 @@ describe('SQL Server schema creation', () => {
   it('an up-to-date schema takes no table lock and builds nothing', async () => {
     const pool = scriptedPool({ catalog: () => specCatalog(names) });
     await store(pool).ensureSchema();
-    expect(kinds(pool)).toEqual(['phase1', 'catalog']);
+    expect(kinds(pool)).toEqual(['phase1', 'history', 'catalog']);
   });
 
   it('is single-flight and latched: concurrent callers share one attempt; later calls touch nothing', async () => {

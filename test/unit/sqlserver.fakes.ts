@@ -100,7 +100,9 @@ export class FakePool {
 }
 
 export const isCatalogQuery = (c: FakeCall) => c.text.includes('FROM sys.objects');
-export const isPhase1 = (c: FakeCall) => c.text.includes('CREATE TABLE');
+export const isPhase1 = (c: FakeCall) => c.text.includes('CREATE TABLE') && !isHistoryDdl(c);
+/** The job-history table's own DDL transaction, after phase 1 (history-statements.ts). */
+export const isHistoryDdl = (c: FakeCall) => c.text.includes('transport history could not take');
 export const isTableLock = (c: FakeCall) => c.text.includes('its table lock');
 export const isIndexBuild = (c: FakeCall) => c.text.startsWith('SET LOCK_TIMEOUT');
 

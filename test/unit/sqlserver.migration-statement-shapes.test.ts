@@ -18,7 +18,7 @@ import { length, typeName } from '../support/sqlserver-statements';
 
 const names = schemaNames(transportNames('dbo', 'jobs', 'sqlserver'), channelNames('dbo', DEFAULT_CHANNEL_TABLES, 'sqlserver'), 'sqlserver');
 const r = sqlServerRunnerStatements(names);
-const [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10] = sqlServerMigrations(names);
+const [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11] = sqlServerMigrations(names);
 
 describe('SQL Server schema-version statement shapes', () => {
   it('names: the migrations and subscriptions tables take the transport table as their base', () => {
@@ -172,17 +172,17 @@ describe('SQL Server schema-version statement shapes', () => {
       'runner: recordedVersions',
       'runner: recordVersion',
     ]);
-    expect(all).toHaveLength(6 + [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10].reduce((sum, v) => sum + v!.statements.length, 0));
+    expect(all).toHaveLength(6 + [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11].reduce((sum, v) => sum + v!.statements.length, 0));
     expect(all).toContainEqual({ name: 'v2: create subscriptions table', text: v2!.statements[0]!.text });
     expect(all).toContainEqual({ name: 'v3: create publish topic procedure', text: v3!.statements[2]!.text });
     expect(all).toContainEqual({ name: 'v5: create transport dead-letter index', text: v5!.statements[0]!.text });
     expect(all).toContainEqual({ name: 'v6: create publish topic procedure', text: v6!.statements[2]!.text });
-    expect(all.at(-1)).toEqual({ name: 'v10: create dedup window index', text: v10!.statements[1]!.text });
+    expect(all.at(-1)).toEqual({ name: 'v11: create history correlation index', text: v11!.statements[3]!.text });
   });
 
   it('the printed script: one transaction per version under the applock, each recorded if not yet', () => {
     const script = printSqlServerMigrations(names);
-    expect(script.match(/BEGIN TRANSACTION;\nSET XACT_ABORT ON;/g)).toHaveLength(10);
+    expect(script.match(/BEGIN TRANSACTION;\nSET XACT_ABORT ON;/g)).toHaveLength(11);
     expect(script).toContain("IF NOT EXISTS (SELECT 1 FROM [dbo].[jobs_migrations] WHERE version = 2)\n    INSERT INTO [dbo].[jobs_migrations] (version, name) VALUES (2, N'topic subscriptions table');\nCOMMIT;\nGO");
     expect(script.indexOf('-- version 1:')).toBeLessThan(script.indexOf('-- version 2:'));
     expect(script.indexOf('-- version 2:')).toBeLessThan(script.indexOf('-- version 3: publish procedures (outbox)'));
@@ -190,6 +190,49 @@ describe('SQL Server schema-version statement shapes', () => {
     expect(script.indexOf('-- version 4:')).toBeLessThan(script.indexOf('-- version 5: dead-letter source index'));
     expect(script.indexOf('-- version 6:')).toBeLessThan(script.indexOf('-- version 7: durable flow state table'));
     expect(script).toContain("INSERT INTO [dbo].[jobs_migrations] (version, name) VALUES (7, N'durable flow state table');");
+  });
+
+  it('version 11: the job history table (BIN2 queue and correlation id, no unique id), clustered on (queue, completed_at, id), and its two other indexes', () => {
+    expect(v11).toMatchObject({ version: 11, name: 'job history table' });
+    expect(v11!.statements.map((s) => s.name)).toEqual([
+      'create history table',
+      'create history queue index',
+      'create history id index',
+      'create history correlation index',
+    ]);
+    expect(v11!.statements[0]!.text).toBe(
+      [
+        "IF OBJECT_ID(N'[dbo].[jobs_history]', N'U') IS NULL",
+        'BEGIN',
+        'CREATE TABLE [dbo].[jobs_history] (',
+        '    id uniqueidentifier NOT NULL,',
+        '    queue nvarchar(200) COLLATE Latin1_General_100_BIN2 NOT NULL,',
+        '    state nvarchar(20) COLLATE Latin1_General_100_BIN2 NOT NULL,',
+        '    correlation_id nvarchar(400) COLLATE Latin1_General_100_BIN2 NULL,',
+        '    payload_json nvarchar(max) NOT NULL,',
+        '    headers_json nvarchar(max) NOT NULL,',
+        '    attempts int NOT NULL,',
+        '    created_at datetime2 NOT NULL,',
+        '    available_at datetime2 NOT NULL,',
+        '    completed_at datetime2 NOT NULL',
+        ');',
+        'END',
+      ].join('\n'),
+    );
+    expect(v11!.statements.slice(1).map((s) => s.text)).toEqual([
+      [
+        "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(N'[dbo].[jobs_history]', N'U') AND name = N'jobs_history_queue_idx')",
+        '    CREATE CLUSTERED INDEX [jobs_history_queue_idx] ON [dbo].[jobs_history] (queue, completed_at, id);',
+      ].join('\n'),
+      [
+        "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(N'[dbo].[jobs_history]', N'U') AND name = N'jobs_history_id_idx')",
+        '    CREATE INDEX [jobs_history_id_idx] ON [dbo].[jobs_history] (id);',
+      ].join('\n'),
+      [
+        "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(N'[dbo].[jobs_history]', N'U') AND name = N'jobs_history_corr_idx')",
+        '    CREATE INDEX [jobs_history_corr_idx] ON [dbo].[jobs_history] (correlation_id, completed_at, id);',
+      ].join('\n'),
+    ]);
   });
 
   it('version 7: the flow state table (binary flow_id, datetime2(7), unnamed revision default) and its two indexes', () => {
@@ -258,7 +301,7 @@ describe('SQL Server schema-version statement shapes', () => {
     const batches = printSqlServerMigrations(names).split('\nGO\n').filter((b) => b.trim() !== '');
     const stop = (b: string) => b.startsWith('IF @@ERROR <> 0 OR @@TRANCOUNT = 0') && b.includes('SET NOEXEC ON;');
     for (const [i, b] of batches.entries()) {
-      const isStatement = [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10].some((v) => v!.statements.some((s) => b.endsWith(s.text))) || b.endsWith(r.lock.text);
+      const isStatement = [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11].some((v) => v!.statements.some((s) => b.endsWith(s.text))) || b.endsWith(r.lock.text);
       // every migration batch and every lock batch is followed by the check that turns execution off
       if (isStatement) expect(stop(batches[i + 1] ?? ''), `batch ${i} is not followed by the failure check`).toBe(true);
     }

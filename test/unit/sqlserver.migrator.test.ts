@@ -14,7 +14,7 @@ import { catalogRecordsets, FakePool, isCatalogQuery, specCatalog, type FakeCall
 const names = schemaNames(transportNames('dbo', 'jobs', 'sqlserver'), channelNames('dbo', DEFAULT_CHANNEL_TABLES, 'sqlserver'), 'sqlserver');
 const r = sqlServerRunnerStatements(names);
 const versions = sqlServerMigrations(names);
-const [v1, v2, v3, v4, v5, v6] = versions;
+const [v1, v2, v3, v4, v5, v6, , , , , v11] = versions;
 const LATEST = versions.length;
 const ALL = versions.map((v) => v.version);
 const recordsFrom = (from: number) => versions.filter((v) => v.version >= from).map((v) => ({ version: v.version, name: v.name }));
@@ -73,6 +73,7 @@ describe('SQL Server migration runner', () => {
       'lock', 'ensure table', 'read versions', 'v8: create schedules table', 'v8: create schedules due index', 'record',
       'lock', 'ensure table', 'read versions', 'v9: create queue state table', 'record',
       'lock', 'ensure table', 'read versions', 'v10: create dedup table', 'v10: create dedup window index', 'record',
+      'lock', 'ensure table', 'read versions', ...v11!.statements.map((s) => `v11: ${s.name}`), 'record',
       'lock', 'ensure table', 'read versions',
     ]);
     expect(records).toEqual([
@@ -86,6 +87,7 @@ describe('SQL Server migration runner', () => {
       { version: 8, name: 'schedules table' },
       { version: 9, name: 'queue state table' },
       { version: 10, name: 'dedup keys table' },
+      { version: 11, name: 'job history table' },
     ]);
     // the lock batch outlives its own 60 s applock wait; migration batches get the index-build hour
     const lock = pool.calls.find((c) => c.text === r.lock.text)!;

@@ -9,6 +9,7 @@ import {
   catalogRecordsets,
   FakePool,
   isCatalogQuery,
+  isHistoryDdl,
   isPhase1,
   specCatalog,
   sqlError,
@@ -24,7 +25,7 @@ const LOCK = 'B0000000-0000-4000-8000-0000000000FF';
 async function readyStore(respond: (call: FakeCall) => Row[][] | undefined) {
   const pool = new FakePool((call) => {
     if (isCatalogQuery(call)) return catalogRecordsets(specCatalog(names));
-    if (isPhase1(call)) return [];
+    if (isPhase1(call) || isHistoryDdl(call)) return [];
     return respond(call) ?? [];
   });
   const store = new SqlServerTransportStore(pool.asPool(), {

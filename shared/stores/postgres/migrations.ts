@@ -15,6 +15,7 @@ import { pgScheduleDdl } from './schedule-statements';
 import { pgQueueStateTableDdl } from './job-control-statements';
 import { pgDedupDdl } from './dedup-statements';
 import { queueStateTableName } from '../queue-state-names';
+import { pgHistoryDdl } from './history-statements';
 
 const q = (n: string) => quoteIdentifier(n, 'postgres');
 
@@ -108,6 +109,8 @@ export function postgresMigrations(n: SchemaNames): readonly Migration[] {
     },
     // Dedup keys and debounce (issue 16 §3): a new table built empty. SQL Server's twin is its version 10.
     { version: 8, name: 'dedup keys table', statements: pgDedupDdl(n.transport) },
+    // Job history (issue 16 §2): a new table and its indexes, built empty. SQL Server's twin is its version 11.
+    { version: 9, name: 'job history table', statements: pgHistoryDdl(n.transport) },
   ]);
 }
 

@@ -32,7 +32,7 @@ export interface PgStatements {
 // jsonb refuses a \u0000 escape and surrogate escapes it cannot pair, so a row carrying \u0000 or any surrogate escape
 // (rows the app writes never do: deadLetterHeaders replaces both) is read as having no source instead of failing
 // the query for every queue. The pattern skips an escaped backslash (\\u0000 is the text "\u0000", harmless).
-const UNSAFE_JSON_ESCAPE = String.raw`(^|[^\\])(\\\\)*\\u(0000|d[89a-f])`;
+export const UNSAFE_JSON_ESCAPE = String.raw`(^|[^\\])(\\\\)*\\u(0000|d[89a-f])`;
 // IMMUTABLE throughout (left, ltrim, a regex match, the text→jsonb cast, ->>), so migration 3 indexes exactly this
 // expression on (queue, SOURCE_QUEUE): every dead-letter statement below must keep this text for the planner to
 // match the index.

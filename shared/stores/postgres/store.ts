@@ -30,6 +30,7 @@ import {
   tableLockResource,
 } from './ddl';
 import { subscriptionsTableName } from '../schema-names';
+import { historyNames } from '../history-names';
 import { notifyPrefix, pgStatements, type PgStatements } from './statements';
 import { pgTopicStatements, type PgTopicStatements } from './topic-statements';
 import { pgClaimOutlookStatement } from './outlook-statements';
@@ -38,6 +39,9 @@ import { dedupTableName, queueStateTableName } from '../queue-state-names';
 import type { CancelOutcome, QueueState, RenewResult, RescheduleOutcome, RescheduleTime } from '../../transport/job-control';
 import { pgWaitingStatements, type PgWaitingStatements } from './waiting-statements';
 import type { WaitingJob, WaitingQuery } from '../../transport/waiting';
+import type { HistoryPage, HistoryQuery, JobRecord } from '../../transport/history';
+import { historyPage, readJob, searchKey, type HistoryRowShape } from '../../transport/history-rows';
+import { pgHistoryDdl, pgHistoryStatements, type PgHistoryStatements } from './history-statements';
 
 interface ClaimRow {
   id: string;
@@ -59,6 +63,8 @@ export class PostgresTransportStore implements TransportStore {
   private readonly controlSql: PgJobControlStatements;
   private readonly dedupSql: PgDedupStatements;
   private readonly queueStateTable: string;
+  private readonly historySql: PgHistoryStatements;
+  private readonly historyPrepared: string;
   /** Prepared-statement names, derived from the text so two stores sharing a pool never clash. */
   private readonly prepared: Record<keyof PgStatements, string>;
   private ready = false;
@@ -78,6 +84,8 @@ export class PostgresTransportStore implements TransportStore {
     this.queueStateTable = queueStateTableName(this.names, 'postgres');
     this.controlSql = pgJobControlStatements(this.names, this.queueStateTable);
     this.dedupSql = pgDedupStatements(this.names);
+    this.historySql = pgHistoryStatements(this.names);
+    this.historyPrepared = `ar_${createHash('sha1').update(this.historySql.ackToHistory).digest('hex').slice(0, 24)}`;
     this.prepared = Object.fromEntries(
       Object.entries(this.sql).map(([k, text]) => [k, `ar_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`]),
     ) as Record<keyof PgStatements, string>;
@@ -130,6 +138,7 @@ export class PostgresTransportStore implements TransportStore {
       }
     }
     if (this.options.autoCreateSchema && state.exists) await this.ensureQueueStateTable();
+    if (this.options.autoCreateSchema && state.exists) await this.ensureHistoryTable();
     if (!state.exists) {
       throw new Error(
         `the transport table ${n.schema}.${n.table} does not exist. Run \`npm run schema -- apply\` (or print the DDL with ` +
@@ -161,6 +170,22 @@ export class PostgresTransportStore implements TransportStore {
       await tx.query('SELECT pg_advisory_xact_lock($1::bigint)', [advisoryKey(schemaLockResource(n.schema))]);
       await tx.query(pgQueueStateTableDdl(n.schema, this.queueStateTable));
       for (const stmt of pgDedupDdl(n)) await tx.query(stmt.text);
+    });
+  }
+
+  /** The job-history table and its indexes (migration 8 for migrated schemas), under the schema lock, as a no-op when there. */
+  private async ensureHistoryTable(): Promise<void> {
+    const n = this.names;
+    const ddl = pgHistoryDdl(n);
+    const present = await this.client.query<{ present: boolean }>(
+      `SELECT count(*) = $2 AS present FROM pg_class AS c JOIN pg_namespace AS s ON s.oid = c.relnamespace WHERE s.nspname = $1 AND c.relname = ANY($3::text[])`,
+      [n.schema, ddl.length, Object.values(historyNames(n, 'postgres'))],
+    );
+    if (present.rows[0]?.present) return;
+    await this.client.transaction(async (tx) => {
+      await tx.query(`SET LOCAL lock_timeout = '60s'`);
+      await tx.query('SELECT pg_advisory_xact_lock($1::bigint)', [advisoryKey(schemaLockResource(n.schema))]);
+      for (const s of ddl) await tx.query(s.text);
     });
   }
 
@@ -311,6 +336,69 @@ export class PostgresTransportStore implements TransportStore {
     if (settlements.length === 0) return 0;
     await this.ensureSchema();
     const r = await this.client.query(this.sql.ack, [settlements.map((s) => s.id), settlements.map((s) => s.lockId)], this.prepared.ack);
+    return r.rowCount;
+  }
+
+  async ackToHistory(settlements: readonly Settlement[]): Promise<number> {
+    if (settlements.length === 0) return 0;
+    await this.ensureSchema();
+    const r = await this.client.query(this.historySql.ackToHistory, [settlements.map((s) => s.id), settlements.map((s) => s.lockId)], this.historyPrepared);
+    return r.rowCount;
+  }
+
+  async findJob(id: string, deadLetterQueue: string): Promise<JobRecord | null> {
+    await this.ensureSchema();
+    const r = await this.client.query<{
+      source: 'queue' | 'history';
+      id: string;
+      queue: string;
+      attempts: number;
+      headers_json: string;
+      created_at: Date;
+      available_at: Date;
+      completed_at: Date | null;
+      leased: boolean;
+      delayed: boolean;
+      dead_letter_reason: string | null;
+    }>(this.historySql.findJob, [id]);
+    return readJob(
+      r.rows.map((x) => ({
+        source: x.source,
+        id: x.id,
+        queue: x.queue,
+        attempts: Number(x.attempts),
+        headers: parseHeadersLenient(x.headers_json),
+        createdAt: x.created_at,
+        availableAt: x.available_at,
+        completedAt: x.completed_at,
+        leased: x.leased,
+        delayed: x.delayed,
+        deadLetterReason: x.dead_letter_reason,
+      })),
+      deadLetterQueue,
+    );
+  }
+
+  async searchHistory(query: HistoryQuery): Promise<HistoryPage> {
+    const top = Math.floor(query.top);
+    if (!(top > 0)) return { items: [] };
+    await this.ensureSchema();
+    const { byQueue, key } = searchKey(query);
+    const r = await this.client.query<HistoryRowShape>(byQueue ? this.historySql.searchByQueue : this.historySql.searchByCorrelation, [
+      key,
+      query.since ?? '-infinity',
+      query.until ?? 'infinity',
+      query.after?.completedAt ?? 'infinity',
+      query.after?.id ?? 'ffffffff-ffff-ffff-ffff-ffffffffffff',
+      query.state ?? null,
+      top,
+    ]);
+    return historyPage(r.rows, top);
+  }
+
+  async pruneHistoryBatch(queue: string, retentionMs: number): Promise<number> {
+    await this.ensureSchema();
+    const r = await this.client.query(this.historySql.prune, [queue, Math.round(retentionMs)]);
     return r.rowCount;
   }
 

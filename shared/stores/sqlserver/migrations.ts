@@ -37,6 +37,7 @@ import {
 } from './statements';
 import { qualifiedQueueStateTable, queueStateTableBody } from './job-control-statements';
 import { dedupDdl } from './dedup-statements';
+import { historyDdl } from './history-statements';
 
 const q = (n: string) => quoteIdentifier(n, 'sqlserver');
 
@@ -148,6 +149,8 @@ export function sqlServerMigrations(n: SchemaNames): readonly Migration[] {
     },
     // Dedup keys and debounce (issue 16 §3): a new table built empty. PostgreSQL's twin is its version 8.
     { version: 10, name: 'dedup keys table', statements: dedupDdl(n.transport).map((b) => batch(b.name, b.lines)) },
+    // Job history (issue 16 §2): a new table and its indexes, built empty. PostgreSQL's twin is its version 9.
+    { version: 11, name: 'job history table', statements: historyDdl(n.transport).map((b) => batch(b.name, b.lines)) },
   ]);
 }
 

@@ -280,15 +280,18 @@ export function releaseLostClaim(names: TransportNames): Statement<'queue' | 'lo
  */
 export function ackBatch(names: TransportNames): Statement<'settlements'> {
   return {
-    text: [
-      'DELETE target',
-      `FROM ${qualifiedTable(names)} AS target`,
-      "INNER JOIN OPENJSON(@settlements) WITH (id uniqueidentifier '$.id', lock_id uniqueidentifier '$.lock_id') AS settled",
-      '    ON target.id = settled.id AND target.lock_id = settled.lock_id;',
-      'SELECT @@ROWCOUNT AS affected;',
-    ].join('\n'),
+    text: ['DELETE target', ...settledRows(names), 'SELECT @@ROWCOUNT AS affected;'].join('\n'),
     params: { settlements: types.text() },
   };
+}
+
+/** The rows of @settlements (JSON [{ id, lock_id }]) whose fence still matches, as `target` (the batched settlements). */
+export function settledRows(names: TransportNames): string[] {
+  return [
+    `FROM ${qualifiedTable(names)} AS target`,
+    "INNER JOIN OPENJSON(@settlements) WITH (id uniqueidentifier '$.id', lock_id uniqueidentifier '$.lock_id') AS settled",
+    '    ON target.id = settled.id AND target.lock_id = settled.lock_id;',
+  ];
 }
 
 /** NAK: claimable again after @delay_ms; attempts is not decremented. PostgreSQL: same UPDATE, RETURNING 1. */
@@ -310,9 +313,7 @@ export function releaseUnstartedBatch(names: TransportNames): Statement<'settlem
     text: [
       'UPDATE target',
       'SET attempts = CASE WHEN target.attempts > 0 THEN target.attempts - 1 ELSE 0 END, locked_until = NULL, lock_id = NULL',
-      `FROM ${qualifiedTable(names)} AS target`,
-      "INNER JOIN OPENJSON(@settlements) WITH (id uniqueidentifier '$.id', lock_id uniqueidentifier '$.lock_id') AS settled",
-      '    ON target.id = settled.id AND target.lock_id = settled.lock_id;',
+      ...settledRows(names),
       'SELECT @@ROWCOUNT AS affected;',
     ].join('\n'),
     params: { settlements: types.text() },
@@ -385,16 +386,18 @@ export function deadLetterMove(
  * PostgreSQL: DELETE … WHERE ctid IN (SELECT ctid … LIMIT 1000).
  */
 export function pruneDeadLetterBatch(names: TransportNames): Statement<'dlq' | 'neg_retention_ms'> {
-  return {
-    text: [
-      'SET NOCOUNT OFF;',
-      `DELETE TOP (${DEAD_LETTER_PRUNE_BATCH}) FROM ${qualifiedTable(names)}`,
-      `WHERE ${exactQueueMatch('queue', 'dlq')}`,
-      `  AND created_at < ${dbClockPlus('@neg_retention_ms')};`,
-      'SELECT @@ROWCOUNT AS deleted;',
-    ].join('\n'),
-    params: { dlq: types.queue(), neg_retention_ms: types.ms() },
-  };
+  return { text: pruneBatchText(qualifiedTable(names), 'dlq', 'created_at'), params: { dlq: types.queue(), neg_retention_ms: types.ms() } };
+}
+
+/** DELETE TOP (1000) of the rows of exactly queue @`queueParam` whose `timeColumn` is older than -@neg_retention_ms (the job-history prune too). */
+export function pruneBatchText(table: string, queueParam: string, timeColumn: string): string {
+  return [
+    'SET NOCOUNT OFF;',
+    `DELETE TOP (${DEAD_LETTER_PRUNE_BATCH}) FROM ${table}`,
+    `WHERE ${exactQueueMatch('queue', queueParam)}`,
+    `  AND ${timeColumn} < ${dbClockPlus('@neg_retention_ms')};`,
+    'SELECT @@ROWCOUNT AS deleted;',
+  ].join('\n');
 }
 
 /**

@@ -37,6 +37,9 @@ import type { CancelOutcome, QueueState, RenewResult, RescheduleOutcome, Resched
 import { waitingStatements, type WaitingStatements } from './waiting-statements';
 import type { WaitingJob, WaitingQuery } from '../../transport/waiting';
 import { compareSqlServerGuids, lower, rollbackQuietly, rows, SqlServerStoreBase } from './store-common';
+import { historyStatements } from './history-statements';
+import type { HistoryPage, HistoryQuery, JobRecord } from '../../transport/history';
+import { historyPage, readJob, searchKey, type HistoryRowShape } from '../../transport/history-rows';
 import { evaluateTransportCatalog, missingIndexes, readTransportCatalog, VERIFICATION_FIX_HINT } from './verify';
 
 export interface SqlServerStoreDeps {
@@ -103,6 +106,18 @@ function firstNumber(result: sql.IResult<unknown>, column: string): number {
   return value === undefined || value === null ? 0 : Number(value);
 }
 
+/** The ack's @settlements: one { id, lock_id } per distinct fence (a repeated one would count twice). */
+function settlementsJson(settlements: readonly Settlement[]): string {
+  const seen = new Set<string>();
+  const unique = settlements.filter((s) => {
+    const key = `${lower(s.id)}/${lower(s.lockId)}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+  return JSON.stringify(unique.map((s) => ({ id: s.id, lock_id: s.lockId })));
+}
+
 interface RetryWindow {
   until: number;
   message: string;
@@ -115,6 +130,7 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
   private readonly statements: TransportStatements;
   private readonly topicStatements: ReturnType<typeof topicStatements>;
   private readonly dedup: { publishKeyed: ReturnType<typeof publishKeyedBatch>; prune: ReturnType<typeof pruneDedupKeys> };
+  private readonly history: ReturnType<typeof historyStatements>;
   private readonly options: TransportStoreOptions;
   private readonly clock: () => number;
   private readonly random: () => number;
@@ -128,6 +144,7 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
     this.statements = statements;
     this.topicStatements = topicStatements(names, subscriptionsTableName(names, 'sqlserver'));
     this.dedup = { publishKeyed: publishKeyedBatch(names), prune: pruneDedupKeys(names) };
+    this.history = historyStatements(names);
     this.options = options;
     this.clock = deps.now ?? Date.now;
     this.random = deps.random ?? Math.random;
@@ -170,6 +187,7 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
 
     // phase 1: schema + table under the schema applock, committed before anything else runs
     await this.runDdlTransaction(this.statements.ddlPhase1);
+    await this.runDdlTransaction(this.history.ddl);
     if (this.options.verifyCatalog === false) {
       // no catalog to read: every index build is guarded, so phase 2 builds whatever is missing
       await this.runPhase2([this.names.readyIndex, this.names.createdIndex, this.names.deadLetterIndex]);
@@ -400,15 +418,55 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
   async ack(settlements: readonly Settlement[]): Promise<number> {
     if (settlements.length === 0) return 0;
     await this.ensureSchema();
-    const seen = new Set<string>();
-    const unique = settlements.filter((s) => {
-      const key = `${lower(s.id)}/${lower(s.lockId)}`;
-      if (seen.has(key)) return false;
-      seen.add(key);
-      return true;
+    return firstNumber(await this.run(this.statements.ackBatch, { settlements: settlementsJson(settlements) }), 'affected');
+  }
+
+  async ackToHistory(settlements: readonly Settlement[]): Promise<number> {
+    if (settlements.length === 0) return 0;
+    await this.ensureSchema();
+    return firstNumber(await this.run(this.history.ackToHistory, { settlements: settlementsJson(settlements) }), 'affected');
+  }
+
+  async findJob(id: string, deadLetterQueue: string): Promise<JobRecord | null> {
+    await this.ensureSchema();
+    return readJob(
+      rows(await this.run(this.history.findJob, { id })).map((r) => ({
+        source: r.source === 'history' ? ('history' as const) : ('queue' as const),
+        id: lower(r.id),
+        queue: String(r.queue),
+        attempts: Number(r.attempts ?? 0),
+        headers: parseHeadersLenient(r.headers_json as string | null),
+        createdAt: r.created_at as Date,
+        availableAt: r.available_at as Date,
+        completedAt: (r.completed_at as Date | null) ?? null,
+        leased: r.leased === true || r.leased === 1,
+        delayed: r.delayed === true || r.delayed === 1,
+        deadLetterReason: (r.dead_letter_reason as string | null) ?? null,
+      })),
+      deadLetterQueue,
+    );
+  }
+
+  async searchHistory(query: HistoryQuery): Promise<HistoryPage> {
+    const top = Math.floor(query.top);
+    if (!(top > 0)) return { items: [] };
+    await this.ensureSchema();
+    const { byQueue, key } = searchKey(query);
+    const result = await this.run(byQueue ? this.history.searchByQueue : this.history.searchByCorrelation, {
+      key,
+      since: query.since?.toISOString() ?? '0001-01-01T00:00:00',
+      until: query.until?.toISOString() ?? '9999-12-31T23:59:59.9999999',
+      after_at: query.after?.completedAt ?? '9999-12-31T23:59:59.9999999',
+      after_id: query.after?.id ?? 'ffffffff-ffff-ffff-ffff-ffffffffffff',
+      state: query.state ?? null,
+      top,
     });
-    const json = JSON.stringify(unique.map((s) => ({ id: s.id, lock_id: s.lockId })));
-    return firstNumber(await this.run(this.statements.ackBatch, { settlements: json }), 'affected');
+    return historyPage(rows(result) as unknown as HistoryRowShape[], top);
+  }
+
+  async pruneHistoryBatch(queue: string, retentionMs: number): Promise<number> {
+    await this.ensureSchema();
+    return firstNumber(await this.run(this.history.pruneHistory, { queue, neg_retention_ms: -Math.round(retentionMs) }), 'deleted');
   }
 
   async release(settlement: Settlement, delayMs: number): Promise<boolean> {

@@ -1,0 +1,170 @@
+// The T-SQL statements of job lookup and history (issue 16 §2). PostgreSQL twins: stores/postgres/history-statements.ts;
+// the model is transport/history.ts.
+//
+// The move to history is ONE statement: the plain ack's DELETE with OUTPUT deleted.… INTO the history table, so a
+// job is never in both tables nor in neither. History has no unique key on id (an id may be published again once
+// its job completed); it is clustered on (queue, completed_at): a queue's search and its prune are range seeks.
+
+import * as sql from 'mssql';
+import { quoteIdentifier, type TransportNames } from '../../sql/identifiers';
+import { CORRELATION_ID_HEADER } from '../../transport/types';
+import { historyNames } from '../history-names';
+import {
+  BIN2,
+  createIndexIfMissing,
+  createTableIfMissing,
+  exactQueueMatch,
+  exactTextMatch,
+  nameLiteral,
+  pruneBatchText,
+  qualifiedTable,
+  schemaApplockLines,
+  settledRows,
+  type Statement,
+} from './statements';
+
+const q = (n: string) => quoteIdentifier(n, 'sqlserver');
+
+const types = {
+  queue: () => sql.NVarChar(200),
+  correlation: () => sql.NVarChar(400),
+  id: () => sql.UniqueIdentifier(),
+  ms: () => sql.BigInt(),
+  text: () => sql.NVarChar(sql.MAX),
+  /** an ISO instant, cast to datetime2(7) in the statement (a JS Date would drop the 100 ns ticks of a cursor) */
+  instant: () => sql.NVarChar(40),
+  state: () => sql.NVarChar(20),
+  count: () => sql.Int(),
+};
+
+export function qualifiedHistoryTable(names: TransportNames): string {
+  return `${q(names.schema)}.${q(historyNames(names, 'sqlserver').table)}`;
+}
+
+/** The correlation header of a deleted row; NULL for headers that are not JSON and for a value longer than a correlation id. */
+const CORRELATION_VALUE = `JSON_VALUE(deleted.headers_json, N'$."${CORRELATION_ID_HEADER}"')`;
+const CORRELATION = `CASE WHEN ISJSON(deleted.headers_json) = 1 THEN CASE WHEN LEN(${CORRELATION_VALUE}) <= 400 THEN ${CORRELATION_VALUE} END END`;
+
+/**
+ * Ack a batch into history: the plain ack (statements.ts ackBatch) with OUTPUT deleted.… INTO the history table.
+ * PostgreSQL: WITH done AS (DELETE … RETURNING …) INSERT INTO history SELECT … FROM done.
+ */
+export function ackToHistory(names: TransportNames): Statement<'settlements'> {
+  return {
+    text: [
+      'DECLARE @completed_at datetime2 = SYSUTCDATETIME();',
+      'DELETE target',
+      `OUTPUT deleted.id, deleted.queue, N'completed', ${CORRELATION},`,
+      '       deleted.payload_json, deleted.headers_json, deleted.attempts, deleted.created_at, deleted.available_at, @completed_at',
+      `INTO ${qualifiedHistoryTable(names)} (id, queue, state, correlation_id, payload_json, headers_json, attempts, created_at, available_at, completed_at)`,
+      ...settledRows(names),
+      'SELECT @@ROWCOUNT AS affected;',
+    ].join('\n'),
+    params: { settlements: types.text() },
+  };
+}
+
+/** The live row and the history rows of one id, the lease read on the database clock. PostgreSQL: UNION ALL. */
+export function findJob(names: TransportNames): Statement<'id'> {
+  return {
+    text: [
+      "SELECT N'queue' AS source, id, queue, attempts, headers_json, created_at, available_at, CAST(NULL AS datetime2) AS completed_at,",
+      '       CAST(CASE WHEN locked_until > SYSUTCDATETIME() THEN 1 ELSE 0 END AS bit) AS leased,',
+      '       CAST(CASE WHEN available_at > SYSUTCDATETIME() THEN 1 ELSE 0 END AS bit) AS delayed, dead_letter_reason',
+      `FROM ${qualifiedTable(names)} WHERE id = @id`,
+      'UNION ALL',
+      "SELECT N'history', id, queue, attempts, headers_json, created_at, available_at, completed_at, CAST(0 AS bit), CAST(0 AS bit), NULL",
+      `FROM ${qualifiedHistoryTable(names)} WHERE id = @id;`,
+    ].join('\n'),
+    params: { id: types.id() },
+  };
+}
+
+type SearchParams = 'key' | 'since' | 'until' | 'after_at' | 'after_id' | 'state' | 'top';
+
+/**
+ * A page of history, newest completed first, seeking (queue | correlation_id, completed_at): every bound is a value
+ * (no cursor = the largest instant), so one plan serves every page. PostgreSQL: the same with a row comparison.
+ */
+function search(names: TransportNames, key: 'queue' | 'correlation_id'): Statement<SearchParams> {
+  const match = key === 'queue' ? exactQueueMatch('queue', 'key') : `correlation_id = @key AND ${exactTextMatch('correlation_id', 'key')}`;
+  return {
+    text: [
+      "SELECT TOP (@top) id, queue, state, attempts, correlation_id, created_at, available_at, completed_at,",
+      '       CONVERT(nvarchar(33), completed_at, 126) AS completed_key',
+      `FROM ${qualifiedHistoryTable(names)}`,
+      `WHERE ${match}`,
+      '  AND completed_at >= CAST(@since AS datetime2(7)) AND completed_at < CAST(@until AS datetime2(7))',
+      '  AND (completed_at < CAST(@after_at AS datetime2(7)) OR (completed_at = CAST(@after_at AS datetime2(7)) AND id < @after_id))',
+      '  AND (@state IS NULL OR state = @state)',
+      'ORDER BY completed_at DESC, id DESC;',
+    ].join('\n'),
+    params: {
+      key: key === 'queue' ? types.queue() : types.correlation(),
+      since: types.instant(),
+      until: types.instant(),
+      after_at: types.instant(),
+      after_id: types.id(),
+      state: types.state(),
+      top: types.count(),
+    },
+  };
+}
+
+/** One bounded prune batch of a queue's rows older than its retention (a clustered range). @neg_retention_ms = -retention. */
+export function pruneHistoryBatch(names: TransportNames): Statement<'queue' | 'neg_retention_ms'> {
+  return { text: pruneBatchText(qualifiedHistoryTable(names), 'queue', 'completed_at'), params: { queue: types.queue(), neg_retention_ms: types.ms() } };
+}
+
+export function historyStatements(names: TransportNames) {
+  return {
+    ackToHistory: ackToHistory(names),
+    findJob: findJob(names),
+    searchByQueue: search(names, 'queue'),
+    searchByCorrelation: search(names, 'correlation_id'),
+    pruneHistory: pruneHistoryBatch(names),
+    ddl: historyDdlPhase(names),
+  };
+}
+
+/**
+ * AUTO_CREATE_SCHEMA: the history table and its indexes in one transaction under the schema applock, after the
+ * transport's phase 1 (migrated schemas get them from version 11). Each step is guarded: a no-op once they exist.
+ */
+export function historyDdlPhase(names: TransportNames): Statement<never> {
+  return { text: [...schemaApplockLines(names.schema, 'transport history'), ...historyDdl(names).flatMap((b) => b.lines)].join('\n'), params: {} };
+}
+
+/** The history table's columns (schema version 11 and the store's phase 1). */
+export function historyTableBody(): string {
+  return [
+    '    id uniqueidentifier NOT NULL,',
+    `    queue nvarchar(200) COLLATE ${BIN2} NOT NULL,`,
+    `    state nvarchar(20) COLLATE ${BIN2} NOT NULL,`,
+    `    correlation_id nvarchar(400) COLLATE ${BIN2} NULL,`,
+    '    payload_json nvarchar(max) NOT NULL,',
+    '    headers_json nvarchar(max) NOT NULL,',
+    '    attempts int NOT NULL,',
+    '    created_at datetime2 NOT NULL,',
+    '    available_at datetime2 NOT NULL,',
+    '    completed_at datetime2 NOT NULL',
+  ].join('\n');
+}
+
+/** The history table and its indexes, each batch behind its guard (built empty: no wait on live traffic). */
+export function historyDdl(names: TransportNames): Array<{ name: string; lines: string[] }> {
+  const n = historyNames(names, 'sqlserver');
+  const h = qualifiedHistoryTable(names);
+  return [
+    { name: 'create history table', lines: createTableIfMissing(h, historyTableBody()) },
+    {
+      name: 'create history queue index',
+      lines: [
+        `IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(${nameLiteral(h)}, N'U') AND name = ${nameLiteral(n.queueIndex)})`,
+        `    CREATE CLUSTERED INDEX ${q(n.queueIndex)} ON ${h} (queue, completed_at, id);`,
+      ],
+    },
+    { name: 'create history id index', lines: createIndexIfMissing(h, n.idIndex, ['id']) },
+    { name: 'create history correlation index', lines: createIndexIfMissing(h, n.correlationIndex, ['correlation_id', 'completed_at', 'id']) },
+  ];
+}
