@@ -672,7 +672,7 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
           paused: { type: 'boolean' },
           pausedAt: { type: ['string', 'null'], format: 'date-time', description: 'When the pause began (database clock); null when not paused.' },
         }),
-        QueueDetail: exact(['queue', 'ready', 'delayed', 'leased', 'deadLettered', 'oldestReadyAgeSeconds', 'paused', 'pausedAt', 'route', 'policy'], {
+        QueueDetail: exact(['queue', 'ready', 'delayed', 'leased', 'deadLettered', 'oldestReadyAgeSeconds', 'paused', 'pausedAt', 'backoffUntil', 'route', 'policy'], {
           queue: { type: 'string' },
           ready: { type: 'integer', minimum: 0 },
           delayed: { type: 'integer', minimum: 0 },
@@ -681,12 +681,17 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
           oldestReadyAgeSeconds: { type: ['number', 'null'], minimum: 0 },
           paused: { type: 'boolean', description: 'Claims from the queue are paused on every instance; publishes are still accepted.' },
           pausedAt: { type: ['string', 'null'], format: 'date-time' },
+          backoffUntil: {
+            type: ['string', 'null'],
+            format: 'date-time',
+            description: "A forward target answered 429/503 with Retry-After: every instance's claims of the queue wait until then (database clock); null = no backoff now.",
+          },
           route: exact(['handler'], {
             handler: { type: 'string', enum: ['echo', 'forward', 'code', 'response-ingress', 'callbacks', 'flows'] },
             forwardHost: { type: 'string', description: 'host[:port] of the forward URL (never its path, query or credentials); forward only' },
             forwardTimeoutSeconds: { type: 'number' },
           }),
-          policy: exact(['maxDeliveryAttempts', 'redeliveryDelaySeconds', 'redeliveryMaxDelaySeconds', 'lockTimeoutSeconds', 'batchSize', 'prefetch', 'concurrency', 'deadLetter'], {
+          policy: exact(['maxDeliveryAttempts', 'redeliveryDelaySeconds', 'redeliveryMaxDelaySeconds', 'lockTimeoutSeconds', 'batchSize', 'prefetch', 'concurrency', 'deadLetter', 'concurrencyLimit', 'rateLimitPerSecond', 'rateLimitBurst'], {
             maxDeliveryAttempts: { type: 'integer', minimum: 0, description: '0 = unlimited' },
             redeliveryDelaySeconds: { type: 'number', minimum: 0 },
             redeliveryMaxDelaySeconds: { type: 'number', minimum: 0 },
@@ -695,6 +700,9 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
             prefetch: { type: 'integer', minimum: 0, description: 'rows claimed ahead of free handler slots' },
             concurrency: { type: 'integer', minimum: 1, description: 'handlers running at once per drain (HANDLER_CONCURRENCY)' },
             deadLetter: { type: 'boolean', description: 'false: a job out of attempts is deleted instead of dead-lettered' },
+            concurrencyLimit: { type: ['integer', 'null'], minimum: 1, description: 'jobs running at once across every instance (CONCURRENCY_LIMIT); null = no limit' },
+            rateLimitPerSecond: { type: ['number', 'null'], exclusiveMinimum: 0, description: 'starts per second across every instance (RATE_LIMIT_PER_SECOND); null = no limit' },
+            rateLimitBurst: { type: ['integer', 'null'], minimum: 1, description: 'token-bucket size of the rate limit (RATE_LIMIT_BURST); null without a rate limit' },
           }),
         }),
         DeadLetter: exact(['id', 'sourceQueue', 'reason', 'payload', 'headers', 'attempts', 'createdAt'], {

@@ -48,6 +48,8 @@ const TRANSPORT_METHODS: Record<AsyncMethodKeys<TransportStore>, true> = {
   recordSubscriptions: true,
   topicSubscriptions: true,
   claim: true,
+  claimLimited: true,
+  backOffQueue: true,
   ack: true,
   release: true,
   releaseUnstarted: true,

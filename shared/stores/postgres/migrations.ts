@@ -14,6 +14,7 @@ import { flowStateDdl } from './flow-statements';
 import { pgScheduleDdl } from './schedule-statements';
 import { pgQueueStateTableDdl } from './job-control-statements';
 import { queueStateTableName } from '../queue-state-names';
+import { pgLimitColumnsDdl } from './limit-statements';
 
 const q = (n: string) => quoteIdentifier(n, 'postgres');
 
@@ -104,6 +105,13 @@ export function postgresMigrations(n: SchemaNames): readonly Migration[] {
       version: 7,
       name: 'queue state table',
       statements: [{ name: 'create queue state table', text: pgQueueStateTableDdl(n.schema, queueStateTableName(n.transport, 'postgres')) }],
+    },
+    {
+      // Limits across instances and forward backoff (issue 17 §2): three nullable columns on the queue-state table
+      // (no rewrite, no lock wait on the transport table). SQL Server's twin is its version 10.
+      version: 8,
+      name: 'queue limits and backoff',
+      statements: [{ name: 'add queue state limit columns', text: pgLimitColumnsDdl(n.schema, queueStateTableName(n.transport, 'postgres')) }],
     },
   ]);
 }

@@ -36,6 +36,7 @@ import {
   type Statement,
 } from './statements';
 import { qualifiedQueueStateTable, queueStateTableBody } from './job-control-statements';
+import { addLimitColumnsIfMissing } from './queue-state-sql';
 
 const q = (n: string) => quoteIdentifier(n, 'sqlserver');
 
@@ -144,6 +145,18 @@ export function sqlServerMigrations(n: SchemaNames): readonly Migration[] {
       version: 9,
       name: 'queue state table',
       statements: [batch('create queue state table', createTableIfMissing(qualifiedQueueStateTable(n.transport), queueStateTableBody()))],
+    },
+    {
+      // Limits across instances and forward backoff (issue 17 §2): three nullable columns on the queue-state table
+      // (metadata-only adds on a small table). PostgreSQL's twin is its version 8.
+      version: 10,
+      name: 'queue limits and backoff',
+      statements: [
+        batch('add queue state limit columns', [
+          `SET LOCK_TIMEOUT ${MIGRATION_LOCK_TIMEOUT_MS};`,
+          ...addLimitColumnsIfMissing(qualifiedQueueStateTable(n.transport)),
+        ]),
+      ],
     },
   ]);
 }

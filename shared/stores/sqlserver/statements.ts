@@ -8,6 +8,7 @@ import { quoteIdentifier, type TransportNames } from '../../sql/identifiers';
 import { DEAD_LETTER_REASON_HEADER, DEAD_LETTER_SOURCE_HEADER } from '../../transport/types';
 import { BIN2, exactQueueMatch, exactTextMatch } from './queue-match';
 import { cancelRequestedTest, pausedTest, qualifiedQueueStateTable, queueStateTableBody } from './queue-state-sql';
+import { addLimitColumnsIfMissing } from './queue-state-sql';
 import {
   DDL_SCHEMA_LOCK_TIMEOUT_MS,
   DDL_TABLE_LOCK_TIMEOUT_MS,
@@ -502,6 +503,8 @@ export function ddlPhase1(names: TransportNames): Statement<never> {
       ...createTableIfMissing(qualifiedTable(names), transportTableBody()),
       // the claim reads the queue-state table (pause); normally the job-control migration creates it first
       ...createTableIfMissing(qualifiedQueueStateTable(names), queueStateTableBody()),
+      // its limit and backoff columns (normally version 10 adds them first); a small table's Sch-M, briefly
+      ...addLimitColumnsIfMissing(qualifiedQueueStateTable(names)),
       // a table that lacks the column (normally version 4 adds it first): its Sch-M wait is bounded, so it cannot
       // queue all table traffic behind it for the request timeout; a 1222 fails this attempt and the next retries
       `SET LOCK_TIMEOUT ${DDL_TABLE_LOCK_TIMEOUT_MS};`,
