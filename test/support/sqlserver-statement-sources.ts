@@ -16,6 +16,7 @@ import { claimOutlook } from '../../shared/stores/sqlserver/outlook-statements';
 import { scheduleStatements } from '../../shared/stores/sqlserver/schedule-statements';
 import { jobControlStatements } from '../../shared/stores/sqlserver/job-control-statements';
 import { waitingStatements } from '../../shared/stores/sqlserver/waiting-statements';
+import { backOffQueue, claimLimited, limitedOutlook } from '../../shared/stores/sqlserver/limit-statements';
 import { CALLBACK_QUEUE } from '../../shared/queue-names';
 import { sqlServerMigrationStatements } from '../../shared/stores/sqlserver/migrations';
 import { schemaNames, subscriptionsTableName } from '../../shared/stores/schema-names';
@@ -83,6 +84,12 @@ export const SQLSERVER_STATEMENT_SOURCES: readonly StatementSource[] = [
   { name: 'job-control', texts: (n) => fromMap('job-control', n.variant, jobControlStatements(n.transport)) },
   // a queue's waiting jobs (GET /api/queues/{queue}/messages, the dashboard), one per state and order
   { name: 'waiting', texts: (n) => fromMap('waiting', n.variant, waitingStatements(n.transport)) },
+  // queue limits across instances and the forward backoff (issue 17 §2)
+  {
+    name: 'limits',
+    texts: (n) =>
+      fromMap('limits', n.variant, { claimLimited: claimLimited(n.transport), backOffQueue: backOffQueue(n.transport), limitedOutlook: limitedOutlook(n.transport) }),
+  },
   // the channel store's statements (registrations, messages, subscribers, prunes, DDL, catalog snapshot)
   { name: 'channel', texts: (n) => fromMap('channel', n.variant, channelStatements(n.channel, { schema: n.transport.schema, table: n.transport.table, queue: CALLBACK_QUEUE })) },
   // the channel's counts for the dashboard and /api/stats
@@ -124,8 +131,9 @@ export const SQLSERVER_MODULE_COVERAGE: Readonly<Record<string, string>> = {
   'schedule-statements.ts': 'schedules, migrations (version 8 creates the table)',
   'job-control-statements.ts': 'job-control, migrations (version 9 creates the queue state table)',
   'catalog-queries.ts': 'transport, flows (lines of their catalog snapshots)',
-  'queue-state-sql.ts': 'transport, job-control (fragments of their claim, renewal and queue-state statements)',
+  'queue-state-sql.ts': 'transport, job-control, migrations (fragments of their claim, renewal and queue-state statements; version 10 adds the limit columns)',
   'waiting-statements.ts': 'waiting',
+  'limit-statements.ts': 'limits',
   'server-version.ts': 'server-version',
   'migrations.ts': 'migrations, schema-print',
   'outbox.ts': 'migrations (version 3 creates the procedures)',

@@ -72,6 +72,7 @@ describe('SQL Server migration runner', () => {
       'lock', 'ensure table', 'read versions', 'v7: create flow state table', 'v7: create flow state expires index', 'v7: create flow state list index', 'record',
       'lock', 'ensure table', 'read versions', 'v8: create schedules table', 'v8: create schedules due index', 'record',
       'lock', 'ensure table', 'read versions', 'v9: create queue state table', 'record',
+      'lock', 'ensure table', 'read versions', 'v10: add queue state limit columns', 'record',
       'lock', 'ensure table', 'read versions',
     ]);
     expect(records).toEqual([
@@ -84,6 +85,7 @@ describe('SQL Server migration runner', () => {
       { version: 7, name: 'durable flow state table' },
       { version: 8, name: 'schedules table' },
       { version: 9, name: 'queue state table' },
+      { version: 10, name: 'queue limits and backoff' },
     ]);
     // the lock batch outlives its own 60 s applock wait; migration batches get the index-build hour
     const lock = pool.calls.find((c) => c.text === r.lock.text)!;
