@@ -15,7 +15,7 @@ import {
 } from '../../shared/telemetry/dependencies';
 import type { TransportStore } from '../../shared/transport/types';
 
-const TRANSPORT = ['ensureSchema', 'publish', 'publishToTopic', 'recordSubscriptions', 'topicSubscriptions', 'claim', 'ack', 'release', 'releaseUnstarted', 'releaseLostClaim', 'renew', 'cancel', 'reschedule', 'setQueuePaused', 'queueState', 'deadLetter', 'pruneDeadLetterBatch', 'queueStats', 'listWaiting', 'claimOutlook', 'listDeadLetters', 'requeueDeadLetter', 'deleteDeadLetter', 'hasMessage', 'now', 'close'] as const;
+const TRANSPORT = ['ensureSchema', 'publish', 'publishToTopic', 'recordSubscriptions', 'topicSubscriptions', 'claim', 'claimLimited', 'backOffQueue', 'ack', 'release', 'releaseUnstarted', 'releaseLostClaim', 'renew', 'cancel', 'reschedule', 'setQueuePaused', 'queueState', 'deadLetter', 'pruneDeadLetterBatch', 'queueStats', 'listWaiting', 'claimOutlook', 'listDeadLetters', 'requeueDeadLetter', 'deleteDeadLetter', 'hasMessage', 'now', 'close'] as const;
 const CHANNEL = [
   'ensureSchema',
   'saveRegistration',
