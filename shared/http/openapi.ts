@@ -658,7 +658,7 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
           deadLettered: { type: 'integer', minimum: 0 },
           oldestReadyAgeSeconds: { type: ['number', 'null'], minimum: 0 },
         }),
-        QueueStats: exact(['queue', 'ready', 'delayed', 'leased', 'deadLettered', 'oldestReadyAgeSeconds', 'paused'], {
+        QueueStats: exact(['queue', 'ready', 'delayed', 'leased', 'deadLettered', 'oldestReadyAgeSeconds', 'paused', 'backoffUntil', 'concurrencyLimit', 'rateLimitPerSecond'], {
           queue: { type: 'string' },
           ready: { type: 'integer', minimum: 0 },
           delayed: { type: 'integer', minimum: 0 },
@@ -666,6 +666,9 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
           deadLettered: { type: 'integer', minimum: 0 },
           oldestReadyAgeSeconds: { type: ['number', 'null'], minimum: 0 },
           paused: { type: 'boolean', description: 'Claims from the queue are paused on every instance (POST …/resume).' },
+          backoffUntil: { type: ['string', 'null'], format: 'date-time', description: "A forward target's Retry-After holds the queue's claims until then; null = no backoff now." },
+          concurrencyLimit: { type: ['integer', 'null'], minimum: 1, description: 'jobs running at once across every instance; null = no limit' },
+          rateLimitPerSecond: { type: ['number', 'null'], exclusiveMinimum: 0, description: 'starts per second across every instance; null = no limit' },
         }),
         QueueState: exact(['queue', 'paused', 'pausedAt'], {
           queue: { type: 'string' },
