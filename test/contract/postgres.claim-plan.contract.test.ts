@@ -32,17 +32,21 @@ for (const fixture of schemaDbFixtures()) {
       await d?.close();
       stores = d = undefined;
     });
-
-    it('with 20k ready rows (after ANALYZE) a claim reads the ready index and the primary key, never the whole table', async (ctx) => {
+    /** A migrated schema whose transport table holds `rows` rows (`queueOf` SQL names each row's queue), analyzed. */
+    const seeded = async (rows: number, queueOf = "'work'") => {
       d = await fixture.create();
       stores = await d.open(true);
       await stores.migrator.apply();
-      const names = transportNames(d.schema, TABLE, 'postgres');
       const t = `"${d.schema}"."${TABLE}"`;
       await d.client.query(
-        `INSERT INTO ${t} (id, queue, payload_json, headers_json) SELECT gen_random_uuid(), 'work', '{"n":' || g || '}', '{}' FROM generate_series(1, 20000) AS g`,
+        `INSERT INTO ${t} (id, queue, payload_json, headers_json) SELECT gen_random_uuid(), ${queueOf}, '{"n":' || g || '}', '{}' FROM generate_series(1, ${rows}) AS g`,
       );
       await d.client.query(`ANALYZE ${t}`);
+      return { d, stores, t, names: transportNames(d.schema, TABLE, 'postgres') };
+    };
+
+    it('with 20k ready rows (after ANALYZE) a claim reads the ready index and the primary key, never the whole table', async (ctx) => {
+      const { d, stores, names } = await seeded(20_000);
       const r = await d.client.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(`EXPLAIN (FORMAT JSON) ${pgStatements(names).claim}`, ['work', 100, 30_000, randomUUID()]);
       const plan = nodes(r.rows[0]!['QUERY PLAN'][0]!.Plan);
       const scans = plan.filter((n) => n['Relation Name'] === TABLE).map((n) => `${n['Node Type']}${n['Index Name'] ? ` on ${n['Index Name']}` : ''}`);
@@ -59,14 +63,7 @@ for (const fixture of schemaDbFixtures()) {
     });
 
     it('the pause test adds a one-time filter over the same seek: with 20k rows and 1k queue-state rows, no Seq Scan on the table', async (ctx) => {
-      d = await fixture.create();
-      stores = await d.open(true);
-      await stores.migrator.apply();
-      const names = transportNames(d.schema, TABLE, 'postgres');
-      const t = `"${d.schema}"."${TABLE}"`;
-      await d.client.query(
-        `INSERT INTO ${t} (id, queue, payload_json, headers_json) SELECT gen_random_uuid(), 'work', '{"n":' || g || '}', '{}' FROM generate_series(1, 20000) AS g`,
-      );
+      const { d, stores, names, t } = await seeded(20_000);
       await d.client.query(
         `INSERT INTO "${d.schema}"."${TABLE}_queue_state" (queue, paused_at) SELECT 'q' || g, CASE WHEN g % 2 = 0 THEN now() END FROM generate_series(1, 1000) AS g`,
       );
@@ -93,16 +90,8 @@ for (const fixture of schemaDbFixtures()) {
     });
 
     it("a limited claim counts the queue's leased rows through an index on the queue (no Seq Scan) and claims over the ready seek", async (ctx) => {
-      d = await fixture.create();
-      stores = await d.open(true);
-      await stores.migrator.apply();
-      const names = transportNames(d.schema, TABLE, 'postgres');
-      const t = `"${d.schema}"."${TABLE}"`;
-      await d.client.query(
-        `INSERT INTO ${t} (id, queue, payload_json, headers_json) SELECT gen_random_uuid(), CASE WHEN g % 4 = 0 THEN 'work' ELSE 'other' END, '{"n":' || g || '}', '{}' FROM generate_series(1, 40000) AS g`,
-      );
+      const { d, stores, names } = await seeded(40_000, "CASE WHEN g % 4 = 0 THEN 'work' ELSE 'other' END");
       await d.client.query(`INSERT INTO "${d.schema}"."${TABLE}_queue_state" (queue) VALUES ('work')`);
-      await d.client.query(`ANALYZE ${t}`);
       const r = await d.client.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(`EXPLAIN (FORMAT JSON) ${pgLimitStatements(names).claim}`, [
         'work',
         16,

@@ -12,7 +12,7 @@
 import * as sql from 'mssql';
 import type { TransportNames } from '../../sql/identifiers';
 import { qualifiedQueueStateTable } from './queue-state-sql';
-import { exactQueueMatch, qualifiedTable, dbClockPlus, type Statement } from './statements';
+import { claimLines, exactQueueMatch, qualifiedTable, dbClockPlus, type Statement } from './statements';
 
 const types = {
   queue: () => sql.NVarChar(200),
@@ -37,7 +37,6 @@ const refilled = (tokens: string, refilledAt: string) =>
  * lease_lapses_in_ms), read by stores/limited-claim.ts.
  */
 export function claimLimited(names: TransportNames): Statement<'n' | 'queue' | 'lock_timeout_ms' | 'lock_id' | 'concurrency' | 'rate' | 'burst'> {
-  const t = qualifiedTable(names);
   const s = qualifiedQueueStateTable(names);
   const match = exactQueueMatch('queue', 'queue');
   return {
@@ -59,20 +58,7 @@ export function claimLimited(names: TransportNames): Statement<'n' | 'queue' | '
       'IF @concurrency IS NOT NULL AND @concurrency - @leased < @room SET @room = @concurrency - @leased;',
       'IF @rate IS NOT NULL AND FLOOR(@tokens) < @room SET @room = FLOOR(@tokens);',
       'IF @room < 0 SET @room = 0;',
-      'WITH next AS (',
-      '    SELECT TOP (@room) id, queue, payload_json, headers_json, attempts, locked_until, lock_id, created_at, available_at',
-      `    FROM ${t} WITH (UPDLOCK, ROWLOCK, READPAST)`,
-      `    WHERE ${match}`,
-      '      AND available_at <= SYSUTCDATETIME()',
-      '      AND (locked_until IS NULL OR locked_until <= SYSUTCDATETIME())',
-      '    ORDER BY available_at, created_at',
-      ')',
-      'UPDATE next',
-      'SET attempts = attempts + 1,',
-      `    locked_until = ${dbClockPlus('@lock_timeout_ms')},`,
-      '    lock_id = @lock_id',
-      'OUTPUT inserted.id, inserted.queue, inserted.payload_json, inserted.headers_json, inserted.attempts,',
-      '       inserted.lock_id, inserted.created_at, inserted.available_at;',
+      ...claimLines(names, '@room'),
       'SET @claimed = @@ROWCOUNT;',
       'IF @rate IS NOT NULL',
       `    UPDATE ${s} SET rate_tokens = @tokens - @claimed, rate_refilled_at = SYSUTCDATETIME() WHERE ${match};`,
