@@ -253,13 +253,29 @@
       el(
         'tr',
         { 'data-queue': q.queue, class: q.queue === state.selected ? 'selected' : undefined },
-        cell('Queue', el('span', { class: 'queue-name' }, queueButton(q.queue, q.queue), ...pauseControl(q)), 'name'),
+        cell('Queue', el('span', { class: 'queue-name' }, queueButton(q.queue, q.queue), ...pauseControl(q), ...backoffTag(q)), 'name'),
         ...countCells(q),
+        cell('Limits', limitsText(q), 'limits', 'limits'),
         cell('Depth', sparkline(q.queue, now), 'chart'),
       ),
     );
     $('queues').tBodies[0].replaceChildren(...rows);
     renderQueueSelect();
+  }
+
+  /** The queue's limits across instances (CONCURRENCY_LIMIT, RATE_LIMIT_PER_SECOND), or a dash. */
+  function limitsText(q) {
+    const parts = [];
+    if (typeof q.concurrencyLimit === 'number') parts.push(`≤ ${formatCount(q.concurrencyLimit)} running`);
+    if (typeof q.rateLimitPerSecond === 'number') parts.push(`≤ ${q.rateLimitPerSecond}/s`);
+    return parts.length > 0 ? parts.join(' · ') : '—';
+  }
+
+  /** A "backing off" tag while a forward target's Retry-After holds the queue (until when, in its title). */
+  function backoffTag(q) {
+    if (typeof q.backoffUntil !== 'string') return [];
+    const until = new Date(q.backoffUntil);
+    return [el('span', { class: 'tag', 'data-field': 'backoff', title: `A forward target asked to retry after ${until.toLocaleTimeString()}: no instance claims until then`, text: 'backing off' })];
   }
 
   // ---- pause and resume (POST /api/queues/{queue}/pause|resume; every instance stops claiming) --------------------

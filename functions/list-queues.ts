@@ -6,15 +6,31 @@ import { getRuntime } from '../shared/runtime';
 import { knownQueues } from '../shared/http/queue-routes';
 import type { QueueStats } from '../shared/transport/types';
 
+/** What the list adds to a queue's counts: its pause, a forward backoff, and its limits across instances. */
+interface QueueListExtras {
+  paused: boolean;
+  backoffUntil: Date | null;
+  concurrencyLimit: number | null;
+  rateLimitPerSecond: number | null;
+}
+
 /** GET /api/queues — the statistics of every queue the configuration knows (the routes' own list), in that order. */
 export async function listQueues(_request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
   const rt = await getRuntime();
   try {
-    const items: Array<QueueStats & { paused: boolean }> = [];
+    const items: Array<QueueStats & QueueListExtras> = [];
     // one after another: a page refresh must not take a pool connection per queue
     for (const queue of knownQueues(rt.config, { internal: true })) {
       const stats = await rt.store.queueStats(queue, rt.config.deadLetterQueue);
-      items.push({ ...stats, paused: (await rt.store.queueState(queue)).paused });
+      const state = await rt.store.queueState(queue);
+      const policy = rt.engine.route(queue)?.policy;
+      items.push({
+        ...stats,
+        paused: state.paused,
+        backoffUntil: state.backoffUntil ?? null,
+        concurrencyLimit: policy?.concurrencyLimit ?? null,
+        rateLimitPerSecond: policy?.rateLimitPerSecond ?? null,
+      });
     }
     return json(200, { items });
   } catch (err) {

@@ -36,7 +36,7 @@ import {
   type EngineOptions,
 } from './options';
 import { unknownOptionKeys } from './option-keys';
-import { DEFAULT_QUEUE_POLICY, policyProblems, type QueuePolicy } from './policy';
+import { DEFAULT_QUEUE_POLICY, policyLimits, policyProblems, type QueuePolicy } from './policy';
 import { historyQuery, jobSearchPage, type JobSearch, type JobSearchPage } from './job-search';
 import type { JobRecord } from '../transport/history';
 import { buildRoutes, routeView, type PolicyView, type QueueRoute, type RouteView } from './routes';
@@ -132,6 +132,8 @@ export interface QueueStatsWithRoute extends QueueStats {
   /** Claims from the queue are paused (on every instance); publishes are still accepted. */
   paused: boolean;
   pausedAt: Date | null;
+  /** A forward target's 429/503 Retry-After holds the queue's claims back until then (every instance); null = not now. */
+  backoffUntil: Date | null;
   route: RouteView;
   policy: PolicyView;
 }
@@ -379,14 +381,17 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const announceOutlook = async (queue: string, lockTimeoutMs: number, log: Logger, after?: DrainReport): Promise<boolean> => {
     if (!requests) return false;
     try {
-      const o = await stores.transport.claimOutlook(queue);
+      const route = routes.get(queue);
+      const o = await stores.transport.claimOutlook(queue, route ? policyLimits(route.policy) : undefined);
       if (o.due) {
         if (after?.stoppedBy === 'budget' && after.claimed > 0) return false;
         requests.announce(queue, 0);
         return true;
       }
-      if (o.leaseLapsesInMs === null) return false;
-      announceLapse(queue, o.leaseLapsesInMs);
+      // a hold (forward backoff, a limited queue's next token) ends before or after the leases lapse: ask at the first
+      const at = Math.min(o.leaseLapsesInMs ?? Infinity, o.resumesInMs ?? Infinity);
+      if (at === Infinity) return false;
+      announceLapse(queue, at);
       return true;
     } catch (err) {
       const unsettled = after ? after.ackFailures + after.releaseFailures : 0;
@@ -591,6 +596,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
           batchSize: p.batchSize,
           prefetch: p.prefetch,
           concurrency: p.concurrency,
+          limits: policyLimits(p),
           budgetMs: request.budgetMs,
           idleGraceMs: request.idleGraceMs ?? request.budgetMs,
           emptyPollDelayMs,
@@ -622,7 +628,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       const route = routeOf(queue);
       const stats = await track(stores.transport.queueStats(queue, deadLetterQueue));
       const state = await track(stores.transport.queueState(queue));
-      return { ...stats, paused: state.paused, pausedAt: state.pausedAt, ...routeView(route) };
+      return { ...stats, paused: state.paused, pausedAt: state.pausedAt, backoffUntil: state.backoffUntil ?? null, ...routeView(route) };
     },
 
     async cancel(queue, id, o = {}) {

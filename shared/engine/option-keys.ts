@@ -3,7 +3,7 @@
 // type names; each problem gives the key's path and the nearest valid key (edit distance), then the valid keys.
 // The HTTP API and the app settings already refuse unknown fields; this is the same rule for code.
 
-import { DEFAULT_QUEUE_POLICY } from './policy';
+import { DEFAULT_QUEUE_POLICY, LIMIT_RANGES } from './policy';
 
 /** The keys of one level; `children` checks the value of a key (a nested level). */
 interface Level {
@@ -11,7 +11,8 @@ interface Level {
   children?: Readonly<Record<string, (value: unknown, path: string, problems: string[]) => void>>;
 }
 
-const POLICY_KEYS = Object.keys(DEFAULT_QUEUE_POLICY);
+// the limits have no default (absent = no limit), so they are named apart
+const POLICY_KEYS = [...Object.keys(DEFAULT_QUEUE_POLICY), ...Object.keys(LIMIT_RANGES)];
 const POOL_KEYS = ['max', 'min', 'connectTimeoutMs', 'requestTimeoutMs'];
 const BACKOFF_KEYS = ['baseMs', 'maxMs'];
 const RETRY_KEYS = ['lock', 'throttling', 'failover', 'connection'];

@@ -15,6 +15,7 @@ import type { DispatchDeps } from '../transport/dispatcher';
 import type { JobHandler } from '../transport/job';
 import type { EngineOptions } from './options';
 import type { QueuePolicy } from './policy';
+import { defaultBurst } from '../transport/limits';
 
 /** What runs a queue's jobs, as shown to operators: never a URL's path, query or credentials. */
 export type HandlerDescription =
@@ -101,6 +102,11 @@ export interface PolicyView {
   /** Handlers running at once per drain (HANDLER_CONCURRENCY; `concurrency` in the policy). */
   concurrency: number;
   deadLetter: boolean;
+  /** Jobs running at once across every instance (CONCURRENCY_LIMIT); null = no limit. */
+  concurrencyLimit: number | null;
+  /** Starts per second across every instance (RATE_LIMIT_PER_SECOND) and the bucket size; null = no limit. */
+  rateLimitPerSecond: number | null;
+  rateLimitBurst: number | null;
 }
 
 export function routeView(route: QueueRoute): { route: RouteView; policy: PolicyView } {
@@ -117,6 +123,9 @@ export function routeView(route: QueueRoute): { route: RouteView; policy: Policy
       prefetch: p.prefetch,
       concurrency: p.concurrency,
       deadLetter: p.deadLetter,
+      concurrencyLimit: p.concurrencyLimit ?? null,
+      rateLimitPerSecond: p.rateLimitPerSecond ?? null,
+      rateLimitBurst: p.rateLimitPerSecond === undefined ? null : (p.rateLimitBurst ?? defaultBurst(p.rateLimitPerSecond)),
     },
   };
 }

@@ -1,5 +1,6 @@
 import { RawJson, stringifyJson } from '../json/raw-json';
-import type { Job, JobHandler } from '../transport/job';
+import { BackOffError, type Job, type JobHandler } from '../transport/job';
+import { retryAfterMs } from './retry-after';
 import { encodeHeaderValue } from './header-value';
 import { outgoingCall } from '../tracing/otel';
 import { formatTraceparent, TRACEPARENT_HEADER, TRACESTATE_HEADER, type TraceContext } from '../tracing/trace-context';
@@ -11,6 +12,7 @@ import { httpPost, type HttpPost, type PostAnswer } from './http-post';
  * The body carries the payload as it was published; the correlation id header is encoded (header-value.ts). A job
  * with a trace context sends `traceparent` (and tracestate): a new span id under the job's trace.
  * A redirect is an answer like any other (a failure), as for callbacks: a job is never re-sent somewhere else.
+ * A 429 or 503 with Retry-After (seconds or an HTTP date) is a BackOffError: the job and its queue wait that long.
  */
 export function forwardingHandler(url: string, timeoutMs: number, post: HttpPost = httpPost): JobHandler {
   const target = new URL(url);
@@ -42,6 +44,11 @@ export function forwardingHandler(url: string, timeoutMs: number, post: HttpPost
       ctx.signal.removeEventListener('abort', onLeaseLost);
     }
     const { status, statusText, text } = answer;
+    if (status === 429 || status === 503) {
+      // the target asks for a pause: the job waits that long, and so does its queue (dispatcher.ts)
+      const delayMs = retryAfterMs(answer.retryAfter);
+      if (delayMs !== undefined) throw new BackOffError(`forward to ${url} answered ${status} ${statusText} with Retry-After ${answer.retryAfter}: ${text.slice(0, 200)}`, delayMs);
+    }
     if (status < 200 || status > 299) {
       throw new Error(`forward to ${url} answered ${status} ${statusText}: ${text.slice(0, 200)}`);
     }

@@ -6,6 +6,8 @@ export interface PostAnswer {
   status: number;
   statusText: string;
   text: string;
+  /** The Retry-After header, when the answer had one (a 429 or 503 asking the caller to back off). */
+  retryAfter?: string;
 }
 
 /** POSTs `body` to `url`; rejects on a network fault or when `signal` aborts (with the signal's reason). */
@@ -62,7 +64,10 @@ function postOnce(url: URL, headers: Record<string, string>, payload: Buffer, si
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => {
           signal.removeEventListener('abort', onAbort);
-          resolve({ status: res.statusCode ?? 0, statusText: res.statusMessage ?? '', text: Buffer.concat(chunks).toString('utf8') });
+          const answer: PostAnswer = { status: res.statusCode ?? 0, statusText: res.statusMessage ?? '', text: Buffer.concat(chunks).toString('utf8') };
+          const retryAfter = res.headers['retry-after'];
+          if (typeof retryAfter === 'string') answer.retryAfter = retryAfter;
+          resolve(answer);
         });
         res.on('error', fail);
         res.on('aborted', () => fail(new Error('the connection closed before the answer was complete')));

@@ -723,7 +723,7 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
           deadLettered: { type: 'integer', minimum: 0 },
           oldestReadyAgeSeconds: { type: ['number', 'null'], minimum: 0 },
         }),
-        QueueStats: exact(['queue', 'ready', 'delayed', 'leased', 'deadLettered', 'oldestReadyAgeSeconds', 'paused'], {
+        QueueStats: exact(['queue', 'ready', 'delayed', 'leased', 'deadLettered', 'oldestReadyAgeSeconds', 'paused', 'backoffUntil', 'concurrencyLimit', 'rateLimitPerSecond'], {
           queue: { type: 'string' },
           ready: { type: 'integer', minimum: 0 },
           delayed: { type: 'integer', minimum: 0 },
@@ -731,13 +731,16 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
           deadLettered: { type: 'integer', minimum: 0 },
           oldestReadyAgeSeconds: { type: ['number', 'null'], minimum: 0 },
           paused: { type: 'boolean', description: 'Claims from the queue are paused on every instance (POST …/resume).' },
+          backoffUntil: { type: ['string', 'null'], format: 'date-time', description: "A forward target's Retry-After holds the queue's claims until then; null = no backoff now." },
+          concurrencyLimit: { type: ['integer', 'null'], minimum: 1, description: 'jobs running at once across every instance; null = no limit' },
+          rateLimitPerSecond: { type: ['number', 'null'], exclusiveMinimum: 0, description: 'starts per second across every instance; null = no limit' },
         }),
         QueueState: exact(['queue', 'paused', 'pausedAt'], {
           queue: { type: 'string' },
           paused: { type: 'boolean' },
           pausedAt: { type: ['string', 'null'], format: 'date-time', description: 'When the pause began (database clock); null when not paused.' },
         }),
-        QueueDetail: exact(['queue', 'ready', 'delayed', 'leased', 'deadLettered', 'oldestReadyAgeSeconds', 'paused', 'pausedAt', 'route', 'policy'], {
+        QueueDetail: exact(['queue', 'ready', 'delayed', 'leased', 'deadLettered', 'oldestReadyAgeSeconds', 'paused', 'pausedAt', 'backoffUntil', 'route', 'policy'], {
           queue: { type: 'string' },
           ready: { type: 'integer', minimum: 0 },
           delayed: { type: 'integer', minimum: 0 },
@@ -746,12 +749,17 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
           oldestReadyAgeSeconds: { type: ['number', 'null'], minimum: 0 },
           paused: { type: 'boolean', description: 'Claims from the queue are paused on every instance; publishes are still accepted.' },
           pausedAt: { type: ['string', 'null'], format: 'date-time' },
+          backoffUntil: {
+            type: ['string', 'null'],
+            format: 'date-time',
+            description: "A forward target answered 429/503 with Retry-After: every instance's claims of the queue wait until then (database clock); null = no backoff now.",
+          },
           route: exact(['handler'], {
             handler: { type: 'string', enum: ['echo', 'forward', 'code', 'response-ingress', 'callbacks', 'flows'] },
             forwardHost: { type: 'string', description: 'host[:port] of the forward URL (never its path, query or credentials); forward only' },
             forwardTimeoutSeconds: { type: 'number' },
           }),
-          policy: exact(['maxDeliveryAttempts', 'redeliveryDelaySeconds', 'redeliveryMaxDelaySeconds', 'lockTimeoutSeconds', 'batchSize', 'prefetch', 'concurrency', 'deadLetter'], {
+          policy: exact(['maxDeliveryAttempts', 'redeliveryDelaySeconds', 'redeliveryMaxDelaySeconds', 'lockTimeoutSeconds', 'batchSize', 'prefetch', 'concurrency', 'deadLetter', 'concurrencyLimit', 'rateLimitPerSecond', 'rateLimitBurst'], {
             maxDeliveryAttempts: { type: 'integer', minimum: 0, description: '0 = unlimited' },
             redeliveryDelaySeconds: { type: 'number', minimum: 0 },
             redeliveryMaxDelaySeconds: { type: 'number', minimum: 0 },
@@ -760,6 +768,9 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
             prefetch: { type: 'integer', minimum: 0, description: 'rows claimed ahead of free handler slots' },
             concurrency: { type: 'integer', minimum: 1, description: 'handlers running at once per drain (HANDLER_CONCURRENCY)' },
             deadLetter: { type: 'boolean', description: 'false: a job out of attempts is deleted instead of dead-lettered' },
+            concurrencyLimit: { type: ['integer', 'null'], minimum: 1, description: 'jobs running at once across every instance (CONCURRENCY_LIMIT); null = no limit' },
+            rateLimitPerSecond: { type: ['number', 'null'], exclusiveMinimum: 0, description: 'starts per second across every instance (RATE_LIMIT_PER_SECOND); null = no limit' },
+            rateLimitBurst: { type: ['integer', 'null'], minimum: 1, description: 'token-bucket size of the rate limit (RATE_LIMIT_BURST); null without a rate limit' },
           }),
         }),
         DeadLetter: exact(['id', 'sourceQueue', 'reason', 'payload', 'headers', 'attempts', 'createdAt'], {

@@ -83,6 +83,9 @@ export const SETTINGS: readonly Setting[] = [
   { name: 'WORKER_FORWARD_URL', default: '', description: 'When set, the worker handler POSTs each job here; 2xx = success.' },
   { name: 'WORKER_FORWARD_TIMEOUT_SECONDS', default: '30', description: 'Timeout of one forwarded job.' },
   { name: 'DEAD_LETTER_ENABLED', default: 'true', description: 'A job out of attempts (or failed for good) moves to the dead-letter queue; false = it is deleted instead (logged, counted as dropped).' },
+  { name: 'CONCURRENCY_LIMIT', default: '', description: 'Jobs of a queue running at once across every instance (leased rows, counted by a serialized claim); blank or 0 = no limit. Usually set per queue (QUEUE__<key>__CONCURRENCY_LIMIT).' },
+  { name: 'RATE_LIMIT_PER_SECOND', default: '', description: 'Starts (claims) of a queue per second across every instance, a token bucket on the database clock; blank or 0 = no limit. Usually set per queue.' },
+  { name: 'RATE_LIMIT_BURST', default: 'RATE_LIMIT_PER_SECOND / 10, at least 1', description: 'Token-bucket size of the rate limit: starts allowed at once after an idle spell.' },
   {
     name: 'QUEUE__<key>__<SETTING>',
     default: '',

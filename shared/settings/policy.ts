@@ -2,6 +2,7 @@
 // the delivery policy (leases, attempts, redelivery backoff, claim sizes, handler concurrency, dead letters) and
 // the worker handler (echo, or forward to a URL).
 
+import { LIMIT_RANGES } from '../engine/policy';
 import type { Readers } from './env';
 
 export interface PolicyDefaults {
@@ -19,6 +20,48 @@ export interface PolicyDefaults {
   deadLetterRetentionMs: number | null;
   /** JOB_HISTORY_RETENTION_DAYS: the default of every queue's policy.historyRetentionMs (0 = no history). */
   historyRetentionMs: number;
+  /** CONCURRENCY_LIMIT, RATE_LIMIT_PER_SECOND, RATE_LIMIT_BURST: every queue's limits across instances (absent = none). */
+  concurrencyLimit?: number;
+  rateLimitPerSecond?: number;
+  rateLimitBurst?: number;
+}
+
+/** The limit settings' names, as the global setting names them (the per-queue ones are QUEUE__<key>__<name>). */
+export const LIMIT_SETTINGS = {
+  concurrencyLimit: 'CONCURRENCY_LIMIT',
+  rateLimitPerSecond: 'RATE_LIMIT_PER_SECOND',
+  rateLimitBurst: 'RATE_LIMIT_BURST',
+} as const;
+
+/**
+ * One limit setting: blank = the fallback (the global setting, else no limit); 0 = no limit (so one queue can opt
+ * out of a global limit); otherwise a number in the limit's range (engine/policy.ts LIMIT_RANGES).
+ */
+export function readLimit(num: Readers['num'], name: string, key: keyof typeof LIMIT_SETTINGS, fallback: number | undefined): number | undefined {
+  const r = LIMIT_RANGES[key];
+  const v = num(name, Number.NaN, { min: 0, max: r.max, integer: r.integer });
+  if (Number.isNaN(v)) return fallback;
+  return v === 0 ? undefined : Math.max(v, r.min);
+}
+
+/** The three limits of a policy: each setting over its fallback; a burst needs a rate. */
+export function readLimits(
+  num: Readers['num'],
+  nameOf: (key: keyof typeof LIMIT_SETTINGS) => string | undefined,
+  fallback: Pick<PolicyDefaults, keyof typeof LIMIT_SETTINGS>,
+  problems: string[],
+): Pick<PolicyDefaults, keyof typeof LIMIT_SETTINGS> {
+  const out: Pick<PolicyDefaults, keyof typeof LIMIT_SETTINGS> = {};
+  for (const key of Object.keys(LIMIT_SETTINGS) as Array<keyof typeof LIMIT_SETTINGS>) {
+    const name = nameOf(key);
+    const v = name === undefined ? fallback[key] : readLimit(num, name, key, fallback[key]);
+    if (v !== undefined) out[key] = v;
+  }
+  if (out.rateLimitBurst !== undefined && out.rateLimitPerSecond === undefined) {
+    problems.push(`${nameOf('rateLimitBurst') ?? LIMIT_SETTINGS.rateLimitBurst} sets a burst without a rate: set RATE_LIMIT_PER_SECOND too`);
+    delete out.rateLimitBurst;
+  }
+  return out;
 }
 
 export interface WorkerHandlerDefaults {
@@ -45,6 +88,7 @@ export function readPolicyDefaults({ num, bool }: Readers, problems: string[]): 
     deadLetterEnabled: bool('DEAD_LETTER_ENABLED', true),
     deadLetterRetentionMs: retentionDays > 0 ? retentionDays * 86_400_000 : null,
     historyRetentionMs: num('JOB_HISTORY_RETENTION_DAYS', 0, { max: 3650 }) * 86_400_000,
+    ...readLimits(num, (key) => LIMIT_SETTINGS[key], {}, problems),
   };
 }
 

@@ -7,7 +7,7 @@ import type { HandlerSpec } from '../handlers/registry';
 import { CALLBACK_QUEUE, RESPONSE_QUEUE } from '../queue-names';
 import type { Env, Readers } from './env';
 import { findQueueSettings, type PerQueueSetting } from './per-queue';
-import type { PolicyDefaults, WorkerHandlerDefaults } from './policy';
+import { LIMIT_SETTINGS, readLimits, type PolicyDefaults, type WorkerHandlerDefaults } from './policy';
 
 /** A queue's handler as the settings describe it: `code` runs the handler registered in handlers/index.ts. */
 export type HandlerSetting = HandlerSpec | { kind: 'code' } | { kind: 'built-in' };
@@ -51,6 +51,7 @@ export function readRoutes(c: RouteDefaults, env: Env, read: Readers, problems: 
       concurrency: num('HANDLER_CONCURRENCY', c.concurrency, { min: 1, max: 1000, integer: true }),
       deadLetter: name('DEAD_LETTER_ENABLED') === undefined ? c.deadLetterEnabled : read.bool(name('DEAD_LETTER_ENABLED')!, c.deadLetterEnabled),
       historyRetentionMs: num('JOB_HISTORY_RETENTION_DAYS', c.historyRetentionMs / 86_400_000, { max: 3650 }) * 86_400_000,
+      ...readLimits(read.num, (key) => name(LIMIT_SETTINGS[key]), c, problems),
     };
     if ((name('REDELIVERY_DELAY_SECONDS') || name('REDELIVERY_MAX_DELAY_SECONDS')) && policy.redeliveryMaxDelayMs < policy.redeliveryDelayMs) {
       problems.push(`queue '${queue}': its redelivery delay cap (${policy.redeliveryMaxDelayMs / 1000} s) is below its redelivery delay (${policy.redeliveryDelayMs / 1000} s)`);

@@ -50,6 +50,8 @@ const TRANSPORT_METHODS: Record<AsyncMethodKeys<TransportStore>, true> = {
   recordSubscriptions: true,
   topicSubscriptions: true,
   claim: true,
+  claimLimited: true,
+  backOffQueue: true,
   ack: true,
   ackToHistory: true,
   findJob: true,

@@ -3,7 +3,7 @@ import { DEFAULT_RETRY_CLASSES, withRetry, type RetryPolicy } from '../sql/retry
 import type { AckBatcher } from './ack-batcher';
 import { exceedsCap, isLastAttempt, redeliveryDelay, type DeliveryPolicy } from './delivery-policy';
 import { deadLetterHeaders, getHeader } from './headers';
-import { PermanentJobError, type Job, type JobHandler } from './job';
+import { BackOffError, PermanentJobError, type Job, type JobHandler } from './job';
 import { startHeartbeat } from './lease-heartbeat';
 import { inSpan } from '../tracing/otel';
 import { parseTraceparent, TRACEPARENT_HEADER, TRACESTATE_HEADER, type TraceContext } from '../tracing/trace-context';
@@ -22,7 +22,7 @@ export interface SettleContext {
 export type DeliveryOutcome = 'completed' | 'retried' | 'dead-lettered' | 'dropped' | 'released' | 'cancelled';
 
 export interface DispatchDeps {
-  store: Pick<TransportStore, 'renew' | 'release' | 'deadLetter' | 'hasMessage' | 'ack'>;
+  store: Pick<TransportStore, 'renew' | 'release' | 'deadLetter' | 'hasMessage' | 'ack' | 'backOffQueue'>;
   acks: AckBatcher;
   policy: DeliveryPolicy;
   lockTimeoutMs: number;
@@ -109,9 +109,16 @@ export async function dispatchDelivery(msg: ClaimedMessage, handler: JobHandler,
     heartbeat.stop();
     if (cancelled) return settleCancelled(msg, job, deps);
     const reason = err instanceof Error ? err.message || err.name : String(err);
+    // a target asking for a pause holds the whole queue back, also when this was the job's last attempt
+    if (err instanceof BackOffError) await holdQueue(msg, err, what, deps);
     if (err instanceof PermanentJobError || isLastAttempt(msg.attempt, deps.policy)) {
       deps.logger.warn(`${what} failed ${err instanceof PermanentJobError ? 'for good' : 'on its last attempt'}; ${burying(deps)}: ${reason}`);
       return bury(msg, job, reason, deps);
+    }
+    if (err instanceof BackOffError) {
+      // released with the target's delay: the NAK keeps the one attempt the claim counted and adds none
+      await releaseQuietly(msg, err.delayMs, deps);
+      return 'retried';
     }
     const delay = redeliveryDelay(msg.attempt, deps.policy);
     deps.logger.warn(`${what} failed; redelivering in ${delay} ms: ${reason}`);
@@ -267,6 +274,20 @@ async function movedEarlier(msg: ClaimedMessage, newId: string, deps: DispatchDe
   } catch (err) {
     deps.logger.error(`could not check whether job ${msg.id} was dead-lettered`, err);
     return false;
+  }
+}
+
+/**
+ * The downstream asked for a pause (a 429/503 Retry-After): the whole queue's claims wait that long on every
+ * instance (the queue-state row's backoff_until, which every claim tests). A failure to record it is logged: the
+ * job itself still waits (its release carries the delay).
+ */
+async function holdQueue(msg: ClaimedMessage, err: BackOffError, what: string, deps: DispatchDeps): Promise<void> {
+  deps.logger.warn(`${what}: the target asked to back off; '${msg.queue}' waits ${err.delayMs} ms: ${err.message}`);
+  try {
+    await deps.store.backOffQueue(msg.queue, err.delayMs);
+  } catch (e) {
+    deps.logger.error(`failed to hold '${msg.queue}' back for ${err.delayMs} ms; its other jobs keep being claimed`, e);
   }
 }
 

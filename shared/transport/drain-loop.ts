@@ -9,6 +9,7 @@ import { dispatchDelivery, type DeliveryOutcome, type DispatchDeps } from './dis
 import type { JobHandler } from './job';
 import type { ClaimedMessage, Settlement, TransportStore } from './types';
 import type { WakeSignal } from './wake';
+import { hasLimits, type LimitedClaim, type QueueLimits } from './limits';
 
 export interface DrainOptions {
   store: TransportStore;
@@ -37,6 +38,12 @@ export interface DrainOptions {
   stopping?: AbortSignal;
   onCompleted?: DispatchDeps['onCompleted'];
   onDeadLettered?: DispatchDeps['onDeadLettered'];
+  /**
+   * The queue's limits across instances (transport/limits.ts): claims go through the store's limited claim, hold
+   * no prefetch (a held row would count against the limit while it waits), and a claim the limits held back waits
+   * for the next token, or polls while other instances hold the room.
+   */
+  limits?: QueueLimits;
   /** Backoff per transient class after a failed claim; DEFAULT_RETRY_CLASSES when absent. */
   claimRetry?: RetryPolicy;
   /** The queue keeps history (policy.historyRetentionMs > 0): completed jobs are acked into the history table. */
@@ -116,7 +123,8 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
     else report.released++;
   };
   const inFlight = new Set<Promise<void>>();
-  const capacity = o.concurrency + Math.max(0, o.prefetch ?? 0);
+  const limits = hasLimits(o.limits) ? o.limits : undefined;
+  const capacity = o.concurrency + (limits ? 0 : Math.max(0, o.prefetch ?? 0));
   // Claim again once the buffer runs dry, or once a batch's worth of room (at most half the capacity) is free.
   const refillAt = Math.max(1, Math.min(o.batchSize, Math.ceil(capacity / 2)));
   const buffer = new ClaimBuffer(o.lockTimeoutMs / 2);
@@ -124,6 +132,8 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
   let claimErrors = 0;
   let emptyAt: number | undefined; // when the last claim came back empty
   let retryAt = 0; // after a transient claim failure, no claim before this
+  let heldUntil = 0; // a limit held the last claim back: no claim before this (a local handler ending frees room sooner)
+  let heldBy: LimitedClaim<ClaimedMessage>['limitedBy'] = null;
   let failed = false; // a claim failed for good (or its retry would outlive the budget)
   // Claims run in the background, so handlers keep starting from the buffer during their round trips. While the
   // last claim came back full (a backlog), a second may run beside it: SKIP LOCKED hands them disjoint rows.
@@ -179,15 +189,26 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
       .finally(() => releasing.delete(p));
     releasing.add(p);
   };
+  // A claim the limits held back waits: for the next token (rate), the backoff's end, or (concurrency) a poll while
+  // other instances hold the room; a handler of this drain ending frees room at once (see the loop).
+  const limitedClaim = async (rows: number, lockId: string, l: QueueLimits): Promise<ClaimedMessage[]> => {
+    await acks.drain(); // the count of leased rows must see this drain's finished jobs gone
+    const r = await o.store.claimLimited(o.queue, rows, o.lockTimeoutMs, lockId, l);
+    heldBy = r.limitedBy;
+    heldUntil = r.limitedBy === null ? 0 : now() + Math.max(1, Math.min(r.retryInMs ?? o.emptyPollDelayMs, o.emptyPollDelayMs));
+    if (r.limitedBy === 'rate') lastActivity = now();
+    return r.messages;
+  };
   const claimInBackground = (rows: number) => {
     const claimedAt = now();
     const lockId = randomUUID();
     const done = (async () => {
       try {
-        const batch = await o.store.claim(o.queue, rows, o.lockTimeoutMs, lockId);
+        const batch = limits ? await limitedClaim(rows, lockId, limits) : await o.store.claim(o.queue, rows, o.lockTimeoutMs, lockId);
         claimErrors = 0;
         backlog = batch.length === rows;
-        emptyAt = batch.length === 0 ? now() : undefined;
+        // a claim the rate held back is no sign of an empty queue: the next token is due soon
+        emptyAt = batch.length === 0 && heldBy !== 'rate' ? now() : undefined;
         if (batch.length > 0) {
           report.claimed += batch.length;
           lastActivity = now();
@@ -246,7 +267,8 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
     const room = capacity - inFlight.size - buffer.size - claimingRows;
     // The queue looked empty a moment ago: wait for a wake or the poll delay before asking again.
     const pollAt = emptyAt === undefined ? 0 : emptyAt + o.emptyPollDelayMs;
-    const wantClaim = claims.size < (backlog ? MAX_PARALLEL_CLAIMS : 1) && room > 0 && now() >= retryAt && (room >= refillAt || (buffer.size === 0 && free > 0));
+    const parallel = backlog && !limits ? MAX_PARALLEL_CLAIMS : 1; // a limited queue's claims are serialized anyway
+    const wantClaim = claims.size < parallel && room > 0 && now() >= retryAt && now() >= heldUntil && (room >= refillAt || (buffer.size === 0 && free > 0));
     if (wantClaim && now() >= pollAt) {
       claimInBackground(Math.min(o.batchSize, room));
       continue;
@@ -257,7 +279,13 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
     }
     // Wait for what comes first: a handler finishing, the claim answering, a held row going stale, a retry or poll
     // coming due (a same-process publish wakes an empty-queue wait at once), or the budget ending.
-    const until = Math.min(buffer.nextStaleAt() ?? Infinity, claimDeadline, retryAt > now() ? retryAt : Infinity, wantClaim ? pollAt : Infinity);
+    const until = Math.min(
+      buffer.nextStaleAt() ?? Infinity,
+      claimDeadline,
+      retryAt > now() ? retryAt : Infinity,
+      heldUntil > now() ? heldUntil : Infinity,
+      wantClaim ? pollAt : Infinity,
+    );
     // A timed wait gets a controller to end it once something else came first, aborted with a fixed reason: the
     // default reason is a new DOMException per loop turn, measurable CPU at thousands of jobs a second.
     let cancel: AbortController | undefined;
@@ -273,7 +301,14 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
     const handlersBefore = inFlight.size;
     if (waits.length > 0) await Promise.race(waits);
     cancel?.abort(WAIT_OVER);
-    if (inFlight.size < handlersBefore) lastActivity = now();
+    if (inFlight.size < handlersBefore) {
+      lastActivity = now();
+      // the concurrency limit counted this drain's own lease: its end is room to claim into now
+      if (heldBy === 'concurrency') {
+        heldUntil = 0;
+        emptyAt = undefined;
+      }
+    }
   }
 
   // Claimed but not started: hand back at once (no attempt spent, place in line kept). A claim still answering

@@ -30,6 +30,8 @@ export interface QueueState {
   paused: boolean;
   /** When the pause began (database clock); null when not paused. */
   pausedAt: Date | null;
+  /** Until when a forward target's Retry-After holds the queue's claims back (database clock); null = not now. */
+  backoffUntil?: Date | null;
 }
 
 /** Why a job stopped when cancelled while running: the abort reason its handler's signal carries. */

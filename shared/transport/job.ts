@@ -44,3 +44,19 @@ export class PermanentJobError extends Error {
     this.name = 'PermanentJobError';
   }
 }
+
+/**
+ * Thrown by a handler whose downstream asked it to back off (the forward handler: a 429 or 503 with Retry-After).
+ * The job is released (NAK) with that delay instead of the redelivery backoff, its queue's claims are held back on
+ * every instance for as long (backOffQueue), and the attempt it used is the only one spent. On the job's last
+ * allowed attempt it is dead-lettered like any failure (a target that never recovers must not hold a job forever).
+ */
+export class BackOffError extends Error {
+  constructor(
+    message: string,
+    readonly delayMs: number,
+  ) {
+    super(message);
+    this.name = 'BackOffError';
+  }
+}

@@ -3,6 +3,7 @@
 
 import type { HistoryPage, HistoryQuery, JobRecord } from './history';
 import type { WaitingJob, WaitingQuery } from './waiting';
+import type { LimitedClaim, QueueLimits } from './limits';
 
 export type StoreKind = 'sqlserver' | 'postgres' | 'pglite';
 
@@ -116,6 +117,11 @@ export interface ClaimOutlook {
   due: boolean;
   /** Milliseconds on the database clock until the earliest live lease of the queue lapses; null when none (or when `due`: not read then). */
   leaseLapsesInMs: number | null;
+  /**
+   * Not due although rows may wait: milliseconds until the queue's hold ends (a forward target's backoff, a
+   * limited queue's next token); absent or null when nothing holds it.
+   */
+  resumesInMs?: number | null;
 }
 
 /** A durable topic subscription as recorded in the subscriptions table. */
@@ -168,6 +174,17 @@ export interface TransportStore {
    */
   claim(queue: string, max: number, lockTimeoutMs: number, lockId?: string): Promise<ClaimedMessage[]>;
   /**
+   * A limited queue's claim (transport/limits.ts): at most the room its concurrency limit and token bucket leave,
+   * decided in one short transaction holding the queue's queue-state row, so the limits hold across instances.
+   * Also honours pause and backoff. The rows carry `lockId` as with claim (releaseLostClaim hands them back).
+   */
+  claimLimited(queue: string, max: number, lockTimeoutMs: number, lockId: string, limits: QueueLimits): Promise<LimitedClaim<ClaimedMessage>>;
+  /**
+   * Holds the queue's claims back (every instance, limited or not) for `delayMs` from the database clock, or until
+   * a later backoff already stored; returns until when. A forward target's 429/503 Retry-After sets it.
+   */
+  backOffQueue(queue: string, delayMs: number): Promise<Date>;
+  /**
    * Hands back whatever a claim whose answer never arrived (its connection broke) may have committed: the rows of
    * exactly `queue` still leased under `lockId` get their attempt back and their lease cleared, as releaseUnstarted
    * does. Rows held by an uncommitted claim are skipped (they then wait out the lease). Returns rows released.
@@ -216,7 +233,7 @@ export interface TransportStore {
   /** A queue's waiting (unleased) rows, ready or delayed on the database clock, in the ready index's order, at most `top` (one statement). */
   listWaiting(query: WaitingQuery): Promise<WaitingJob[]>;
   /** Whether a row of exactly `queue` is claimable now and, if none is, when its earliest lease lapses (one statement). */
-  claimOutlook(queue: string): Promise<ClaimOutlook>;
+  claimOutlook(queue: string, limits?: QueueLimits): Promise<ClaimOutlook>;
   listDeadLetters(deadLetterQueue: string, sourceQueue: string, top: number): Promise<DeadLetterItem[]>;
   /** Moves a dead letter back onto its source queue (attempts reset, dead-letter headers removed). */
   requeueDeadLetter(deadLetterQueue: string, sourceQueue: string, id: string): Promise<boolean>;

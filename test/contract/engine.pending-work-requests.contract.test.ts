@@ -132,3 +132,45 @@ describe('[pglite] pending work → drain requests (queue mode)', () => {
     expect(probes).toBe(1);
   });
 });
+
+describe('[pglite] a limited queue and a backed-off queue → drain requests when room may come (queue mode)', () => {
+  async function limitedEngine(drainRequests: DrainAnnouncer): Promise<Engine> {
+    const e = await createEngine({
+      store: { kind: 'pglite', dataDir: 'memory://' },
+      queues: { capped: { handler: async () => undefined, policy: { concurrencyLimit: 1 } }, other: { handler: async () => undefined } },
+      drainRequests,
+      logger: silentLogger,
+    });
+    engines.push(e);
+    await e.store.ensureSchema();
+    return e;
+  }
+
+  it('rows due but no room under the concurrency limit: no request now (no loop), one at the lapse of the lease holding the room', async () => {
+    const { announcer, calls } = recorder();
+    const e = await limitedEngine(announcer);
+    await publishUnannounced(e, 'capped');
+    await publishUnannounced(e, 'capped');
+    await rawStore(e).claim('capped', 1, 15_000); // a peer holds the only slot
+    calls.length = 0;
+    const report = await e.drain('capped', { budgetMs: 3000, idleGraceMs: 0 });
+    expect(report.claimed).toBe(0);
+    expect(calls.filter((c) => c.queue === 'capped').map((c) => c.kind)).toEqual(['lease']);
+    expect(calls.find((c) => c.queue === 'capped')!.ms).toBeGreaterThan(10_000);
+  });
+
+  it('a queue a forward target backed off: no request now; one when the backoff ends', async () => {
+    const { announcer, calls } = recorder();
+    const e = await limitedEngine(announcer);
+    await publishUnannounced(e, 'other');
+    await rawStore(e).backOffQueue('other', 4_000);
+    calls.length = 0;
+    const report = await e.drain('other', { budgetMs: 3000, idleGraceMs: 0 });
+    expect(report.claimed).toBe(0);
+    const asked = calls.filter((c) => c.queue === 'other');
+    expect(asked.map((c) => c.kind)).toEqual(['lease']);
+    expect(asked[0]!.ms).toBeGreaterThan(3_000);
+    expect(asked[0]!.ms).toBeLessThanOrEqual(4_000);
+    expect((await e.stats('other')).backoffUntil).toBeInstanceOf(Date);
+  });
+});

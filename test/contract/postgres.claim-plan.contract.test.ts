@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { OpenedStores } from '../../shared/stores/open';
 import { pgStatements } from '../../shared/stores/postgres/statements';
+import { pgLimitStatements } from '../../shared/stores/postgres/limit-statements';
 import { transportNames } from '../../shared/sql/identifiers';
 import { announce } from './fixtures';
 import { closeSharedPglite, schemaDbFixtures, type SchemaDb } from './schema-fixtures';
@@ -25,17 +26,21 @@ for (const fixture of schemaDbFixtures()) {
       await d?.close();
       stores = d = undefined;
     });
-
-    it('with 20k ready rows (after ANALYZE) a claim reads the ready index and the primary key, never the whole table', async (ctx) => {
+    /** A migrated schema whose transport table holds `rows` rows (`queueOf` SQL names each row's queue), analyzed. */
+    const seeded = async (rows: number, queueOf = "'work'") => {
       d = await fixture.create();
       stores = await d.open(true);
       await stores.migrator.apply();
-      const names = transportNames(d.schema, TABLE, 'postgres');
       const t = `"${d.schema}"."${TABLE}"`;
       await d.client.query(
-        `INSERT INTO ${t} (id, queue, payload_json, headers_json) SELECT gen_random_uuid(), 'work', '{"n":' || g || '}', '{}' FROM generate_series(1, 20000) AS g`,
+        `INSERT INTO ${t} (id, queue, payload_json, headers_json) SELECT gen_random_uuid(), ${queueOf}, '{"n":' || g || '}', '{}' FROM generate_series(1, ${rows}) AS g`,
       );
       await d.client.query(`ANALYZE ${t}`);
+      return { d, stores, t, names: transportNames(d.schema, TABLE, 'postgres') };
+    };
+
+    it('with 20k ready rows (after ANALYZE) a claim reads the ready index and the primary key, never the whole table', async (ctx) => {
+      const { d, stores, names } = await seeded(20_000);
       const r = await d.client.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(`EXPLAIN (FORMAT JSON) ${pgStatements(names).claim}`, ['work', 100, 30_000, randomUUID()]);
       const plan = nodes(r.rows[0]!['QUERY PLAN'][0]!.Plan);
       const scans = plan.filter((n) => n['Relation Name'] === TABLE).map((n) => `${n['Node Type']}${n['Index Name'] ? ` on ${n['Index Name']}` : ''}`);
@@ -52,14 +57,7 @@ for (const fixture of schemaDbFixtures()) {
     });
 
     it('the pause test adds a one-time filter over the same seek: with 20k rows and 1k queue-state rows, no Seq Scan on the table', async (ctx) => {
-      d = await fixture.create();
-      stores = await d.open(true);
-      await stores.migrator.apply();
-      const names = transportNames(d.schema, TABLE, 'postgres');
-      const t = `"${d.schema}"."${TABLE}"`;
-      await d.client.query(
-        `INSERT INTO ${t} (id, queue, payload_json, headers_json) SELECT gen_random_uuid(), 'work', '{"n":' || g || '}', '{}' FROM generate_series(1, 20000) AS g`,
-      );
+      const { d, stores, names, t } = await seeded(20_000);
       await d.client.query(
         `INSERT INTO "${d.schema}"."${TABLE}_queue_state" (queue, paused_at) SELECT 'q' || g, CASE WHEN g % 2 = 0 THEN now() END FROM generate_series(1, 1000) AS g`,
       );
@@ -83,6 +81,49 @@ for (const fixture of schemaDbFixtures()) {
       expect(await stores.transport.claim('work', 100, 30_000)).toHaveLength(0);
       await stores.transport.setQueuePaused('work', false);
       expect(await stores.transport.claim('work', 100, 30_000)).toHaveLength(100);
+    });
+
+    it("a limited claim counts the queue's leased rows through an index on the queue (no Seq Scan) and claims over the ready seek", async (ctx) => {
+      const { d, stores, names } = await seeded(40_000, "CASE WHEN g % 4 = 0 THEN 'work' ELSE 'other' END");
+      await d.client.query(`INSERT INTO "${d.schema}"."${TABLE}_queue_state" (queue) VALUES ('work')`);
+      const r = await d.client.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(`EXPLAIN (FORMAT JSON) ${pgLimitStatements(names).claim}`, [
+        'work',
+        16,
+        30_000,
+        randomUUID(),
+        5,
+        10,
+        2,
+      ]);
+      const plan = nodes(r.rows[0]!['QUERY PLAN'][0]!.Plan);
+      const describe = (n: PlanNode) => `${n['Node Type']}${n['Relation Name'] ? ` ${n['Relation Name']}` : ''}${n['Index Name'] ? ` on ${n['Index Name']}` : ''}`;
+      const scans = plan.filter((n) => n['Relation Name'] === TABLE).map(describe);
+      if (fixture.name === 'pglite' && scans.some((s) => s.startsWith('Seq Scan'))) {
+        console.log(`[pglite] limited claim plan check skipped: its planner chose ${scans.join(', ')}`);
+        ctx.skip();
+      }
+      console.log(`[${fixture.name}] limited claim plan: ${plan.map(describe).join(' > ')}`);
+      expect(scans.some((s) => s.startsWith('Seq Scan')), scans.join(', ')).toBe(false);
+      // every read of the table seeks an index led by the queue (the ready index, or the planner's pick of the
+      // dead-letter index on (queue, source)) or probes the primary key: the leased count reads this queue's rows only
+      const seeks = [names.readyIndex, names.deadLetterIndex, `${TABLE}_pkey`];
+      const indexOf = (n: PlanNode): string | undefined => n['Index Name'] ?? (n.Plans ?? []).map(indexOf).find((x) => x !== undefined);
+      for (const n of plan.filter((p) => p['Relation Name'] === TABLE && p['Node Type'] !== 'ModifyTable')) {
+        expect(seeks, describe(n)).toContain(indexOf(n));
+      }
+      expect(scans.some((s) => s.includes(names.readyIndex)), scans.join(', ')).toBe(true); // the claim's pick
+      // and it claims what the limit leaves; what the count costs with this backlog (10k ready rows of the queue)
+      const c = await stores.transport.claimLimited('work', 16, 30_000, randomUUID(), { concurrency: 5 });
+      expect(c.messages).toHaveLength(5);
+      await stores.transport.ack(c.messages);
+      const time = async (f: () => Promise<unknown>) => {
+        const t0 = performance.now();
+        for (let i = 0; i < 20; i++) await f();
+        return (performance.now() - t0) / 20;
+      };
+      const limited = await time(async () => stores!.transport.ack((await stores!.transport.claimLimited('work', 4, 30_000, randomUUID(), { concurrency: 5 })).messages));
+      const plain = await time(async () => stores!.transport.ack(await stores!.transport.claim('work', 4, 30_000)));
+      console.log(`[${fixture.name}] claim of 4 + ack with ~10k ready rows: limited ${limited.toFixed(2)} ms, unlimited ${plain.toFixed(2)} ms`);
     });
   });
 }

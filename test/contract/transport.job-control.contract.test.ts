@@ -94,7 +94,7 @@ for (const fixture of storeFixtures()) {
 
     it('a paused queue claims nothing and is never due; publishes still land; resume makes them claimable', async (ctx) => {
       await skipOnGap(fixture.name, ctx, 'updateThroughCte');
-      expect(await h.store.queueState('p-q')).toEqual({ queue: 'p-q', paused: false, pausedAt: null });
+      expect(await h.store.queueState('p-q')).toEqual({ queue: 'p-q', paused: false, pausedAt: null, backoffUntil: null });
       const paused = await h.store.setQueuePaused('p-q', true);
       expect(paused.paused).toBe(true);
       const again = await h.store.setQueuePaused('p-q', true);

@@ -18,7 +18,14 @@ let browser: Browser | undefined;
 
 beforeAll(async () => {
   if (missing) return;
-  app = await startApp({ PGLITE_DATA_DIR: 'memory://', QUEUES: 'worker', ...TIMER_DRAIN_EVERY_SECOND, LOG_LEVEL: 'warn' });
+  app = await startApp({
+    PGLITE_DATA_DIR: 'memory://',
+    QUEUES: 'worker,limited',
+    QUEUE__limited__CONCURRENCY_LIMIT: '4',
+    QUEUE__limited__RATE_LIMIT_PER_SECOND: '2.5',
+    ...TIMER_DRAIN_EVERY_SECOND,
+    LOG_LEVEL: 'warn',
+  });
   const { chromium } = await import('playwright-core');
   browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
 });
@@ -30,6 +37,15 @@ afterAll(async () => {
 const queue = async () => (await (await app.api('queues/worker')).json()) as { ready: number; paused: boolean };
 
 describe.skipIf(!!missing)('pause and resume from the dashboard (chromium)', () => {
+  it("the Limits column shows a queue's limits across instances, a dash without", async () => {
+    const page = await browser!.newPage();
+    await page.goto(`${app.url}/api/dashboard`);
+    const limits = (q: string) => page.locator(`#queues tr[data-queue="${q}"] td[data-field="limits"]`);
+    await expect.poll(() => limits('limited').textContent(), { timeout: 15_000 }).toBe('≤ 4 running · ≤ 2.5/s');
+    expect(await limits('worker').textContent()).toBe('—');
+    await page.close();
+  });
+
   it('Pause asks first, then every claim stops and the row says paused; Resume lets the waiting job run', async () => {
     const page = await browser!.newPage();
     await page.goto(`${app.url}/api/dashboard`);

@@ -481,7 +481,7 @@ describe.skipIf(!!missing)('dashboard routes', () => {
     expect((await app.api('topics')).status).toBe(401);
     const queues = (await (await app.api('queues', { headers: keyed })).json()) as { items: Array<{ queue: string }> };
     expect(queues.items.map((q) => q.queue)).toEqual(['worker', BILLING_QUEUE, MARKUP_QUEUE, 'response', 'callbacks', 'flows']);
-    expect(Object.keys(queues.items[0]!).sort()).toEqual(['deadLettered', 'delayed', 'leased', 'oldestReadyAgeSeconds', 'paused', 'queue', 'ready']);
+    expect(Object.keys(queues.items[0]!).sort()).toEqual(['backoffUntil', 'concurrencyLimit', 'deadLettered', 'delayed', 'leased', 'oldestReadyAgeSeconds', 'paused', 'queue', 'rateLimitPerSecond', 'ready']);
     const channel = await app.api('channel', { headers: keyed });
     expect(channel.status).toBe(200);
     expect(Object.keys((await channel.json()) as object).sort()).toEqual(['callbacksDeadLettered', 'callbacksQueued', 'liveWaiters', 'registrations', 'storedResponses']);

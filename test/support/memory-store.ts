@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { ClaimedMessage, DeadLetterMove, OutgoingMessage, Settlement, TransportStore } from '../../shared/transport/types';
+import { bucketSize, limitedRoom, nextTokenInMs, refill, type LimitedClaim, type QueueLimits } from '../../shared/transport/limits';
 
 interface Row {
   id: string;
@@ -74,6 +75,30 @@ export class MemoryStore implements Pick<TransportStore, 'publish' | 'claim' | '
       throw this.claimError;
     }
     return claimed;
+  }
+
+  /** Token buckets and backoffs by queue (the queue-state row's columns). */
+  buckets = new Map<string, { tokens: number; at: number }>();
+  backoffUntil = new Map<string, number>();
+  calls2 = { claimLimited: 0 };
+
+  /** The limited claim with the stores' arithmetic (transport/limits.ts), one claimer at a time like the row lock. */
+  async claimLimited(queue: string, max: number, lockTimeoutMs: number, lockId: string, limits: QueueLimits): Promise<LimitedClaim<ClaimedMessage>> {
+    this.calls2.claimLimited++;
+    const now = Date.now();
+    const backoff = this.backoffUntil.get(queue) ?? 0;
+    if (backoff > now) return { messages: [], limitedBy: 'backoff', retryInMs: backoff - now };
+    const leased = [...this.rows.values()].filter((r) => r.queue === queue && r.lockedUntil !== null && r.lockedUntil > now).length;
+    const size = bucketSize(limits);
+    const b = this.buckets.get(queue);
+    const tokens = size === null ? null : refill(b ? b.tokens : null, b ? now - b.at : 0, limits.ratePerSecond!, size);
+    const room = limitedRoom(max, limits, leased, tokens);
+    const messages = await this.claim(queue, room, lockTimeoutMs, lockId);
+    if (tokens !== null) this.buckets.set(queue, { tokens: tokens - messages.length, at: now });
+    if (messages.length >= max) return { messages, limitedBy: null, retryInMs: null };
+    if (limits.concurrency !== undefined && leased + messages.length >= limits.concurrency) return { messages, limitedBy: 'concurrency', retryInMs: lockTimeoutMs };
+    if (tokens !== null && tokens - messages.length < 1) return { messages, limitedBy: 'rate', retryInMs: nextTokenInMs(tokens - messages.length, limits.ratePerSecond!) };
+    return { messages, limitedBy: null, retryInMs: null };
   }
 
   async releaseLostClaim(queue: string, lockId: string) {

@@ -18,6 +18,7 @@ import { jobControlStatements } from '../../shared/stores/sqlserver/job-control-
 import { waitingStatements } from '../../shared/stores/sqlserver/waiting-statements';
 import { publishKeyedBatch, pruneDedupKeys } from '../../shared/stores/sqlserver/dedup-statements';
 import { historyStatements } from '../../shared/stores/sqlserver/history-statements';
+import { backOffQueue, claimLimited, limitedOutlook } from '../../shared/stores/sqlserver/limit-statements';
 import { CALLBACK_QUEUE } from '../../shared/queue-names';
 import { sqlServerMigrationStatements } from '../../shared/stores/sqlserver/migrations';
 import { schemaNames, subscriptionsTableName } from '../../shared/stores/schema-names';
@@ -89,6 +90,12 @@ export const SQLSERVER_STATEMENT_SOURCES: readonly StatementSource[] = [
   { name: 'waiting', texts: (n) => fromMap('waiting', n.variant, waitingStatements(n.transport)) },
   // job history: the ack into history, the lookup by id, the two searches, the prune, the auto-create DDL
   { name: 'history', texts: (n) => fromMap('history', n.variant, historyStatements(n.transport)) },
+  // queue limits across instances and the forward backoff (issue 17 §2)
+  {
+    name: 'limits',
+    texts: (n) =>
+      fromMap('limits', n.variant, { claimLimited: claimLimited(n.transport), backOffQueue: backOffQueue(n.transport), limitedOutlook: limitedOutlook(n.transport) }),
+  },
   // the channel store's statements (registrations, messages, subscribers, prunes, DDL, catalog snapshot)
   { name: 'channel', texts: (n) => fromMap('channel', n.variant, channelStatements(n.channel, { schema: n.transport.schema, table: n.transport.table, queue: CALLBACK_QUEUE })) },
   // the channel's counts for the dashboard and /api/stats
@@ -130,10 +137,11 @@ export const SQLSERVER_MODULE_COVERAGE: Readonly<Record<string, string>> = {
   'schedule-statements.ts': 'schedules, migrations (version 8 creates the table)',
   'job-control-statements.ts': 'job-control, migrations (version 9 creates the queue state table)',
   'catalog-queries.ts': 'transport, flows (lines of their catalog snapshots)',
-  'queue-state-sql.ts': 'transport, job-control (fragments of their claim, renewal and queue-state statements)',
+  'queue-state-sql.ts': 'transport, job-control, migrations (fragments of their claim, renewal and queue-state statements; version 10 adds the limit columns)',
   'waiting-statements.ts': 'waiting',
   'dedup-statements.ts': 'dedup, migrations (version 10 creates the table)',
   'history-statements.ts': 'history, migrations (version 11 creates the table)',
+  'limit-statements.ts': 'limits',
   'server-version.ts': 'server-version',
   'migrations.ts': 'migrations, schema-print',
   'outbox.ts': 'migrations (version 3 creates the procedures)',

@@ -41,6 +41,25 @@ describe('per-queue settings', () => {
     expect(() => loadConfig({ JOB_HISTORY_RETENTION_DAYS: '-1' })).toThrow(/JOB_HISTORY_RETENTION_DAYS/);
   });
 
+  it('limits across instances: a global default, per-queue overrides, 0 turns one off, a burst needs a rate', () => {
+    const c = loadConfig({
+      QUEUES: 'a,b,c',
+      CONCURRENCY_LIMIT: '10',
+      QUEUE__b__CONCURRENCY_LIMIT: '0',
+      QUEUE__b__RATE_LIMIT_PER_SECOND: '2.5',
+      QUEUE__c__RATE_LIMIT_PER_SECOND: '50',
+      QUEUE__c__RATE_LIMIT_BURST: '5',
+    });
+    expect(c.routes.a?.policy).toMatchObject({ concurrencyLimit: 10 });
+    expect(c.routes.a?.policy.rateLimitPerSecond).toBeUndefined();
+    expect(c.routes.b?.policy.concurrencyLimit).toBeUndefined();
+    expect(c.routes.b?.policy).toMatchObject({ rateLimitPerSecond: 2.5 });
+    expect(c.routes.c?.policy).toMatchObject({ concurrencyLimit: 10, rateLimitPerSecond: 50, rateLimitBurst: 5 });
+    expect(loadConfig({ QUEUES: 'a' }).routes.a?.policy.concurrencyLimit).toBeUndefined(); // no limit by default
+    expect(problems({ QUEUES: 'a', QUEUE__a__CONCURRENCY_LIMIT: '1.5' })).toEqual([expect.stringMatching(/QUEUE__a__CONCURRENCY_LIMIT='1.5' must be an integer/)]);
+    expect(problems({ QUEUES: 'a', QUEUE__a__RATE_LIMIT_BURST: '3' })).toEqual([expect.stringMatching(/QUEUE__a__RATE_LIMIT_BURST sets a burst without a rate/)]);
+  });
+
   it('PREFETCH: a global default, a per-queue override, and its bounds', () => {
     const c = loadConfig({ QUEUES: 'a,b', PREFETCH: '64', QUEUE__b__PREFETCH: '0' });
     expect(c.routes.a?.policy.prefetch).toBe(64);

@@ -26,8 +26,21 @@ describe('OpenAPI answer checker', () => {
       oldestReadyAgeSeconds: null,
       paused: false,
       pausedAt: null,
+      backoffUntil: null,
       route: { handler: 'echo' },
-      policy: { maxDeliveryAttempts: 5, redeliveryDelaySeconds: 5, redeliveryMaxDelaySeconds: 300, lockTimeoutSeconds: 30, batchSize: 16, prefetch: 16, concurrency: 16, deadLetter: true },
+      policy: {
+        maxDeliveryAttempts: 5,
+        redeliveryDelaySeconds: 5,
+        redeliveryMaxDelaySeconds: 300,
+        lockTimeoutSeconds: 30,
+        batchSize: 16,
+        prefetch: 16,
+        concurrency: 16,
+        deadLetter: true,
+        concurrencyLimit: 3,
+        rateLimitPerSecond: 2.5,
+        rateLimitBurst: 1,
+      },
     };
     expect(checker.problems({ method: 'GET', route: '/queues/{queue}', status: 200, contentType: 'application/json; charset=utf-8', body: JSON.stringify(stats) })).toEqual([]);
     expect(checker.problems({ method: 'DELETE', route: '/waiters/{registrationId}', status: 204, contentType: null, body: '' })).toEqual([]);

@@ -53,16 +53,20 @@ describe('SQL Server job-control statement shapes', () => {
     expect(text.startsWith('MERGE [dbo].[jobs_queue_state] WITH (HOLDLOCK) AS target')).toBe(true);
     expect(text).toContain('paused_at = CASE WHEN @paused = 1 THEN COALESCE(target.paused_at, SYSUTCDATETIME()) END');
     expect(text).toContain('OUTPUT inserted.paused_at;');
-    expect(c.queueState.text).toBe(`SELECT paused_at FROM [dbo].[jobs_queue_state] WHERE ${EXACT};`);
+    // the backoff shows only while it holds the queue (database clock)
+    expect(c.queueState.text).toBe(
+      `SELECT paused_at, CASE WHEN backoff_until > SYSUTCDATETIME() THEN backoff_until END AS backoff_until FROM [dbo].[jobs_queue_state] WHERE ${EXACT};`,
+    );
   });
 
   it('the claim tests the pause once (uncorrelated) inside its ready-index seek, and the renewal reads the marker', () => {
     expect(pausedTest(names)).toBe(
-      `EXISTS (SELECT 1 FROM [dbo].[jobs_queue_state] AS paused WHERE paused.queue = @queue AND paused.queue + N'.' = @queue + N'.' COLLATE ${BIN2} AND paused.paused_at IS NOT NULL)`,
+      `EXISTS (SELECT 1 FROM [dbo].[jobs_queue_state] AS paused WHERE paused.queue = @queue AND paused.queue + N'.' = @queue + N'.' COLLATE ${BIN2} AND (paused.paused_at IS NOT NULL OR paused.backoff_until > SYSUTCDATETIME()))`,
     );
     const claim = t.claimBatch.text;
     expect(claim).toContain(`      AND NOT ${pausedTest(names)}\n    ORDER BY available_at, created_at`);
     expect(claim).toContain('WITH (UPDLOCK, ROWLOCK, READPAST)');
     expect(t.ddlPhase1.text).toContain("IF OBJECT_ID(N'[dbo].[jobs_queue_state]', N'U') IS NULL");
+    expect(t.ddlPhase1.text).toContain("IF COL_LENGTH(N'[dbo].[jobs_queue_state]', N'backoff_until') IS NULL\n    ALTER TABLE [dbo].[jobs_queue_state] ADD backoff_until datetime2 NULL;");
   });
 });

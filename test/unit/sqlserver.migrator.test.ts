@@ -74,6 +74,7 @@ describe('SQL Server migration runner', () => {
       'lock', 'ensure table', 'read versions', 'v9: create queue state table', 'record',
       'lock', 'ensure table', 'read versions', 'v10: create dedup table', 'v10: create dedup window index', 'record',
       'lock', 'ensure table', 'read versions', ...v11!.statements.map((s) => `v11: ${s.name}`), 'record',
+      'lock', 'ensure table', 'read versions', 'v12: add queue state limit columns', 'record',
       'lock', 'ensure table', 'read versions',
     ]);
     expect(records).toEqual([
@@ -88,6 +89,7 @@ describe('SQL Server migration runner', () => {
       { version: 9, name: 'queue state table' },
       { version: 10, name: 'dedup keys table' },
       { version: 11, name: 'job history table' },
+      { version: 12, name: 'queue limits and backoff' },
     ]);
     // the lock batch outlives its own 60 s applock wait; migration batches get the index-build hour
     const lock = pool.calls.find((c) => c.text === r.lock.text)!;

@@ -13,14 +13,18 @@ describe('SQL Server claim-outlook statement shape', () => {
   it("due: the claim's own predicate (exact queue match, available, unleased or lapsed), an EXISTS that stops at the first row", () => {
     const [first] = s.text.split('\n');
     expect(first).toBe(
-      `IF NOT EXISTS (SELECT 1 FROM [dbo].[jobs_queue_state] AS paused WHERE paused.queue = @queue AND paused.queue + N'.' = @queue + N'.' COLLATE ${BIN2} AND paused.paused_at IS NOT NULL) AND EXISTS (SELECT 1 FROM [dbo].[jobs] WHERE queue = @queue AND queue + N'.' = @queue + N'.' COLLATE ${BIN2} AND available_at <= SYSUTCDATETIME() AND (locked_until IS NULL OR locked_until <= SYSUTCDATETIME()))`,
+      `IF NOT EXISTS (SELECT 1 FROM [dbo].[jobs_queue_state] AS paused WHERE paused.queue = @queue AND paused.queue + N'.' = @queue + N'.' COLLATE ${BIN2} AND (paused.paused_at IS NOT NULL OR paused.backoff_until > SYSUTCDATETIME())) AND EXISTS (SELECT 1 FROM [dbo].[jobs] WHERE queue = @queue AND queue + N'.' = @queue + N'.' COLLATE ${BIN2} AND available_at <= SYSUTCDATETIME() AND (locked_until IS NULL OR locked_until <= SYSUTCDATETIME()))`,
     );
     expect(s.text).toContain('    SELECT CAST(1 AS bit) AS due, CAST(NULL AS bigint) AS lease_lapses_in_ms;');
   });
 
   it('otherwise the earliest live lease, in ms on the database clock, over the ready index bounded by available_at', () => {
     const elseBranch = s.text.slice(s.text.indexOf('\nELSE\n'));
-    expect(elseBranch).toContain('SELECT CAST(0 AS bit) AS due, DATEDIFF_BIG(MILLISECOND, SYSUTCDATETIME(), MIN(locked_until)) AS lease_lapses_in_ms');
+    expect(elseBranch).toContain('SELECT CAST(0 AS bit) AS due, DATEDIFF_BIG(MILLISECOND, SYSUTCDATETIME(), MIN(locked_until)) AS lease_lapses_in_ms,');
+    // and when a forward backoff ends (the drain request goes out then)
+    expect(elseBranch).toContain(
+      `(SELECT DATEDIFF_BIG(MILLISECOND, SYSUTCDATETIME(), backoff_until) FROM [dbo].[jobs_queue_state] WHERE queue = @queue AND queue + N'.' = @queue + N'.' COLLATE ${BIN2} AND backoff_until > SYSUTCDATETIME()) AS resumes_in_ms`,
+    );
     expect(elseBranch).toContain(
       `FROM [dbo].[jobs] WHERE queue = @queue AND queue + N'.' = @queue + N'.' COLLATE ${BIN2} AND available_at <= SYSUTCDATETIME() AND locked_until > SYSUTCDATETIME();`,
     );
@@ -40,5 +44,6 @@ describe('SQL Server claim-outlook statement shape', () => {
     expect(claimOutlookOf({ due: false, lease_lapses_in_ms: '12345' })).toEqual({ due: false, leaseLapsesInMs: 12345 });
     expect(claimOutlookOf({ due: false, lease_lapses_in_ms: null })).toEqual({ due: false, leaseLapsesInMs: null });
     expect(claimOutlookOf(undefined)).toEqual({ due: false, leaseLapsesInMs: null });
+    expect(claimOutlookOf({ due: false, lease_lapses_in_ms: null, resumes_in_ms: '1500' })).toEqual({ due: false, leaseLapsesInMs: null, resumesInMs: 1500 });
   });
 });

@@ -34,6 +34,7 @@ function fakeDeps(renewAnswers: RenewResult[]) {
       return true;
     }),
     hasMessage: vi.fn(async () => false),
+    backOffQueue: vi.fn(async () => new Date()),
   };
   const deps: DispatchDeps = {
     store,

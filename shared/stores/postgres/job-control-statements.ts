@@ -67,10 +67,11 @@ SELECT (SELECT available_at FROM moved) AS available_at, (SELECT count(*) FROM w
   RETURNING paused_at),
 woken AS (SELECT pg_notify('${TRANSPORT_NOTIFY_CHANNEL}', $3 || $1) WHERE NOT $2::boolean)
 SELECT (SELECT paused_at FROM up) AS paused_at, (SELECT count(*) FROM woken)::int AS woken`,
-    queueState: `SELECT paused_at FROM ${s} WHERE queue = $1`,
+    queueState: `SELECT paused_at, CASE WHEN backoff_until > clock_timestamp() THEN backoff_until END AS backoff_until FROM ${s} WHERE queue = $1`,
     // Uncorrelated ($1 only): the planner runs it once per statement as an InitPlan (a primary-key probe of a
-    // table with a row per paused or once-paused queue) and the ready-index seek stays as it was.
-    pausedTest: `EXISTS (SELECT 1 FROM ${s} AS paused WHERE paused.queue = $1 AND paused.paused_at IS NOT NULL)`,
+    // table with a row per paused or once-paused queue) and the ready-index seek stays as it was. A queue a forward
+    // target asked to back off (429/503 Retry-After, limit-statements.ts) is held like a paused one until then.
+    pausedTest: `EXISTS (SELECT 1 FROM ${s} AS paused WHERE paused.queue = $1 AND (paused.paused_at IS NOT NULL OR paused.backoff_until > now()))`,
   };
 }
 

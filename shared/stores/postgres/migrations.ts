@@ -16,6 +16,7 @@ import { pgQueueStateTableDdl } from './job-control-statements';
 import { pgDedupDdl } from './dedup-statements';
 import { queueStateTableName } from '../queue-state-names';
 import { pgHistoryDdl } from './history-statements';
+import { pgLimitColumnsDdl } from './limit-statements';
 
 const q = (n: string) => quoteIdentifier(n, 'postgres');
 
@@ -111,6 +112,13 @@ export function postgresMigrations(n: SchemaNames): readonly Migration[] {
     { version: 8, name: 'dedup keys table', statements: pgDedupDdl(n.transport) },
     // Job history (issue 16 §2): a new table and its indexes, built empty. SQL Server's twin is its version 11.
     { version: 9, name: 'job history table', statements: pgHistoryDdl(n.transport) },
+    {
+      // Limits across instances and forward backoff (issue 17 §2): three nullable columns on the queue-state table
+      // (no rewrite, no lock wait on the transport table). SQL Server's twin is its version 12.
+      version: 10,
+      name: 'queue limits and backoff',
+      statements: [{ name: 'add queue state limit columns', text: pgLimitColumnsDdl(n.schema, queueStateTableName(n.transport, 'postgres')) }],
+    },
   ]);
 }
 

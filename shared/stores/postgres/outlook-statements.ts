@@ -1,6 +1,6 @@
 // The claim-outlook probe (queue mode: after a drain, and when an instance starts): is a row of exactly the queue
-// claimable now, and if none is, when does its earliest lease lapse? The SQL Server twin is
-// stores/sqlserver/outlook-statements.ts.
+// claimable now, and if none is, when does its earliest lease lapse (and when does a forward backoff end)? The SQL
+// Server twin is stores/sqlserver/outlook-statements.ts.
 //
 // Both halves seek the ready index (queue, available_at, …): a leased row keeps the available_at it was claimed
 // with (≤ now), so `available_at <= now()` bounds the lease scan too. The lease half runs only when nothing is due
@@ -13,12 +13,41 @@ import { pgJobControlStatements } from './job-control-statements';
 
 const UNLEASED = '(locked_until IS NULL OR locked_until <= now())';
 
+const tables = (names: TransportNames) => ({
+  t: `${quoteIdentifier(names.schema, 'postgres')}.${quoteIdentifier(names.table, 'postgres')}`,
+  s: `${quoteIdentifier(names.schema, 'postgres')}.${quoteIdentifier(queueStateTableName(names, 'postgres'), 'postgres')}`,
+});
+
+/** Milliseconds until the queue's backoff ends (NULL: none). */
+const backoffMs = (s: string) =>
+  `SELECT (EXTRACT(EPOCH FROM backoff_until - clock_timestamp()) * 1000)::float8 FROM ${s} WHERE queue = $1 AND backoff_until > clock_timestamp()`;
+
 export function pgClaimOutlookStatement(names: TransportNames): string {
-  const t = `${quoteIdentifier(names.schema, 'postgres')}.${quoteIdentifier(names.table, 'postgres')}`;
-  // a paused queue is never due (its drain would claim nothing, and announce again: a loop)
+  const { t, s } = tables(names);
+  // a paused (or backed-off) queue is never due (its drain would claim nothing, and announce again: a loop)
   const paused = pgJobControlStatements(names, queueStateTableName(names, 'postgres')).pausedTest;
   return `SELECT d.due, CASE WHEN d.due THEN NULL ELSE (
     SELECT (EXTRACT(EPOCH FROM min(locked_until) - clock_timestamp()) * 1000)::float8 FROM ${t}
-    WHERE queue = $1 AND available_at <= now() AND locked_until > now()) END AS lease_lapses_in_ms
+    WHERE queue = $1 AND available_at <= now() AND locked_until > now()) END AS lease_lapses_in_ms,
+  CASE WHEN d.due THEN NULL ELSE (${backoffMs(s)}) END AS resumes_in_ms
 FROM (SELECT NOT ${paused} AND EXISTS (SELECT 1 FROM ${t} WHERE queue = $1 AND available_at <= now() AND ${UNLEASED}) AS due) AS d`;
+}
+
+/**
+ * A limited queue's outlook ($1 queue, $2 concurrency limit or NULL, $3 rate or NULL, $4 bucket size): the facts
+ * limitedOutlookOf (stores/limited-claim.ts) weighs — ready rows, pause, backoff, leased rows (counted up to the
+ * limit), the bucket's tokens now (read only: NULL = a full bucket), the earliest lease lapse.
+ */
+export function pgLimitedOutlookStatement(names: TransportNames): string {
+  const { t, s } = tables(names);
+  return `SELECT EXISTS (SELECT 1 FROM ${t} WHERE queue = $1 AND available_at <= now() AND ${UNLEASED}) AS ready,
+  COALESCE((SELECT paused_at IS NOT NULL FROM ${s} WHERE queue = $1), false) AS paused,
+  (${backoffMs(s)}) AS backoff_ms,
+  CASE WHEN $3::float8 IS NULL THEN NULL ELSE (
+    SELECT LEAST($4::float8, rate_tokens + GREATEST(0, EXTRACT(EPOCH FROM clock_timestamp() - rate_refilled_at)) * $3::float8)
+    FROM ${s} WHERE queue = $1) END AS tokens,
+  CASE WHEN $2::int IS NULL THEN 0 ELSE (
+    SELECT count(*) FROM (SELECT 1 FROM ${t} WHERE queue = $1 AND available_at <= now() AND locked_until > now() LIMIT $2::int) AS l) END::int AS leased,
+  (SELECT (EXTRACT(EPOCH FROM min(locked_until) - clock_timestamp()) * 1000)::float8 FROM ${t}
+    WHERE queue = $1 AND available_at <= now() AND locked_until > now()) AS lease_lapses_in_ms`;
 }

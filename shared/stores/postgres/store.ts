@@ -33,15 +33,28 @@ import { subscriptionsTableName } from '../schema-names';
 import { historyNames } from '../history-names';
 import { notifyPrefix, pgStatements, type PgStatements } from './statements';
 import { pgTopicStatements, type PgTopicStatements } from './topic-statements';
-import { pgClaimOutlookStatement } from './outlook-statements';
+import { pgClaimOutlookStatement, pgLimitedOutlookStatement } from './outlook-statements';
 import { pgJobControlStatements, pgQueueStateTableDdl, type PgJobControlStatements } from './job-control-statements';
 import { dedupTableName, queueStateTableName } from '../queue-state-names';
 import type { CancelOutcome, QueueState, RenewResult, RescheduleOutcome, RescheduleTime } from '../../transport/job-control';
 import { pgWaitingStatements, type PgWaitingStatements } from './waiting-statements';
+import { pgLimitColumnsDdl, pgLimitStatements, type PgLimitStatements } from './limit-statements';
+import { bucketSize, hasLimits, type LimitedClaim, type QueueLimits } from '../../transport/limits';
+import { limitedClaimOf, limitedOutlookOf, type LimitedOutlookRow } from '../limited-claim';
 import type { WaitingJob, WaitingQuery } from '../../transport/waiting';
 import type { HistoryPage, HistoryQuery, JobRecord } from '../../transport/history';
 import { historyPage, readJob, searchKey, type HistoryRowShape } from '../../transport/history-rows';
 import { pgHistoryDdl, pgHistoryStatements, type PgHistoryStatements } from './history-statements';
+
+/** The limited claim's summary row (limit-statements.ts). */
+interface LimitStateRow {
+  kind: 'job' | 'state';
+  held: boolean | null;
+  backoff_ms: number | null;
+  tokens_left: number | null;
+  leased: number | null;
+  lease_lapses_in_ms: number | null;
+}
 
 interface ClaimRow {
   id: string;
@@ -155,25 +168,28 @@ export class PostgresTransportStore implements TransportStore {
 
   /**
    * The claim reads the queue-state table (pause) and a keyed publish the dedup table, so a store that creates its
-   * own table creates those too (migrations 7 and 8 do the same for migrated schemas); under the schema lock, as a
+   * own table creates those too (migrations 7, 8 and 10 do the same for migrated schemas); under the schema lock, as a
    * no-op when they are there.
    */
   private async ensureQueueStateTable(): Promise<void> {
     const n = this.names;
-    const present = await this.client.query<{ present: boolean }>('SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL AS present', [
-      `"${n.schema}"."${this.queueStateTable}"`,
-      `"${n.schema}"."${dedupTableName(n, 'postgres')}"`,
-    ]);
+    const present = await this.client.query<{ present: boolean }>(
+      `SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL
+         AND EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = $3 AND table_name = $4 AND column_name = 'backoff_until') AS present`,
+      [`"${n.schema}"."${this.queueStateTable}"`, `"${n.schema}"."${dedupTableName(n, 'postgres')}"`, n.schema, this.queueStateTable],
+    );
     if (present.rows[0]?.present) return;
     await this.client.transaction(async (tx) => {
       await tx.query(`SET LOCAL lock_timeout = '60s'`);
       await tx.query('SELECT pg_advisory_xact_lock($1::bigint)', [advisoryKey(schemaLockResource(n.schema))]);
       await tx.query(pgQueueStateTableDdl(n.schema, this.queueStateTable));
+      // the limit and backoff columns (migration 10 adds them to migrated schemas)
+      await tx.query(pgLimitColumnsDdl(n.schema, this.queueStateTable));
       for (const stmt of pgDedupDdl(n)) await tx.query(stmt.text);
     });
   }
 
-  /** The job-history table and its indexes (migration 8 for migrated schemas), under the schema lock, as a no-op when there. */
+  /** The job-history table and its indexes (migration 9 for migrated schemas), under the schema lock, as a no-op when there. */
   private async ensureHistoryTable(): Promise<void> {
     const n = this.names;
     const ddl = pgHistoryDdl(n);
@@ -319,7 +335,11 @@ export class PostgresTransportStore implements TransportStore {
   async claim(queue: string, max: number, lockTimeoutMs: number, lockId: string = randomUUID()): Promise<ClaimedMessage[]> {
     await this.ensureSchema();
     const r = await this.client.query<ClaimRow>(this.sql.claim, [queue, max, Math.round(lockTimeoutMs), lockId], this.prepared.claim);
-    return r.rows
+    return this.toClaimed(r.rows);
+  }
+
+  private toClaimed(rows: ClaimRow[]): ClaimedMessage[] {
+    return rows
       .sort((a, b) => a.available_at.getTime() - b.available_at.getTime() || a.created_at.getTime() - b.created_at.getTime())
       .map((row) => ({
         id: row.id,
@@ -330,6 +350,33 @@ export class PostgresTransportStore implements TransportStore {
         attempt: row.attempts,
         createdAt: row.created_at,
       }));
+  }
+
+  /**
+   * A limited queue's claim (transport/limits.ts): one short transaction that locks the queue's state row, then
+   * claims at most the room its limits leave (limit-statements.ts). The rows carry `lockId` like any claim.
+   */
+  async claimLimited(queue: string, max: number, lockTimeoutMs: number, lockId: string, limits: QueueLimits): Promise<LimitedClaim<ClaimedMessage>> {
+    await this.ensureSchema();
+    const sql = (this.limitSql ??= pgLimitStatements(this.names));
+    const values = [queue, Math.max(0, Math.floor(max)), Math.round(lockTimeoutMs), lockId, limits.concurrency ?? null, limits.ratePerSecond ?? null, bucketSize(limits)];
+    const r = await this.client.transaction(async (tx) => {
+      if ((await tx.query(sql.lock, [queue])).rows.length === 0) {
+        await tx.query(sql.ensureRow, [queue]);
+        await tx.query(sql.lock, [queue]);
+      }
+      return tx.query<ClaimRow & LimitStateRow>(sql.claim, values);
+    });
+    const jobs = r.rows.filter((row) => row.kind === 'job');
+    return limitedClaimOf(this.toClaimed(jobs), r.rows.find((row) => row.kind === 'state'), max, limits);
+  }
+  private limitSql: PgLimitStatements | undefined;
+
+  async backOffQueue(queue: string, delayMs: number): Promise<Date> {
+    await this.ensureSchema();
+    const sql = (this.limitSql ??= pgLimitStatements(this.names));
+    const r = await this.client.query<{ backoff_until: Date }>(sql.backOff, [queue, Math.max(0, Math.round(delayMs))]);
+    return r.rows[0]!.backoff_until;
   }
 
   async ack(settlements: readonly Settlement[]): Promise<number> {
@@ -454,9 +501,9 @@ export class PostgresTransportStore implements TransportStore {
 
   async queueState(queue: string): Promise<QueueState> {
     await this.ensureSchema();
-    const r = await this.client.query<{ paused_at: Date | null }>(this.controlSql.queueState, [queue]);
+    const r = await this.client.query<{ paused_at: Date | null; backoff_until: Date | null }>(this.controlSql.queueState, [queue]);
     const at = r.rows[0]?.paused_at ?? null;
-    return { queue, paused: at !== null, pausedAt: at };
+    return { queue, paused: at !== null, pausedAt: at, backoffUntil: r.rows[0]?.backoff_until ?? null };
   }
 
   async deadLetter(move: DeadLetterMove): Promise<boolean> {
@@ -534,13 +581,20 @@ export class PostgresTransportStore implements TransportStore {
     return r.rowCount > 0;
   }
 
-  async claimOutlook(queue: string): Promise<ClaimOutlook> {
+  async claimOutlook(queue: string, limits?: QueueLimits): Promise<ClaimOutlook> {
     await this.ensureSchema();
-    const r = await this.client.query<{ due: boolean; lease_lapses_in_ms: number | null }>((this.outlook ??= pgClaimOutlookStatement(this.names)), [queue]);
+    if (hasLimits(limits)) {
+      const text = (this.limitedOutlook ??= pgLimitedOutlookStatement(this.names));
+      const r = await this.client.query<LimitedOutlookRow>(text, [queue, limits.concurrency ?? null, limits.ratePerSecond ?? null, bucketSize(limits)]);
+      return limitedOutlookOf(r.rows[0], limits);
+    }
+    const r = await this.client.query<{ due: boolean; lease_lapses_in_ms: number | null; resumes_in_ms: number | null }>((this.outlook ??= pgClaimOutlookStatement(this.names)), [queue]);
     const row = r.rows[0];
-    return { due: row?.due === true, leaseLapsesInMs: row?.due || row?.lease_lapses_in_ms == null ? null : Number(row.lease_lapses_in_ms) };
+    const resumes = row?.due || row?.resumes_in_ms == null ? null : Math.max(0, Math.ceil(Number(row.resumes_in_ms)));
+    return { due: row?.due === true, leaseLapsesInMs: row?.due || row?.lease_lapses_in_ms == null ? null : Number(row.lease_lapses_in_ms), ...(resumes === null ? {} : { resumesInMs: resumes }) };
   }
   private outlook: string | undefined;
+  private limitedOutlook: string | undefined;
 
   async listWaiting(query: WaitingQuery): Promise<WaitingJob[]> {
     const top = Math.floor(query.top);

@@ -101,7 +101,7 @@ export function setQueuePaused(names: TransportNames): Statement<'queue' | 'paus
 
 export function queueState(names: TransportNames): Statement<'queue'> {
   return {
-    text: `SELECT paused_at FROM ${qualifiedQueueStateTable(names)} WHERE ${exactQueueMatch('queue', 'queue')};`,
+    text: `SELECT paused_at, CASE WHEN backoff_until > SYSUTCDATETIME() THEN backoff_until END AS backoff_until FROM ${qualifiedQueueStateTable(names)} WHERE ${exactQueueMatch('queue', 'queue')};`,
     params: { queue: types.queue() },
   };
 }

@@ -38,6 +38,7 @@ import {
 import { qualifiedQueueStateTable, queueStateTableBody } from './job-control-statements';
 import { dedupDdl } from './dedup-statements';
 import { historyDdl } from './history-statements';
+import { addLimitColumnsIfMissing } from './queue-state-sql';
 
 const q = (n: string) => quoteIdentifier(n, 'sqlserver');
 
@@ -151,6 +152,18 @@ export function sqlServerMigrations(n: SchemaNames): readonly Migration[] {
     { version: 10, name: 'dedup keys table', statements: dedupDdl(n.transport).map((b) => batch(b.name, b.lines)) },
     // Job history (issue 16 §2): a new table and its indexes, built empty. PostgreSQL's twin is its version 9.
     { version: 11, name: 'job history table', statements: historyDdl(n.transport).map((b) => batch(b.name, b.lines)) },
+    {
+      // Limits across instances and forward backoff (issue 17 §2): three nullable columns on the queue-state table
+      // (metadata-only adds on a small table). PostgreSQL's twin is its version 10.
+      version: 12,
+      name: 'queue limits and backoff',
+      statements: [
+        batch('add queue state limit columns', [
+          `SET LOCK_TIMEOUT ${MIGRATION_LOCK_TIMEOUT_MS};`,
+          ...addLimitColumnsIfMissing(qualifiedQueueStateTable(n.transport)),
+        ]),
+      ],
+    },
   ]);
 }
 

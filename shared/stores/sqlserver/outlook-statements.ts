@@ -12,18 +12,20 @@ import * as sql from 'mssql';
 import type { TransportNames } from '../../sql/identifiers';
 import type { ClaimOutlook } from '../../transport/types';
 import { exactQueueMatch, qualifiedTable, type Statement } from './statements';
-import { pausedTest } from './job-control-statements';
+import { pausedTest, qualifiedQueueStateTable } from './job-control-statements';
 
 export function claimOutlook(names: TransportNames): Statement<'queue'> {
   const t = qualifiedTable(names);
   const where = `WHERE ${exactQueueMatch('queue', 'queue')} AND available_at <= SYSUTCDATETIME()`;
   return {
     text: [
-      // a paused queue is never due (its drain would claim nothing, and announce again: a loop)
+      // a paused (or backed-off) queue is never due (its drain would claim nothing, and announce again: a loop)
       `IF NOT ${pausedTest(names)} AND EXISTS (SELECT 1 FROM ${t} ${where} AND (locked_until IS NULL OR locked_until <= SYSUTCDATETIME()))`,
       '    SELECT CAST(1 AS bit) AS due, CAST(NULL AS bigint) AS lease_lapses_in_ms;',
       'ELSE',
-      '    SELECT CAST(0 AS bit) AS due, DATEDIFF_BIG(MILLISECOND, SYSUTCDATETIME(), MIN(locked_until)) AS lease_lapses_in_ms',
+      '    SELECT CAST(0 AS bit) AS due, DATEDIFF_BIG(MILLISECOND, SYSUTCDATETIME(), MIN(locked_until)) AS lease_lapses_in_ms,',
+      // a forward target's backoff (429/503 Retry-After): the drain request goes out when it ends
+      `        (SELECT DATEDIFF_BIG(MILLISECOND, SYSUTCDATETIME(), backoff_until) FROM ${qualifiedQueueStateTable(names)} WHERE ${exactQueueMatch('queue', 'queue')} AND backoff_until > SYSUTCDATETIME()) AS resumes_in_ms`,
       `    FROM ${t} ${where} AND locked_until > SYSUTCDATETIME();`,
     ].join('\n'),
     params: { queue: sql.NVarChar(200) },
@@ -34,5 +36,8 @@ export function claimOutlook(names: TransportNames): Statement<'queue'> {
 export function claimOutlookOf(row: Record<string, unknown> | undefined): ClaimOutlook {
   const due = row?.due === true || row?.due === 1;
   const ms = row?.lease_lapses_in_ms;
-  return { due, leaseLapsesInMs: due || ms === null || ms === undefined ? null : Number(ms) };
+  const resumes = row?.resumes_in_ms;
+  const outlook: ClaimOutlook = { due, leaseLapsesInMs: due || ms === null || ms === undefined ? null : Number(ms) };
+  if (!due && resumes !== null && resumes !== undefined) outlook.resumesInMs = Math.max(0, Number(resumes));
+  return outlook;
 }

@@ -11,9 +11,12 @@ export function qualifiedQueueStateTable(names: TransportNames): string {
   return `${quoteIdentifier(names.schema, 'sqlserver')}.${quoteIdentifier(queueStateTableName(names, 'sqlserver'), 'sqlserver')}`;
 }
 
-/** The claim's (and the outlook's) pause test: uncorrelated (@queue only), a startup filter over the ready seek. */
+/**
+ * The claim's (and the outlook's) pause test: uncorrelated (@queue only), a startup filter over the ready seek. A
+ * queue a forward target asked to back off (429/503 Retry-After, limit-statements.ts) is held like a paused one.
+ */
 export function pausedTest(names: TransportNames, param = 'queue'): string {
-  return `EXISTS (SELECT 1 FROM ${qualifiedQueueStateTable(names)} AS paused WHERE ${exactQueueMatch('paused.queue', param)} AND paused.paused_at IS NOT NULL)`;
+  return `EXISTS (SELECT 1 FROM ${qualifiedQueueStateTable(names)} AS paused WHERE ${exactQueueMatch('paused.queue', param)} AND (paused.paused_at IS NOT NULL OR paused.backoff_until > SYSUTCDATETIME()))`;
 }
 
 /** The renewal's answer: the row is marked (its headers_json starts with the marker). */
@@ -28,3 +31,20 @@ export function queueStateTableBody(): string {
   ].join('\n');
 }
 
+
+/**
+ * The limit and backoff columns (issue 17 §2), each behind its guard: version 12 and the store's phase 1.
+ * The qualified name is built from validated identifiers (no quote can occur in it). PostgreSQL: ADD COLUMN IF NOT EXISTS.
+ */
+export function addLimitColumnsIfMissing(qualifiedStateTable: string): string[] {
+  return (
+    [
+      ['backoff_until', 'datetime2 NULL'],
+      ['rate_tokens', 'float NULL'],
+      ['rate_refilled_at', 'datetime2 NULL'],
+    ] as const
+  ).flatMap(([column, type]) => [
+    `IF COL_LENGTH(N'${qualifiedStateTable}', N'${column}') IS NULL`,
+    `    ALTER TABLE ${qualifiedStateTable} ADD ${column} ${type};`,
+  ]);
+}

@@ -8,6 +8,7 @@ import { quoteIdentifier, type TransportNames } from '../../sql/identifiers';
 import { DEAD_LETTER_REASON_HEADER, DEAD_LETTER_SOURCE_HEADER } from '../../transport/types';
 import { BIN2, exactQueueMatch, exactTextMatch } from './queue-match';
 import { cancelRequestedTest, pausedTest, qualifiedQueueStateTable, queueStateTableBody } from './queue-state-sql';
+import { addLimitColumnsIfMissing } from './queue-state-sql';
 import {
   DDL_SCHEMA_LOCK_TIMEOUT_MS,
   DDL_TABLE_LOCK_TIMEOUT_MS,
@@ -229,28 +230,36 @@ export function publishBatch(names: TransportNames): Statement<'batch'> {
  * UPDATE … FROM next RETURNING ….
  */
 export function claimBatch(names: TransportNames): Statement<'n' | 'queue' | 'lock_timeout_ms' | 'lock_id'> {
-  const t = qualifiedTable(names);
   return {
-    text: [
-      'WITH next AS (',
-      '    SELECT TOP (@n) id, queue, payload_json, headers_json, attempts, locked_until, lock_id, created_at, available_at',
-      `    FROM ${t} WITH (UPDLOCK, ROWLOCK, READPAST)`,
-      `    WHERE ${exactQueueMatch('queue', 'queue')}`,
-      '      AND available_at <= SYSUTCDATETIME()',
-      '      AND (locked_until IS NULL OR locked_until <= SYSUTCDATETIME())',
-      // a paused queue claims nothing: uncorrelated (a startup filter), the ready-index seek is unchanged
-      `      AND NOT ${pausedTest(names)}`,
-      '    ORDER BY available_at, created_at',
-      ')',
-      'UPDATE next',
-      'SET attempts = attempts + 1,',
-      `    locked_until = ${dbClockPlus('@lock_timeout_ms')},`,
-      '    lock_id = @lock_id',
-      'OUTPUT inserted.id, inserted.queue, inserted.payload_json, inserted.headers_json, inserted.attempts,',
-      '       inserted.lock_id, inserted.created_at, inserted.available_at;',
-    ].join('\n'),
+    // a paused queue claims nothing: uncorrelated (a startup filter), the ready-index seek is unchanged
+    text: claimLines(names, '@n', [`      AND NOT ${pausedTest(names)}`]).join('\n'),
     params: { n: types.count(), queue: types.queue(), lock_timeout_ms: types.ms(), lock_id: types.id() },
   };
+}
+
+/**
+ * The claim itself (TOP (`top`) ready rows in availability order under UPDLOCK, ROWLOCK, READPAST; attempt, lease
+ * and the caller's lock id), with `extraWhere` lines after the ready predicate: the claim above and the limited
+ * claim (limit-statements.ts) share it.
+ */
+export function claimLines(names: TransportNames, top: string, extraWhere: readonly string[] = []): string[] {
+  return [
+    'WITH next AS (',
+    `    SELECT TOP (${top}) id, queue, payload_json, headers_json, attempts, locked_until, lock_id, created_at, available_at`,
+    `    FROM ${qualifiedTable(names)} WITH (UPDLOCK, ROWLOCK, READPAST)`,
+    `    WHERE ${exactQueueMatch('queue', 'queue')}`,
+    '      AND available_at <= SYSUTCDATETIME()',
+    '      AND (locked_until IS NULL OR locked_until <= SYSUTCDATETIME())',
+    ...extraWhere,
+    '    ORDER BY available_at, created_at',
+    ')',
+    'UPDATE next',
+    'SET attempts = attempts + 1,',
+    `    locked_until = ${dbClockPlus('@lock_timeout_ms')},`,
+    '    lock_id = @lock_id',
+    'OUTPUT inserted.id, inserted.queue, inserted.payload_json, inserted.headers_json, inserted.attempts,',
+    '       inserted.lock_id, inserted.created_at, inserted.available_at;',
+  ];
 }
 
 /**
@@ -508,6 +517,8 @@ export function ddlPhase1(names: TransportNames): Statement<never> {
       ...createTableIfMissing(qualifiedQueueStateTable(names), queueStateTableBody()),
       // a keyed publish writes the dedup table: normally the dedup migration creates it (and its prune index) first
       ...createTableIfMissing(qualifiedDedupTable(names), dedupTableBody()),
+      // its limit and backoff columns (normally version 12 adds them first); a small table's Sch-M, briefly
+      ...addLimitColumnsIfMissing(qualifiedQueueStateTable(names)),
       // a table that lacks the column (normally version 4 adds it first): its Sch-M wait is bounded, so it cannot
       // queue all table traffic behind it for the request timeout; a 1222 fails this attempt and the next retries
       `SET LOCK_TIMEOUT ${DDL_TABLE_LOCK_TIMEOUT_MS};`,

@@ -40,6 +40,9 @@ import { compareSqlServerGuids, lower, rollbackQuietly, rows, SqlServerStoreBase
 import { historyStatements } from './history-statements';
 import type { HistoryPage, HistoryQuery, JobRecord } from '../../transport/history';
 import { historyPage, readJob, searchKey, type HistoryRowShape } from '../../transport/history-rows';
+import { backOffQueue, claimLimited, limitedOutlook } from './limit-statements';
+import { bucketSize, hasLimits, type LimitedClaim, type QueueLimits } from '../../transport/limits';
+import { limitedClaimOf, limitedOutlookOf } from '../limited-claim';
 import { evaluateTransportCatalog, missingIndexes, readTransportCatalog, VERIFICATION_FIX_HINT } from './verify';
 
 export interface SqlServerStoreDeps {
@@ -398,7 +401,40 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
       lock_timeout_ms: Math.max(1, Math.ceil(lockTimeoutMs)),
       lock_id: lockId,
     });
-    return rows(result)
+    return this.toClaimed(rows(result));
+  }
+
+  /**
+   * A limited queue's claim: one batch, one short transaction holding the queue's state row (limit-statements.ts).
+   * The summary row is the batch's last result set; the claimed rows come before it.
+   */
+  async claimLimited(queue: string, max: number, lockTimeoutMs: number, lockId: string, limits: QueueLimits): Promise<LimitedClaim<ClaimedMessage>> {
+    await this.ensureSchema();
+    const statement = (this.limitedClaimStatement ??= claimLimited(this.names));
+    const result = await this.run(statement, {
+      n: Math.max(0, Math.floor(max)),
+      queue,
+      lock_timeout_ms: Math.max(1, Math.ceil(lockTimeoutMs)),
+      lock_id: lockId,
+      concurrency: limits.concurrency ?? null,
+      rate: limits.ratePerSecond ?? null,
+      burst: bucketSize(limits),
+    });
+    const sets = (result.recordsets as unknown as Array<Array<Record<string, unknown>>>) ?? [];
+    const summary = sets.length > 0 ? sets[sets.length - 1]![0] : undefined;
+    return limitedClaimOf(this.toClaimed(sets.slice(0, -1).flat()), summary, max, limits);
+  }
+  private limitedClaimStatement: ReturnType<typeof claimLimited> | undefined;
+
+  async backOffQueue(queue: string, delayMs: number): Promise<Date> {
+    await this.ensureSchema();
+    const statement = (this.backOffStatement ??= backOffQueue(this.names));
+    return rows(await this.run(statement, { queue, ms: Math.max(0, Math.round(delayMs)) }))[0]!.backoff_until as Date;
+  }
+  private backOffStatement: ReturnType<typeof backOffQueue> | undefined;
+
+  private toClaimed(claimed: Array<Record<string, unknown>>): ClaimedMessage[] {
+    return claimed
       .sort(
         (a, b) =>
           compareInstants(a.available_at as Date, b.available_at as Date) ||
@@ -539,8 +575,10 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
 
   async queueState(queue: string): Promise<QueueState> {
     await this.ensureSchema();
-    const at = rows(await this.run(this.control.queueState, { queue }))[0]?.paused_at;
-    return { queue, paused: at instanceof Date, pausedAt: at instanceof Date ? at : null };
+    const row = rows(await this.run(this.control.queueState, { queue }))[0];
+    const at = row?.paused_at;
+    const backoffUntil = (row?.backoff_until as Date | null | undefined) ?? null;
+    return { queue, paused: at instanceof Date, pausedAt: at instanceof Date ? at : null, backoffUntil };
   }
 
   async deadLetter(move: DeadLetterMove): Promise<boolean> {
@@ -614,11 +652,17 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
     return firstNumber(result, 'affected') > 0;
   }
 
-  async claimOutlook(queue: string): Promise<ClaimOutlook> {
+  async claimOutlook(queue: string, limits?: QueueLimits): Promise<ClaimOutlook> {
     await this.ensureSchema();
+    if (hasLimits(limits)) {
+      const statement = (this.limitedOutlookStatement ??= limitedOutlook(this.names));
+      const params = { queue, concurrency: limits.concurrency ?? null, rate: limits.ratePerSecond ?? null, burst: bucketSize(limits) };
+      return limitedOutlookOf(rows(await this.run(statement, params))[0], limits);
+    }
     return claimOutlookOf(rows(await this.run((this.outlook ??= claimOutlook(this.names)), { queue }))[0]);
   }
   private outlook: ReturnType<typeof claimOutlook> | undefined;
+  private limitedOutlookStatement: ReturnType<typeof limitedOutlook> | undefined;
 
   async listWaiting(query: WaitingQuery): Promise<WaitingJob[]> {
     const top = Math.floor(query.top);

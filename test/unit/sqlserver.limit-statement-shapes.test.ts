@@ -1,0 +1,80 @@
+// Pins the T-SQL of queue limits (issue 17 §2; no SQL Server here, the T-SQL grammar check parses them too): the
+// limited claim is one batch and one transaction that takes the queue's state row first, counts leased rows,
+// refills and spends the bucket, and claims with today's claim hints; the backoff keeps the later end.
+
+import { describe, expect, it } from 'vitest';
+import { transportNames } from '../../shared/sql/identifiers';
+import { backOffQueue, claimLimited, limitedOutlook } from '../../shared/stores/sqlserver/limit-statements';
+import { claimBatch } from '../../shared/stores/sqlserver/statements';
+import { length, typeName } from '../support/sqlserver-statements';
+
+const BIN2 = 'Latin1_General_100_BIN2';
+const names = transportNames('dbo', 'jobs', 'sqlserver');
+const EXACT = `queue = @queue AND queue + N'.' = @queue + N'.' COLLATE ${BIN2}`;
+const LEASED = `FROM [dbo].[jobs] WHERE ${EXACT} AND available_at <= SYSUTCDATETIME() AND locked_until > SYSUTCDATETIME()`;
+
+describe('SQL Server limit statement shapes', () => {
+  const c = claimLimited(names);
+  const lines = c.text.split('\n');
+  const at = (fragment: string) => lines.findIndex((l) => l.includes(fragment));
+
+  it('the limited claim: XACT_ABORT, one transaction, the state row under UPDLOCK + HOLDLOCK before anything is counted', () => {
+    expect(lines[0]).toBe('SET XACT_ABORT ON;');
+    expect(at('BEGIN TRANSACTION;')).toBeLessThan(at('WITH (UPDLOCK, HOLDLOCK)'));
+    expect(c.text).toContain(`FROM [dbo].[jobs_queue_state] WITH (UPDLOCK, HOLDLOCK) WHERE ${EXACT};`);
+    expect(c.text).toContain('IF @@ROWCOUNT = 0\n    INSERT INTO [dbo].[jobs_queue_state] (queue) VALUES (@queue);');
+    expect(at('WITH (UPDLOCK, HOLDLOCK)')).toBeLessThan(at('SELECT @leased = COUNT(*)'));
+    expect(at('SELECT @leased = COUNT(*)')).toBeLessThan(at('WITH next AS ('));
+    expect(at('WITH next AS (')).toBeLessThan(at('COMMIT;'));
+    expect(lines.filter((l) => l === 'COMMIT;')).toHaveLength(1);
+  });
+
+  it('counts leased rows over the ready index, stopping at the limit; a pause or backoff leaves no room', () => {
+    expect(c.text).toContain(`    SELECT @leased = COUNT(*) FROM (SELECT TOP (@concurrency) 1 AS leased ${LEASED}) AS l;`);
+    expect(c.text).toContain('SELECT @held = CASE WHEN paused_at IS NOT NULL OR backoff_until > SYSUTCDATETIME() THEN 1 ELSE 0 END,');
+    expect(c.text).toContain('SET @room = CASE WHEN @held = 1 THEN 0 ELSE @n END;');
+    expect(c.text).toContain('IF @concurrency IS NOT NULL AND @concurrency - @leased < @room SET @room = @concurrency - @leased;');
+    expect(c.text).toContain('IF @rate IS NOT NULL AND FLOOR(@tokens) < @room SET @room = FLOOR(@tokens);');
+  });
+
+  it("claims with today's claim (hints, order, lease, the caller's lock id) and TOP (@room)", () => {
+    const today = claimBatch(names).text;
+    const body = today.slice(today.indexOf('    FROM '), today.indexOf('    ORDER BY'));
+    const pauseLine = body.split('\n').find((l) => l.includes('AND NOT EXISTS'))!;
+    // the pause test is the state row read above (held): the rest of the claim is today's, line for line
+    expect(c.text).toContain(body.replace(`${pauseLine}\n`, ''));
+    expect(c.text).toContain('    SELECT TOP (@room) id, queue, payload_json, headers_json, attempts, locked_until, lock_id, created_at, available_at');
+    expect(c.text).toContain(today.slice(today.indexOf('UPDATE next'), today.indexOf('inserted.available_at;') + 'inserted.available_at;'.length));
+  });
+
+  it('refills the bucket on the database clock (a bucket never used is full), spends what was claimed, and answers a summary', () => {
+    expect(c.text).toContain(
+      'IF @rate IS NOT NULL SET @tokens = CASE WHEN @tokens IS NULL OR @refilled_at IS NULL THEN @burst WHEN @tokens + DATEDIFF_BIG(MICROSECOND, @refilled_at, SYSUTCDATETIME()) * @rate / 1000000.0 > @burst THEN @burst ELSE @tokens + DATEDIFF_BIG(MICROSECOND, @refilled_at, SYSUTCDATETIME()) * @rate / 1000000.0 END;',
+    );
+    expect(c.text).toContain(`    UPDATE [dbo].[jobs_queue_state] SET rate_tokens = @tokens - @claimed, rate_refilled_at = SYSUTCDATETIME() WHERE ${EXACT};`);
+    expect(lines.at(-2)).toBe('SELECT @held AS held, @backoff_ms AS backoff_ms, CASE WHEN @rate IS NULL THEN NULL ELSE @tokens - @claimed END AS tokens_left,');
+    expect(c.text).toContain(`    SELECT @lapse_ms = DATEDIFF_BIG(MILLISECOND, SYSUTCDATETIME(), MIN(locked_until)) ${LEASED};`);
+  });
+
+  it('typed parameters: queue NVarChar(200), counts Int, lease BigInt ms, lock id UniqueIdentifier, rate and burst Float', () => {
+    expect(Object.keys(c.params).sort()).toEqual(['burst', 'concurrency', 'lock_id', 'lock_timeout_ms', 'n', 'queue', 'rate']);
+    expect([typeName(c, 'queue'), length(c, 'queue')]).toEqual(['NVarChar', 200]);
+    expect(['n', 'concurrency'].map((p) => typeName(c, p))).toEqual(['Int', 'Int']);
+    expect([typeName(c, 'lock_timeout_ms'), typeName(c, 'lock_id'), typeName(c, 'rate'), typeName(c, 'burst')]).toEqual(['BigInt', 'UniqueIdentifier', 'Float', 'Float']);
+  });
+
+  it('the backoff is a MERGE under HOLDLOCK that keeps the later end, on the database clock', () => {
+    const b = backOffQueue(names);
+    expect(b.text.startsWith('MERGE [dbo].[jobs_queue_state] WITH (HOLDLOCK) AS target')).toBe(true);
+    expect(b.text).toContain('backoff_until = CASE WHEN target.backoff_until > DATEADD(SECOND, CAST(@ms / 1000 AS int), DATEADD(MILLISECOND, CAST(@ms % 1000 AS int), SYSUTCDATETIME()))');
+    expect(b.text).toContain('OUTPUT inserted.backoff_until;');
+    expect([typeName(b, 'ms'), typeName(b, 'queue')]).toEqual(['BigInt', 'NVarChar']);
+  });
+
+  it('the limited outlook reads without locks: ready, pause, backoff, tokens, leased up to the limit, the earliest lapse', () => {
+    const o = limitedOutlook(names).text;
+    expect(o).not.toMatch(/UPDATE|DELETE|INSERT|UPDLOCK|HOLDLOCK/);
+    expect(o).toContain(`(SELECT COUNT(*) FROM (SELECT TOP (@concurrency) 1 AS leased ${LEASED}) AS l) END AS leased,`);
+    expect(o).toContain(`(SELECT DATEDIFF_BIG(MILLISECOND, SYSUTCDATETIME(), MIN(locked_until)) ${LEASED}) AS lease_lapses_in_ms;`);
+  });
+});
