@@ -33,7 +33,7 @@ describe.skipIf(!announce(fixture))('[postgres] concurrent schema applies', { ti
     if (fromV1) await d.createVersion1();
     const [a, b] = [await open(), await open()];
     const reports = await Promise.all([a.migrator.apply(), b.migrator.apply()]);
-    const applied = reports.flatMap((r) => r.applied).sort();
+    const applied = reports.flatMap((r) => r.applied).sort((x, y) => x - y);
     expect(applied).toEqual(fromV1 ? [2, 3, 4, 5, 6, 7, 8, 9, 10] : [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     expect(reports.filter((r) => r.baselineRecorded)).toHaveLength(fromV1 ? 1 : 0);
     for (const r of reports) expect(r.to).toBe(10);
