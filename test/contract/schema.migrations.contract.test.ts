@@ -11,6 +11,25 @@ import { closeSharedPglite, schemaDbFixtures, type SchemaDb } from './schema-fix
 afterAll(() => closeSharedPglite());
 
 const MIGRATIONS = 'asyncresponse_transport_messages_migrations';
+/** PostgreSQL's versions in order (one place to pin them: version N is VERSION_NAMES[N - 1]). */
+const VERSION_NAMES = [
+  'transport and channel tables',
+  'topic subscriptions table',
+  'publish functions (outbox)',
+  'dead-letter source index',
+  'durable flow state table',
+  'schedules table',
+  'queue state table',
+  'dedup keys table',
+  'job history table',
+  'queue limits and backoff',
+  'transport table fillfactor',
+];
+const LATEST = VERSION_NAMES.length;
+/** Versions from..LATEST. */
+const versionsFrom = (from: number) => VERSION_NAMES.map((_, i) => i + 1).filter((v) => v >= from);
+const pendingFrom = (from: number, sep: string) => versionsFrom(from).map((v) => `${v} ${VERSION_NAMES[v - 1]}`).join(sep);
+const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const SUBSCRIPTIONS = 'asyncresponse_transport_messages_subscriptions';
 
 async function recorded(d: SchemaDb) {
@@ -56,27 +75,16 @@ for (const fixture of schemaDbFixtures()) {
       const before = (await d.client.query<{ now: Date }>('SELECT clock_timestamp() AS now')).rows[0]!.now;
       const lines: string[] = [];
       expect(await schemaCommand('apply', stores, (l) => lines.push(l))).toBe(0);
-      expect(lines.join('\n')).toMatch(/applied version\(s\) 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 on (pglite|postgres): schema 'ar_test_\w+' is at version 10/);
+      expect(lines.join('\n')).toMatch(new RegExp(`applied version\\(s\\) ${versionsFrom(1).join(', ')} on (pglite|postgres): schema 'ar_test_\\w+' is at version ${LATEST}`));
       const rows = await recorded(d);
-      expect(rows.map((r) => [r.version, r.name])).toEqual([
-        [1, 'transport and channel tables'],
-        [2, 'topic subscriptions table'],
-        [3, 'publish functions (outbox)'],
-        [4, 'dead-letter source index'],
-        [5, 'durable flow state table'],
-        [6, 'schedules table'],
-        [7, 'queue state table'],
-        [8, 'dedup keys table'],
-        [9, 'job history table'],
-        [10, 'queue limits and backoff'],
-      ]);
+      expect(rows.map((r) => [r.version, r.name])).toEqual(VERSION_NAMES.map((name, i) => [i + 1, name]));
       for (const r of rows) expect(r.applied_at.getTime()).toBeGreaterThanOrEqual(before.getTime());
       expect(await columns(d, SUBSCRIPTIONS)).toEqual([
         'topic text NOT NULL',
         'subscription text NOT NULL',
         'created_at timestamp with time zone NOT NULL',
       ]);
-      expect(await stores.migrator.apply()).toEqual({ from: 10, to: 10, baselineRecorded: false, applied: [] });
+      expect(await stores.migrator.apply()).toEqual({ from: LATEST, to: LATEST, baselineRecorded: false, applied: [] });
       const status = await statusText(stores);
       expect(status).toEqual({ code: 0, text: expect.stringContaining('pending: none (up to date)') });
     });
@@ -93,25 +101,17 @@ for (const fixture of schemaDbFixtures()) {
       const stores = await open(true);
       const status = await statusText(stores);
       expect(status.text).toContain('version: 1 (tables of version 1 found, not yet recorded: apply records them as the baseline)');
-      expect(status.text).toContain('pending: 9 (run `npm run schema -- apply`)\n  2 topic subscriptions table\n  3 publish functions (outbox)\n  4 dead-letter source index\n  5 durable flow state table\n  6 schedules table\n  7 queue state table\n  8 dedup keys table\n  9 job history table\n  10 queue limits and backoff');
+      expect(status.text).toContain(`pending: ${LATEST - 1} (run \`npm run schema -- apply\`)\n  ${pendingFrom(2, '\n  ')}`);
 
       const lines: string[] = [];
       await schemaCommand('apply', stores, (l) => lines.push(l));
       expect(lines).toEqual([
         expect.stringMatching(/^recorded the existing tables of schema 'ar_test_\w+' as version 1 \(baseline\)$/),
-        expect.stringMatching(/applied version\(s\) 2, 3, 4, 5, 6, 7, 8, 9, 10 .* is at version 10$/),
+        expect.stringMatching(new RegExp(`applied version\\(s\\) ${versionsFrom(2).join(', ')} .* is at version ${LATEST}$`)),
       ]);
       expect((await recorded(d)).map((r) => [r.version, r.name])).toEqual([
         [1, 'transport and channel tables (baseline: found in place)'],
-        [2, 'topic subscriptions table'],
-        [3, 'publish functions (outbox)'],
-        [4, 'dead-letter source index'],
-        [5, 'durable flow state table'],
-        [6, 'schedules table'],
-        [7, 'queue state table'],
-        [8, 'dedup keys table'],
-        [9, 'job history table'],
-        [10, 'queue limits and backoff'],
+        ...versionsFrom(2).map((v) => [v, VERSION_NAMES[v - 1]]),
       ]);
       // the rows of version 1, read through the new release's stores
       const claimed = await stores.transport.claim('work', 10, 30_000);
@@ -128,19 +128,19 @@ for (const fixture of schemaDbFixtures()) {
       const [outcome] = await stores.transport.publish([message('q')]);
       expect(outcome!.inserted).toBe(true);
       await stores.channel.ensureSchema();
-      expect((await recorded(d)).map((r) => r.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+      expect((await recorded(d)).map((r) => r.version)).toEqual(versionsFrom(1));
     });
 
     it('AUTO_CREATE_SCHEMA=false: an older database fails with the exact command; once applied the stores run', async () => {
       d = await fixture.create();
       const empty = await open(false);
       await expect(empty.transport.publish([message('q')])).rejects.toThrow(
-        /schema 'ar_test_\w+' has no AsyncResponse tables yet; this app needs version 10 \(pending: 1 transport and channel tables; 2 topic subscriptions table; 3 publish functions \(outbox\); 4 dead-letter source index; 5 durable flow state table; 6 schedules table; 7 queue state table; 8 dedup keys table; 9 job history table; 10 queue limits and backoff\)\. Run `npm run schema -- apply` as the deployer/,
+        new RegExp(`schema 'ar_test_\\w+' has no AsyncResponse tables yet; this app needs version ${LATEST} ${escape(`(pending: ${pendingFrom(1, '; ')}). Run \`npm run schema -- apply\` as the deployer`)}`),
       );
       await d.createVersion1();
       const older = await open(false);
       const error = await older.channel.ensureSchema().then(() => undefined, (e: Error) => e);
-      expect(error?.message).toContain(`schema '${d.schema}' is at version 1; this app needs version 10 (pending: 2 topic subscriptions table; 3 publish functions (outbox); 4 dead-letter source index; 5 durable flow state table; 6 schedules table; 7 queue state table; 8 dedup keys table; 9 job history table; 10 queue limits and backoff)`);
+      expect(error?.message).toContain(`schema '${d.schema}' is at version 1; this app needs version ${LATEST} (pending: ${pendingFrom(2, '; ')})`);
       expect(error?.message).toContain(`Run \`npm run schema -- apply\` as the deployer with this app's store settings`);
       expect(error?.message).toContain(`SQL_SCHEMA=${d.schema}, TRANSPORT_TABLE=asyncresponse_transport_messages`);
       expect(error?.message).toContain('or set AUTO_CREATE_SCHEMA=true');
@@ -155,15 +155,15 @@ for (const fixture of schemaDbFixtures()) {
       d = await fixture.create();
       const stores = await open(true);
       await stores.migrator.apply();
-      await d.client.query(`INSERT INTO "${d.schema}"."${MIGRATIONS}" (version, name) VALUES (11, 'from a newer release')`);
-      const newer = new RegExp(`the database schema '${d.schema}' is at version 11 \\(table ${MIGRATIONS}\\), newer than this app, which knows versions up to 10`);
+      await d.client.query(`INSERT INTO "${d.schema}"."${MIGRATIONS}" (version, name) VALUES (${LATEST + 1}, 'from a newer release')`);
+      const newer = new RegExp(`the database schema '${d.schema}' is at version ${LATEST + 1} \\(table ${MIGRATIONS}\\), newer than this app, which knows versions up to ${LATEST}`);
       await expect(stores.migrator.apply()).rejects.toThrow(newer);
       await expect((await open(true)).transport.publish([message('q')])).rejects.toThrow(newer);
       await expect((await open(false)).channel.ensureSchema()).rejects.toThrow(newer);
       const status = await statusText(stores);
       expect(status.code).toBe(1);
       expect(status.text).toMatch(/NEWER THAN THIS APP/);
-      expect((await recorded(d)).map((r) => r.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]); // nothing was touched
+      expect((await recorded(d)).map((r) => r.version)).toEqual([...versionsFrom(1), LATEST + 1]); // nothing was touched
     });
 
     it('a partial version 1 (a channel table missing) is completed by version 1, not recorded as a baseline', async () => {
@@ -172,7 +172,7 @@ for (const fixture of schemaDbFixtures()) {
       await d.client.query(`DROP TABLE "${d.schema}"."asyncresponse_channel_subscribers"`);
       const stores = await open(true);
       expect((await stores.migrator.status()).current).toBe(0);
-      expect(await stores.migrator.apply()).toEqual({ from: 0, to: 10, baselineRecorded: false, applied: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10] });
+      expect(await stores.migrator.apply()).toEqual({ from: 0, to: LATEST, baselineRecorded: false, applied: versionsFrom(1) });
       await stores.channel.ensureSchema();
       expect(await columns(d, 'asyncresponse_channel_subscribers')).toHaveLength(4);
     });

@@ -42,7 +42,7 @@ LIMIT $7`;
     // SQL Server: DELETE … OUTPUT deleted.… INTO history FROM … JOIN OPENJSON(@settlements).
     ackToHistory: `WITH done AS (
   DELETE FROM ${t} AS m USING unnest($1::uuid[], $2::uuid[]) AS s(id, lock_id)
-  WHERE m.id = s.id AND m.lock_id = s.lock_id
+  WHERE m.id = ANY($1::uuid[]) AND m.id = s.id AND m.lock_id = s.lock_id
   RETURNING m.id, m.queue, m.payload_json, m.headers_json, m.attempts, m.created_at, m.available_at, ${CORRELATION} AS correlation_id)
 INSERT INTO ${h} (id, queue, state, correlation_id, payload_json, headers_json, attempts, created_at, available_at, completed_at)
 SELECT id, queue, 'completed', correlation_id, payload_json, headers_json, attempts, created_at, available_at, clock_timestamp() FROM done`,

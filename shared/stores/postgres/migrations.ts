@@ -20,6 +20,9 @@ import { pgLimitColumnsDdl } from './limit-statements';
 
 const q = (n: string) => quoteIdentifier(n, 'postgres');
 
+/** Most of each transport page is left for the claim's new row versions (HOT updates; version 11): a claimed row grows by its lease and lock id, so at 50 a fifth of the claims of small rows found no room. */
+export const TRANSPORT_FILLFACTOR = 40;
+
 /** Splits one of ddl.ts's scripts into its statements (they hold no ';' inside). */
 function statementsOf(script: string): string[] {
   return script
@@ -118,6 +121,16 @@ export function postgresMigrations(n: SchemaNames): readonly Migration[] {
       version: 10,
       name: 'queue limits and backoff',
       statements: [{ name: 'add queue state limit columns', text: pgLimitColumnsDdl(n.schema, queueStateTableName(n.transport, 'postgres')) }],
+    },
+    {
+      // PostgreSQL only (SQL Server updates a row in place). A claim changes no indexed column, so with room on the
+      // page its UPDATE is a HOT update: no new entry in any of the table's indexes, and the dead-letter index's
+      // header expression is not evaluated again. Bulk-published pages are full at the default fillfactor of 100,
+      // so every claim wrote four index entries per row; at 50 a 500-row claim wrote 2.6 times less WAL.
+      // A setting only: applies to pages written from now on, no rewrite, no lock wait beyond the ALTER's own.
+      version: 11,
+      name: 'transport table fillfactor',
+      statements: [{ name: 'set transport fillfactor', text: `ALTER TABLE ${q(n.schema)}.${q(n.transport.table)} SET (fillfactor = ${TRANSPORT_FILLFACTOR})` }],
     },
   ]);
 }
