@@ -5,6 +5,7 @@ import { exceedsCap, isLastAttempt, redeliveryDelay, type DeliveryPolicy } from 
 import { deadLetterHeaders, getHeader } from './headers';
 import { BackOffError, PermanentJobError, type Job, type JobHandler } from './job';
 import { startHeartbeat } from './lease-heartbeat';
+import { LazyAbort } from './lazy-abort';
 import { inSpan } from '../tracing/otel';
 import { parseTraceparent, TRACEPARENT_HEADER, TRACESTATE_HEADER, type TraceContext } from '../tracing/trace-context';
 import { CORRELATION_ID_HEADER, type ClaimedMessage, type TransportStore } from './types';
@@ -78,7 +79,7 @@ export async function dispatchDelivery(msg: ClaimedMessage, handler: JobHandler,
     createdAt: msg.createdAt,
   };
 
-  const lease = new AbortController();
+  const lease = new LazyAbort();
   let cancelled = false;
   const heartbeat = startHeartbeat(
     async (s, ms) => {
@@ -102,9 +103,14 @@ export async function dispatchDelivery(msg: ClaimedMessage, handler: JobHandler,
   const storedTrace = msg.headers[TRACEPARENT_HEADER];
   try {
     if (storedTrace === undefined) {
-      const result = await handler(job, { signal: lease.signal, log: deps.logger });
+      const result = await handler(job, {
+        get signal() {
+          return lease.signal;
+        },
+        log: deps.logger,
+      });
       if (deps.onCompleted) await deps.onCompleted(job, result, { deadline: deps.settleDeadline, logger: deps.logger });
-    } else await runTraced(job, parseTraceparent(storedTrace, msg.headers[TRACESTATE_HEADER]), lease.signal, handler, deps);
+    } else await runTraced(job, parseTraceparent(storedTrace, msg.headers[TRACESTATE_HEADER]), lease, handler, deps);
   } catch (err) {
     heartbeat.stop();
     if (cancelled) return settleCancelled(msg, job, deps);
@@ -131,9 +137,15 @@ export async function dispatchDelivery(msg: ClaimedMessage, handler: JobHandler,
 }
 
 /** The handler and its completion hook inside the job's span (a child of the publish's context), when the stored context is valid. */
-async function runTraced(job: Job, parent: TraceContext | undefined, signal: AbortSignal, handler: JobHandler, deps: DispatchDeps): Promise<void> {
+async function runTraced(job: Job, parent: TraceContext | undefined, lease: LazyAbort, handler: JobHandler, deps: DispatchDeps): Promise<void> {
   const run = async (trace: TraceContext | undefined) => {
-    const result = await handler(job, { signal, log: deps.logger, trace });
+    const result = await handler(job, {
+      get signal() {
+        return lease.signal;
+      },
+      log: deps.logger,
+      trace,
+    });
     if (deps.onCompleted) await deps.onCompleted(job, result, { deadline: deps.settleDeadline, logger: deps.logger, trace });
   };
   if (parent === undefined) return run(undefined); // an unreadable traceparent is ignored
