@@ -3,12 +3,12 @@ import { DEFAULT_RETRY_CLASSES, withRetry, type RetryPolicy } from '../sql/retry
 import type { AckBatcher } from './ack-batcher';
 import { exceedsCap, isLastAttempt, redeliveryDelay, type DeliveryPolicy } from './delivery-policy';
 import { deadLetterHeaders, getHeader } from './headers';
-import { BackOffError, PermanentJobError, type Job, type JobHandler } from './job';
-import { startHeartbeat } from './lease-heartbeat';
+import { BackOffError, PermanentJobError, type Job, type JobContext, type JobHandler } from './job';
+import { startHeartbeat, type HeartbeatGroup } from './lease-heartbeat';
 import { LazyAbort } from './lazy-abort';
 import { inSpan } from '../tracing/otel';
 import { parseTraceparent, TRACEPARENT_HEADER, TRACESTATE_HEADER, type TraceContext } from '../tracing/trace-context';
-import { CORRELATION_ID_HEADER, type ClaimedMessage, type TransportStore } from './types';
+import { CORRELATION_ID_HEADER, type ClaimedMessage, type Settlement, type TransportStore } from './types';
 import { CANCEL_REQUESTED_HEADER, JobCancelledError } from './job-control';
 import { EXPIRED_REASON, EXPIRES_AT_HEADER, isExpired } from './dedup';
 
@@ -40,6 +40,8 @@ export interface DispatchDeps {
   onDeadLettered?: (job: Job | undefined, message: ClaimedMessage, reason: string, settle: SettleContext) => Promise<void>;
   /** epoch ms: retries inside the hooks stop before it (the invocation's settle budget). */
   settleDeadline?: number;
+  /** The drain's shared heartbeat timer (without it, each job gets a timer of its own). */
+  heartbeats?: HeartbeatGroup;
   /** epoch ms, the clock a job's expiry is compared with (default Date.now; tests pin it). */
   now?: () => number;
 }
@@ -81,34 +83,26 @@ export async function dispatchDelivery(msg: ClaimedMessage, handler: JobHandler,
 
   const lease = new LazyAbort();
   let cancelled = false;
-  const heartbeat = startHeartbeat(
-    async (s, ms) => {
-      const renewed = await deps.store.renew(s, ms);
-      if (renewed === 'cancel-requested') {
-        // keep renewing: the lease must outlive the handler's abort so the cancel settles fenced
-        if (!cancelled) deps.logger.info(`${what} was cancelled by an operator; aborting its handler`);
-        cancelled = true;
-        lease.abort(new JobCancelledError(msg.id));
-        return true;
-      }
-      if (!renewed) lease.abort(new Error('lease lost'));
-      return renewed;
-    },
-    msg,
-    deps.lockTimeoutMs,
-    deps.logger,
-    what,
-  );
+  const renew = async (s: Settlement, ms: number) => {
+    const renewed = await deps.store.renew(s, ms);
+    if (renewed === 'cancel-requested') {
+      // keep renewing: the lease must outlive the handler's abort so the cancel settles fenced
+      if (!cancelled) deps.logger.info(`${what} was cancelled by an operator; aborting its handler`);
+      cancelled = true;
+      lease.abort(new JobCancelledError(msg.id));
+      return true;
+    }
+    if (!renewed) lease.abort(new Error('lease lost'));
+    return renewed;
+  };
+  const heartbeat = deps.heartbeats
+    ? deps.heartbeats.start(renew, msg, deps.logger, what)
+    : startHeartbeat(renew, msg, deps.lockTimeoutMs, deps.logger, what);
   // One property read when the job carries no trace context: no span, no parsing, no allocation.
   const storedTrace = msg.headers[TRACEPARENT_HEADER];
   try {
     if (storedTrace === undefined) {
-      const result = await handler(job, {
-        get signal() {
-          return lease.signal;
-        },
-        log: deps.logger,
-      });
+      const result = await handler(job, handlerContext(lease, deps.logger));
       if (deps.onCompleted) await deps.onCompleted(job, result, { deadline: deps.settleDeadline, logger: deps.logger });
     } else await runTraced(job, parseTraceparent(storedTrace, msg.headers[TRACESTATE_HEADER]), lease, handler, deps);
   } catch (err) {
@@ -139,13 +133,7 @@ export async function dispatchDelivery(msg: ClaimedMessage, handler: JobHandler,
 /** The handler and its completion hook inside the job's span (a child of the publish's context), when the stored context is valid. */
 async function runTraced(job: Job, parent: TraceContext | undefined, lease: LazyAbort, handler: JobHandler, deps: DispatchDeps): Promise<void> {
   const run = async (trace: TraceContext | undefined) => {
-    const result = await handler(job, {
-      get signal() {
-        return lease.signal;
-      },
-      log: deps.logger,
-      trace,
-    });
+    const result = await handler(job, handlerContext(lease, deps.logger, trace));
     if (deps.onCompleted) await deps.onCompleted(job, result, { deadline: deps.settleDeadline, logger: deps.logger, trace });
   };
   if (parent === undefined) return run(undefined); // an unreadable traceparent is ignored
@@ -309,4 +297,15 @@ async function releaseQuietly(msg: ClaimedMessage, delayMs: number, deps: Dispat
   } catch (err) {
     deps.logger.error(`failed to release job ${msg.id}; its lease will lapse and it will be redelivered`, err);
   }
+}
+
+/**
+ * What a handler gets besides its job. `signal` is made on its first read (LazyAbort) yet is an own enumerable
+ * property, so a spread copy of the context still has it. An object literal with a `get signal()` would do the
+ * same but cost microseconds per job in V8 (a fresh accessor map each time); defineProperty costs about 0.3–0.6 µs.
+ */
+function handlerContext(lease: LazyAbort, log: Logger, trace?: TraceContext): JobContext {
+  const ctx = (trace === undefined ? { log } : { log, trace }) as JobContext;
+  Object.defineProperty(ctx, 'signal', { get: () => lease.signal, enumerable: true });
+  return ctx;
 }

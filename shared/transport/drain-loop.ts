@@ -6,6 +6,7 @@ import { AckBatcher } from './ack-batcher';
 import { ClaimBuffer } from './claim-buffer';
 import type { DeliveryPolicy } from './delivery-policy';
 import { dispatchDelivery, type DeliveryOutcome, type DispatchDeps } from './dispatcher';
+import { HeartbeatGroup } from './lease-heartbeat';
 import type { JobHandler } from './job';
 import type { ClaimedMessage, Settlement, TransportStore } from './types';
 import type { WakeSignal } from './wake';
@@ -112,6 +113,7 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
     onCompleted: o.onCompleted,
     onDeadLettered: o.onDeadLettered,
     settleDeadline: claimDeadline + SETTLE_GRACE_MS,
+    heartbeats: new HeartbeatGroup(o.lockTimeoutMs),
   };
   const report = emptyDrainReport(o.queue);
   const count = (outcome: DeliveryOutcome) => {

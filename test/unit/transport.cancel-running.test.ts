@@ -5,6 +5,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { silentLogger } from '../../shared/log';
 import { AckBatcher } from '../../shared/transport/ack-batcher';
 import { dispatchDelivery, type DispatchDeps } from '../../shared/transport/dispatcher';
+import { HeartbeatGroup } from '../../shared/transport/lease-heartbeat';
 import { CANCEL_REQUESTED_HEADER, JobCancelledError, type RenewResult } from '../../shared/transport/job-control';
 import type { ClaimedMessage, Settlement } from '../../shared/transport/types';
 
@@ -103,5 +104,31 @@ describe('cancelling a running job', () => {
     expect(outcome).toBe('retried');
     expect(calls.release).toBe(1);
     expect(calls.ack).toEqual([]);
+  });
+
+  it("in a drain's heartbeat group: a cancel learnt at the first beat aborts the signal of a handler that spread its context", async () => {
+    const { deps, calls } = fakeDeps(['cancel-requested']);
+    deps.heartbeats = new HeartbeatGroup(LOCK_MS);
+    let reason: unknown;
+    const outcome = await dispatchDelivery(claimed(), async (_job, ctx) => {
+      const copy = { ...ctx };
+      try {
+        return await waitForAbort(copy.signal);
+      } catch (err) {
+        reason = err;
+        throw err;
+      }
+    }, deps);
+    expect(outcome).toBe('cancelled');
+    expect(reason).toBeInstanceOf(JobCancelledError);
+    expect(calls.renew).toBe(1);
+    expect(calls.release).toBe(0);
+  });
+
+  it("in a drain's heartbeat group: a lost lease aborts the signal and the failure is retried", async () => {
+    const { deps, calls } = fakeDeps([false]);
+    deps.heartbeats = new HeartbeatGroup(LOCK_MS);
+    expect(await dispatchDelivery(claimed(), async (_job, ctx) => waitForAbort(ctx.signal), deps)).toBe('retried');
+    expect(calls.release).toBe(1);
   });
 });

@@ -42,6 +42,11 @@ export { TRANSPORT_NOTIFY_CHANNEL };
 /** Payload prefix of a transport notification: which table it is about ("schema.table:" + queue). */
 export const notifyPrefix = (names: TransportNames) => `${names.schema}.${names.table}:`;
 const MS = "* interval '1 millisecond'";
+/**
+ * A claimed row's times as epoch milliseconds: pg parses a float8 with parseFloat, a timestamptz with a regular
+ * expression into a Date (two per row were 15 % of a drain's allocations). Date has millisecond precision anyway.
+ */
+export const CLAIM_TIMES = '(EXTRACT(EPOCH FROM m.created_at) * 1000)::float8 AS created_ms, (EXTRACT(EPOCH FROM m.available_at) * 1000)::float8 AS available_ms';
 
 export function pgStatements(names: TransportNames): PgStatements {
   const t = `${quoteIdentifier(names.schema, 'postgres')}.${quoteIdentifier(names.table, 'postgres')}`;
@@ -73,7 +78,7 @@ WHERE m.id = ANY(ARRAY(
   ORDER BY available_at, created_at
   LIMIT $2
   FOR UPDATE SKIP LOCKED))
-RETURNING m.id, m.queue, m.payload_json, m.headers_json, m.attempts, m.lock_id, m.created_at, m.available_at`,
+RETURNING m.id, m.queue, m.payload_json, m.headers_json, m.attempts, m.lock_id, ${CLAIM_TIMES}`,
     // `m.id = ANY($1)` beside the join: without it the planner hashes the whole table for a join with unnest's
     // 500 pairs once the table is a few hundred pages (a Seq Scan per ack, its cost growing with the backlog).
     ack: `DELETE FROM ${t} AS m USING unnest($1::uuid[], $2::uuid[]) AS s(id, lock_id)

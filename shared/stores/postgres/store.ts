@@ -63,8 +63,9 @@ interface ClaimRow {
   headers_json: string;
   attempts: number;
   lock_id: string;
-  created_at: Date;
-  available_at: Date;
+  /** epoch ms (CLAIM_TIMES) */
+  created_ms: number;
+  available_ms: number;
 }
 
 /** Serves a PostgreSQL server (pg Pool) and the embedded PGlite alike. */
@@ -340,7 +341,7 @@ export class PostgresTransportStore implements TransportStore {
 
   private toClaimed(rows: ClaimRow[]): ClaimedMessage[] {
     return rows
-      .sort((a, b) => a.available_at.getTime() - b.available_at.getTime() || a.created_at.getTime() - b.created_at.getTime())
+      .sort((a, b) => a.available_ms - b.available_ms || a.created_ms - b.created_ms)
       .map((row) => ({
         id: row.id,
         lockId: row.lock_id,
@@ -348,7 +349,7 @@ export class PostgresTransportStore implements TransportStore {
         payloadJson: row.payload_json,
         headers: parseHeadersLenient(row.headers_json),
         attempt: row.attempts,
-        createdAt: row.created_at,
+        createdAt: new Date(row.created_ms),
       }));
   }
 
