@@ -10,6 +10,7 @@
 
 import { quoteIdentifier, type TransportNames } from '../../sql/identifiers';
 import { queueStateTableName } from '../queue-state-names';
+import { CLAIM_ORDER } from './statements';
 
 export interface PgLimitStatements {
   /** Locks the queue's state row ($1); no row = none yet (insert it with `ensureRow`, then lock again). */
@@ -55,19 +56,19 @@ claimed AS (
   WHERE m.id = ANY(ARRAY(
     SELECT id FROM ${t}
     WHERE queue = $1 AND available_at <= now() AND ${UNLEASED}
-    ORDER BY available_at, created_at
+    ORDER BY ${CLAIM_ORDER}
     LIMIT (SELECT n FROM room)
     FOR UPDATE SKIP LOCKED))
-  RETURNING m.id, m.queue, m.payload_json, m.headers_json, m.attempts, m.lock_id, m.created_at, m.available_at),
+  RETURNING m.id, m.queue, m.payload_json, m.headers_json, m.attempts, m.lock_id, m.created_at, m.available_at, m.priority),
 spent AS (
   UPDATE ${s} SET rate_tokens = (SELECT tokens FROM room) - (SELECT count(*) FROM claimed), rate_refilled_at = clock_timestamp()
   WHERE queue = $1 AND $6::float8 IS NOT NULL
   RETURNING rate_tokens)
-SELECT 'job' AS kind, c.id, c.queue, c.payload_json, c.headers_json, c.attempts, c.lock_id, c.created_at, c.available_at,
+SELECT 'job' AS kind, c.id, c.queue, c.payload_json, c.headers_json, c.attempts, c.lock_id, c.created_at, c.available_at, c.priority,
        NULL::boolean AS held, NULL::float8 AS backoff_ms, NULL::float8 AS tokens_left, NULL::int AS leased, NULL::float8 AS lease_lapses_in_ms
 FROM claimed AS c
 UNION ALL
-SELECT 'state', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, r.held, r.backoff_ms,
+SELECT 'state', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, r.held, r.backoff_ms,
        (SELECT rate_tokens FROM spent), r.leased,
        CASE WHEN $5::int IS NOT NULL AND r.leased >= $5::int THEN (
          SELECT (EXTRACT(EPOCH FROM min(locked_until) - clock_timestamp()) * 1000)::float8 FROM ${t}
