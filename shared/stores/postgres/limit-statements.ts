@@ -31,8 +31,8 @@ const MS = "* interval '1 millisecond'";
 export function pgLimitStatements(names: TransportNames): PgLimitStatements {
   const t = `${quoteIdentifier(names.schema, 'postgres')}.${quoteIdentifier(names.table, 'postgres')}`;
   const s = `${quoteIdentifier(names.schema, 'postgres')}.${quoteIdentifier(queueStateTableName(names, 'postgres'), 'postgres')}`;
-  // The leased rows of the queue: the ready index's (queue, available_at) range, as claimOutlook reads it (a leased
-  // row keeps the available_at it was claimed with, ≤ now). LIMIT stops the count once the limit is reached.
+  // The leased rows of the queue: the ready index's entries of the queue with available_at ≤ now, as claimOutlook
+  // reads them (a leased row keeps the available_at it was claimed with). LIMIT stops the count once the limit is reached.
   const leased = `SELECT 1 FROM ${t} WHERE queue = $1 AND available_at <= now() AND locked_until > now() LIMIT $5::int`;
   const elapsedS = 'GREATEST(0, EXTRACT(EPOCH FROM clock_timestamp() - q.rate_refilled_at))';
   return {

@@ -242,11 +242,13 @@ export function publishBatch(names: TransportNames): Statement<'batch'> {
 }
 
 /**
- * Claim up to @n ready rows of exactly @queue in availability order, in ONE statement: an ordered seek on the
- * ready index that skips rows other claimers hold (READPAST). Every row of one claim gets @lock_id, which the
+ * Claim up to @n ready rows of exactly @queue, higher priority first and then in availability order, in ONE statement:
+ * an ordered seek on the ready index (queue, priority DESC, available_at, created_at) that skips rows other claimers
+ * hold (READPAST). Every row of one claim gets @lock_id, which the
  * drain chose: the fence stays (id, lock_id), and a claim whose answer was lost with its connection can be handed
- * back by it (releaseLostClaim). OUTPUT order is not guaranteed, so available_at is returned for the client-side sort.
- * PostgreSQL: WITH next AS (SELECT id … ORDER BY available_at, created_at FOR UPDATE SKIP LOCKED LIMIT $n)
+ * back by it (releaseLostClaim). OUTPUT order is not guaranteed, so priority and available_at are returned for the
+ * client-side sort.
+ * PostgreSQL: WITH next AS (SELECT id … ORDER BY priority DESC, available_at, created_at FOR UPDATE SKIP LOCKED LIMIT $n)
  * UPDATE … FROM next RETURNING ….
  */
 export function claimBatch(names: TransportNames): Statement<'n' | 'queue' | 'lock_timeout_ms' | 'lock_id'> {
@@ -258,7 +260,7 @@ export function claimBatch(names: TransportNames): Statement<'n' | 'queue' | 'lo
 }
 
 /**
- * The claim itself (TOP (`top`) ready rows in availability order under UPDLOCK, ROWLOCK, READPAST; attempt, lease
+ * The claim itself (TOP (`top`) ready rows in the claim order under UPDLOCK, ROWLOCK, READPAST; attempt, lease
  * and the caller's lock id), with `extraWhere` lines after the ready predicate: the claim above and the limited
  * claim (limit-statements.ts) share it.
  */
