@@ -619,6 +619,7 @@
       return el(
         'tr',
         { 'data-id': m.id },
+        cell('Priority', typeof m.priority === 'number' ? String(m.priority) : '0', 'num', 'priority'),
         cell('Available', el('span', { title: m.availableAt, text: available }), 'nowrap', 'available'),
         cell('Created', el('span', { title: m.createdAt, text: `${formatAge((now - Date.parse(m.createdAt)) / 1000)} ago` }), 'nowrap', 'created'),
         cell('Attempts', formatCount(m.attempts), 'num', 'attempts'),

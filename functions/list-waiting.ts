@@ -12,7 +12,8 @@ import { MAX_WAITING_TOP, WAITING_ORDERS, WAITING_STATES } from '../shared/trans
 
 /**
  * GET /api/queues/{queue}/messages?state=ready|delayed&order=oldest|newest&top=20 — a queue's waiting (unleased)
- * jobs, first page: ready (available now) or delayed, oldest first (the order claims take) or newest first.
+ * jobs, first page: ready (available now) or delayed, oldest first (the order claims take: higher priority first, then
+ * availability) or newest first (its reverse).
  */
 export async function listWaiting(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
   const rt = await getRuntime();
@@ -39,6 +40,7 @@ export async function listWaiting(request: HttpRequest, context: InvocationConte
           availableAt: m.availableAt.toISOString(),
           createdAt: m.createdAt.toISOString(),
           attempts: m.attempts,
+          priority: m.priority,
           ...(correlationId === undefined ? {} : { correlationId }),
           headers: m.headers,
           payload: parseOrRaw(m.payloadJson),

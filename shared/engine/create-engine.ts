@@ -54,6 +54,8 @@ export interface PublishInput {
   correlationId?: string;
   headers?: Record<string, string>;
   delaySeconds?: number;
+  /** -32768..32767 (default 0): higher is claimed first, then availability order; kept through retries and dead letters. */
+  priority?: number;
   /**
    * A dedup key (1–200 characters) held for dedupWindowSeconds (required with it, at most 30 days): another publish
    * with the key on this queue meanwhile enqueues nothing and answers the holder's job (duplicate: true), however

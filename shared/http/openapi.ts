@@ -107,7 +107,7 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
           parameters: [
             queueParam,
             { name: 'state', in: 'query', schema: { enum: ['ready', 'delayed'], default: 'ready' } },
-            { name: 'order', in: 'query', description: 'By availability time (then creation time).', schema: { enum: ['oldest', 'newest'], default: 'oldest' } },
+            { name: 'order', in: 'query', description: 'oldest: the claim order (higher priority first, then availability time, then creation time); newest: its reverse.', schema: { enum: ['oldest', 'newest'], default: 'oldest' } },
             { name: 'top', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
           ],
           responses: {
@@ -623,6 +623,7 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
           availableAt: { type: ['string', 'null'], format: 'date-time', description: 'When it became (or becomes) claimable; null for a dead letter.' },
           completedAt: { type: ['string', 'null'], format: 'date-time', description: 'When its ack moved it to history; null unless completed.' },
           lastError: { type: ['string', 'null'], description: 'The dead-letter reason; null where none is known (a retried delivery\'s error is not stored).' },
+          priority: { type: 'integer', minimum: -32768, maximum: 32767, description: 'Higher is claimed first; absent for a completed job (history keeps none).' },
         }),
         CorrelationId: {
           type: 'string',
@@ -682,6 +683,13 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
               description: 'At most 16 KiB as JSON; no control characters (tab allowed in values); AR-* names are reserved.',
             },
             delaySeconds: { type: 'number', minimum: 0, maximum: 315360000 },
+            priority: {
+              type: 'integer',
+              minimum: -32768,
+              maximum: 32767,
+              default: 0,
+              description: 'Higher is claimed first, then availability order (due time, then publish order); kept through retries, reschedules, dead letters and requeues. A steady stream of higher-priority jobs can starve lower ones.',
+            },
             dedupKey: {
               type: 'string',
               minLength: 1,
@@ -819,8 +827,9 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
             }),
           },
         }),
-        WaitingJob: exact(['id', 'availableAt', 'createdAt', 'attempts', 'headers', 'payload'], {
+        WaitingJob: exact(['id', 'availableAt', 'createdAt', 'attempts', 'priority', 'headers', 'payload'], {
           id: { type: 'string', format: 'uuid' },
+          priority: { type: 'integer', minimum: -32768, maximum: 32767, description: 'Higher is claimed first.' },
           availableAt: { type: 'string', format: 'date-time', description: 'When it is (or was) claimable, on the database clock.' },
           createdAt: { type: 'string', format: 'date-time' },
           attempts: { type: 'integer', minimum: 0, description: 'Deliveries so far (a released job keeps its count).' },

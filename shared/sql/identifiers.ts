@@ -38,7 +38,10 @@ export function quoteIdentifier(name: string, dialect: Dialect): string {
 export interface TransportNames {
   schema: string;
   table: string;
+  /** The claim's index: (queue, priority DESC, available_at, created_at), PostgreSQL version 12 (SQL Server 14). */
   readyIndex: string;
+  /** The ready index before priorities, (queue, available_at, created_at): built by version 1, dropped by the priority version. */
+  legacyReadyIndex: string;
   createdIndex: string;
   /** (queue, dead-letter source queue): keeps a queue's dead-letter count off the other queues' dead letters. */
   deadLetterIndex: string;
@@ -51,13 +54,15 @@ export function transportNames(schema: string, table: string, dialect: Dialect):
   const names = {
     schema,
     table,
-    readyIndex: derivedName(table, '_ready_idx', cap),
+    readyIndex: derivedName(table, '_priority_ready_idx', cap),
+    legacyReadyIndex: derivedName(table, '_ready_idx', cap),
     createdIndex: derivedName(table, '_created_idx', cap),
     deadLetterIndex: derivedName(table, '_dead_letter_idx', cap),
   };
   assertDistinct([
     ['transport table', names.table],
     ['ready index', names.readyIndex],
+    ['legacy ready index', names.legacyReadyIndex],
     ['created index', names.createdIndex],
     ['dead-letter index', names.deadLetterIndex],
   ]);

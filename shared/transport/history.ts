@@ -31,6 +31,8 @@ export interface JobRecord {
   completedAt: Date | null;
   /** The dead-letter reason; null where none is known (a retried delivery's error is not stored). */
   lastError: string | null;
+  /** The job's priority (higher first); absent for a completed job (history keeps none). */
+  priority?: number;
 }
 
 /** A row the store read for one id, before the dead-letter queue and the clock decide its state. */
@@ -48,6 +50,8 @@ export interface StoredJobRow {
   /** available_at > database clock. */
   delayed: boolean;
   deadLetterReason: string | null;
+  /** The live row's priority column (history rows have none). */
+  priority?: number;
 }
 
 export interface HistoryCursor {
@@ -92,6 +96,10 @@ export function jobRecord(row: StoredJobRow, deadLetterQueue: string, sourceHead
   if (row.source === 'history') {
     return { ...base, state: 'completed', queue: row.queue, attempts: row.attempts, availableAt: row.availableAt, completedAt: row.completedAt, lastError: null };
   }
+  return { ...liveRecord(row, base, deadLetterQueue, sourceHeader), ...(row.priority !== undefined ? { priority: row.priority } : {}) };
+}
+
+function liveRecord(row: StoredJobRow, base: Pick<JobRecord, 'id' | 'correlationId' | 'createdAt'>, deadLetterQueue: string, sourceHeader: string): JobRecord {
   if (row.queue === deadLetterQueue) {
     return {
       ...base,

@@ -15,7 +15,10 @@ export const MAX_HEADERS_BYTES = 16 * 1024;
 const CONTROL_IN_NAME = /[\u0000-\u001f\u007f]/;
 const CONTROL_IN_VALUE = /[\u0000-\u0008\u000a-\u001f\u007f]/;
 
-const FIELDS = ['payload', 'id', 'correlationId', 'headers', 'delaySeconds', 'dedupKey', 'dedupWindowSeconds', 'dedupMode', 'expiresAt', 'ttlSeconds'];
+const FIELDS = ['payload', 'id', 'correlationId', 'headers', 'delaySeconds', 'priority', 'dedupKey', 'dedupWindowSeconds', 'dedupMode', 'expiresAt', 'ttlSeconds'];
+/** A job's priority fits the column (smallint); higher is claimed first. */
+export const MIN_PRIORITY = -32768;
+export const MAX_PRIORITY = 32767;
 const DEDUP_FIELDS = ['dedupKey', 'dedupWindowSeconds', 'dedupMode'];
 // an instant with an explicit zone (Z or ±hh:mm), as the reschedule route takes it
 const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/i;
@@ -113,10 +116,26 @@ export function parsePublishBody(
         errors.push({ field: at('delaySeconds'), message: `must be a number from 0 to ${MAX_DELAY_SECONDS} (3650 days)` });
       } else delayMs = Math.round(d * 1000);
     }
+    let priority = 0;
+    if (m.priority !== undefined) {
+      const p = m.priority;
+      if (typeof p !== 'number' || !Number.isInteger(p) || p < MIN_PRIORITY || p > MAX_PRIORITY) {
+        errors.push({ field: at('priority'), message: `must be an integer from ${MIN_PRIORITY} to ${MAX_PRIORITY} (higher is claimed first)` });
+      } else priority = p;
+    }
     const expiry = expiryOf(m, nowMs, nowMs + delayMs, at, errors);
     if (expiry !== undefined) headers[EXPIRES_AT_HEADER] = expiry;
     const dedup = allowDedup ? dedupOf(m, at, errors) : undefined;
-    messages.push({ id, queue, payloadJson, headers, delayMs, ...(m.id === undefined ? { generatedId: true } : {}), ...(dedup ? { dedup } : {}) });
+    messages.push({
+      id,
+      queue,
+      payloadJson,
+      headers,
+      delayMs,
+      ...(m.id === undefined ? { generatedId: true } : {}),
+      ...(dedup ? { dedup } : {}),
+      ...(priority !== 0 ? { priority } : {}),
+    });
   });
   if (errors.length > 0) return fail(400, 'the request has invalid fields; nothing was published', errors);
   if (tooLarge.length > 0) return fail(413, `a payload is larger than MAX_MESSAGE_BYTES, or headers larger than ${MAX_HEADERS_BYTES} bytes; nothing was published`, tooLarge);

@@ -40,6 +40,8 @@ export interface OutgoingMessage {
   generatedId?: boolean;
   /** A dedup key with its window and mode (transport/dedup.ts); absent = only the id deduplicates. */
   dedup?: DedupSpec;
+  /** -32768..32767, higher claimed first (then availability order); absent = 0. */
+  priority?: number;
 }
 
 export interface PublishOutcome {
@@ -67,6 +69,8 @@ export interface ClaimedMessage extends Settlement {
   /** attempts after the claim's increment: the first delivery is attempt 1. */
   attempt: number;
   createdAt: Date;
+  /** The job's priority (claims take higher first); absent where a store does not read it. */
+  priority?: number;
 }
 
 export interface DeadLetterMove {

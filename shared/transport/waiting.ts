@@ -4,7 +4,7 @@
 export const WAITING_STATES = ['ready', 'delayed'] as const;
 export type WaitingState = (typeof WAITING_STATES)[number];
 
-/** oldest: the ready index's order (available_at, created_at), the order claims take; newest: its reverse. */
+/** oldest: the ready index's order (priority DESC, available_at, created_at), the order claims take; newest: its reverse. */
 export const WAITING_ORDERS = ['oldest', 'newest'] as const;
 export type WaitingOrder = (typeof WAITING_ORDERS)[number];
 
@@ -20,6 +20,8 @@ export interface WaitingJob {
   attempts: number;
   availableAt: Date;
   createdAt: Date;
+  /** Higher is claimed first. */
+  priority: number;
 }
 
 export interface WaitingQuery {

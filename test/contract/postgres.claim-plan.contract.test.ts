@@ -10,7 +10,7 @@ import { pgLimitStatements } from '../../shared/stores/postgres/limit-statements
 import { transportNames } from '../../shared/sql/identifiers';
 import { announce } from './fixtures';
 import { closeSharedPglite, schemaDbFixtures, type SchemaDb } from './schema-fixtures';
-import { nodes, type PlanNode } from './plan-nodes';
+import { describeNode, nodes, type PlanNode } from './plan-nodes';
 
 afterAll(() => closeSharedPglite());
 
@@ -54,6 +54,32 @@ for (const fixture of schemaDbFixtures()) {
       const claimed = await stores.transport.claim('work', 100, 30_000);
       expect(claimed).toHaveLength(100);
       expect(claimed.map((c) => c.payloadJson)).toEqual(Array.from({ length: 100 }, (_, i) => `{"n":${i + 1}}`));
+    });
+
+    it('with 100k rows of mixed priorities (after ANALYZE) the claim is one ordered Index Scan of the priority ready index: no Sort, no Seq Scan', async (ctx) => {
+      // priorities -2..2 spread over the rows, a sixteenth of them delayed: the claim still reads the index in its order
+      const { d, stores, names, t } = await seeded(100_000);
+      await d.client.query(`UPDATE ${t} SET priority = (hashtext(id::text) & 7) % 5 - 2, available_at = CASE WHEN (hashtext(payload_json) & 15) = 0 THEN now() + interval '1 hour' ELSE available_at END`);
+      await d.client.query(`ANALYZE ${t}`);
+      const r = await d.client.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(`EXPLAIN (FORMAT JSON) ${pgStatements(names).claim}`, ['work', 100, 30_000, randomUUID()]);
+      const plan = nodes(r.rows[0]!['QUERY PLAN'][0]!.Plan);
+      const all = plan.map(describeNode);
+      const scans = plan.filter((n) => n['Relation Name'] === TABLE).map(describeNode);
+      if (fixture.name === 'pglite' && scans.some((s) => s.includes('Seq Scan'))) {
+        console.log(`[pglite] priority claim plan check skipped: its planner chose ${scans.join(', ')}`);
+        ctx.skip();
+      }
+      console.log(`[${fixture.name}] claim plan with mixed priorities: ${all.join(' > ')}`);
+      expect(all.some((s) => s.startsWith('Sort') || s.startsWith('Incremental Sort')), all.join(' > ')).toBe(false);
+      expect(scans.some((s) => s.includes('Seq Scan')), scans.join(', ')).toBe(false);
+      expect(scans.some((s) => s.startsWith('Index Scan') && s.endsWith(`on ${names.readyIndex}`)), scans.join(', ')).toBe(true);
+      // and it claims in that order: the highest priority's oldest rows first
+      const expected = await d.client.query<{ id: string }>(
+        `SELECT id FROM ${t} WHERE queue = 'work' AND available_at <= now() ORDER BY priority DESC, available_at, created_at LIMIT 100`,
+      );
+      const claimed = await stores.transport.claim('work', 100, 30_000);
+      expect(claimed.map((c) => c.id)).toEqual(expected.rows.map((row) => row.id));
+      expect(new Set(claimed.map((c) => c.priority))).toEqual(new Set([2]));
     });
 
     it('the pause test adds a one-time filter over the same seek: with 20k rows and 1k queue-state rows, no Seq Scan on the table', async (ctx) => {

@@ -24,6 +24,7 @@ const VERSION_NAMES = [
   'job history table',
   'queue limits and backoff',
   'transport table fillfactor',
+  'job priority',
 ];
 const LATEST = VERSION_NAMES.length;
 /** Versions from..LATEST. */

@@ -85,6 +85,19 @@ for (const f of fixtures) {
     if (f.skipReason) console.log(`topics contract on ${f.name} skipped: ${f.skipReason}`);
     const h = openForDescribe(() => f.create());
 
+    it('every copy takes the message priority: claimed before lower-priority jobs of its queue', async () => {
+      await h.store.recordSubscriptions([{ topic: 'prio', subscription: 'a' }, { topic: 'prio', subscription: 'b' }]);
+      await h.store.publish([message('prio:a', { n: 'plain' })]);
+      const [out] = await h.store.publishToTopic('prio', [message('prio', { n: 'urgent' }, { priority: 4 })]);
+      expect(out!.copies.map((c) => c.queue)).toEqual(['prio:a', 'prio:b']);
+      for (const q of ['prio:a', 'prio:b']) {
+        const [first] = await h.store.claim(q, 1, LOCK);
+        expect([first?.payloadJson, first?.priority]).toEqual(['{"n":"urgent"}', 4]);
+        await h.store.ack([first!]);
+      }
+      expect((await h.store.claim('prio:a', 5, LOCK)).map((c) => [c.payloadJson, c.priority])).toEqual([['{"n":"plain"}', 0]]);
+    });
+
     it('records subscriptions insert-if-absent and lists them by topic', async () => {
       expect(await h.store.recordSubscriptions([{ topic: 'rec', subscription: 'b' }, { topic: 'rec', subscription: 'a' }, { topic: 'other', subscription: 'a' }])).toBe(3);
       expect(await h.store.recordSubscriptions([{ topic: 'rec', subscription: 'a' }, { topic: 'rec', subscription: 'c' }])).toBe(1);

@@ -281,6 +281,7 @@ describe.skipIf(!!missing)('operator dashboard in chromium', () => {
     const firstRow = page.locator(`#waiting tr[data-id="${first.id}"]`);
     expect(await firstRow.locator('td[data-field="correlationId"]').textContent()).toBe('wj-corr-1');
     expect(await firstRow.locator('td[data-field="attempts"]').textContent()).toBe('0');
+    expect(await firstRow.locator('td[data-field="priority"]').textContent()).toBe('0'); // published without one
     expect(await firstRow.locator('td[data-field="available"]').textContent()).toMatch(/^\d+ s ago$/);
     expect(await firstRow.locator('.payload summary code').textContent()).toContain(XSS_NOTE);
     expect(await page.locator('#waiting script, #waiting img, #waiting b').count()).toBe(0);

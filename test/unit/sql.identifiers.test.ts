@@ -17,7 +17,8 @@ describe('identifiers', () => {
     expect(derivedName('jobs', '_ready_idx', 128)).toBe('jobs_ready_idx');
     expect(() => derivedName('x', '_'.repeat(10), 10)).toThrow();
     const pg = transportNames('public', 'm'.repeat(63), 'postgres');
-    expect(pg.readyIndex).toBe('m'.repeat(53) + '_ready_idx');
+    expect(pg.readyIndex).toBe('m'.repeat(44) + '_priority_ready_idx');
+    expect(pg.legacyReadyIndex).toBe('m'.repeat(53) + '_ready_idx');
     expect(pg.createdIndex.length).toBe(63);
   });
 

@@ -214,7 +214,7 @@ describe('SQL Server schema creation', () => {
     await s.ensureSchema();
     expect(kinds(pool).every((k) => k === 'catalog' || k === 'op')).toBe(true);
     expect(warnings).toHaveLength(2);
-    expect(warnings[0]).toMatch(/no enabled, unfiltered index keyed \(queue, available_at, created_at\)/);
+    expect(warnings[0]).toMatch(/no enabled, unfiltered index keyed \(queue, priority DESC, available_at, created_at\)/);
     expect(warnings[1]).toMatch(/no enabled, unfiltered index keyed \(queue, dead_letter_source\)/);
   });
 

@@ -60,8 +60,12 @@ describe('SQL Server dedup statement shapes', () => {
   });
 
   it('the jobs holding their key are inserted if absent (by id, as publishBatch); a key taken for another queue\'s id is given up', () => {
-    const insert = at('INSERT INTO [dbo].[jobs] (id, queue, payload_json, headers_json, created_at, available_at)\nOUTPUT inserted.id, inserted.available_at INTO @inserted');
+    const insert = at('INSERT INTO [dbo].[jobs] (id, queue, payload_json, headers_json, created_at, available_at, priority)\nOUTPUT inserted.id, inserted.available_at INTO @inserted');
     expect(keyed).toContain('SELECT k.id, k.queue, k.payload_json, k.headers_json, DATEADD(NANOSECOND, k.ord * 100, @now),');
+    // the job's priority from the batch element (0 when absent)
+    expect(keyed).toContain("    priority smallint '$.priority',");
+    expect(keyed).toContain('       COALESCE(src.priority, 0), src.ord');
+    expect(keyed).toContain(' ELSE @now END, k.priority\nFROM @keys AS k');
     expect(keyed).toContain('WHERE k.holder = k.id AND NOT EXISTS (SELECT 1 FROM [dbo].[jobs] AS existing WITH (UPDLOCK, FORCESEEK) WHERE existing.id = k.id);');
     const release = at(`DELETE d\nFROM [dbo].[jobs_dedup] AS d\nINNER JOIN @keys AS k ON ${KEY}\nWHERE k.holder = k.id AND d.job_id = k.id AND NOT EXISTS (SELECT 1 FROM @inserted AS i WHERE i.id = k.id)`);
     expect(keyed).toContain(

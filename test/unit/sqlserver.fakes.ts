@@ -147,6 +147,7 @@ export function specColumns(): CatalogColumnRow[] {
     catalogColumn('attempts', 'int', { max_length: 4, precision: 10, default_object_id: 104, default_definition: '((0))' }),
     catalogColumn('dead_letter_reason', 'nvarchar', { max_length: -1, is_nullable: true, collation_name: 'SQL_Latin1_General_CP1_CI_AS' }),
     catalogColumn('dead_letter_source', 'nvarchar', { max_length: 400, is_nullable: true, is_computed: true, collation_name: 'Latin1_General_100_BIN2' }),
+    catalogColumn('priority', 'smallint', { max_length: 2, precision: 5, default_object_id: 105, default_definition: '((0))' }),
   ];
 }
 
@@ -166,7 +167,9 @@ export function indexRows(
     is_descending_key: false,
     is_included_column: false,
     ...flags,
-    column_name: key,
+    // 'priority DESC': a descending key column, as the catalog reports it (is_descending_key)
+    ...(key.endsWith(' DESC') ? { is_descending_key: true } : {}),
+    column_name: key.replace(/ DESC$/, ''),
     key_ordinal: i + 1,
   }));
 }
@@ -179,7 +182,7 @@ export function specCatalog(names: TransportNames, options: { indexes?: boolean 
     ...(options.indexes === false
       ? []
       : [
-          ...indexRows(names.readyIndex, ['queue', 'available_at', 'created_at']),
+          ...indexRows(names.readyIndex, ['queue', 'priority DESC', 'available_at', 'created_at']),
           ...indexRows(names.createdIndex, ['created_at']),
           ...indexRows(names.deadLetterIndex, ['queue', 'dead_letter_source']),
         ]),

@@ -12,13 +12,20 @@ import {
   sqlServerMigrationStatements,
   sqlServerRunnerStatements,
 } from '../../shared/stores/sqlserver/migrations';
-import { DEAD_LETTER_SOURCE_DEFINITION, ddlBuildIndexes, ddlPhase1, type Statement } from '../../shared/stores/sqlserver/statements';
+import {
+  createIndexIfMissing,
+  DEAD_LETTER_SOURCE_DEFINITION,
+  ddlBuildIndexes,
+  ddlPhase1,
+  LEGACY_READY_INDEX_KEYS,
+  type Statement,
+} from '../../shared/stores/sqlserver/statements';
 import { PRINTED_SCRIPT_SET_OPTIONS } from '../../shared/stores/sqlserver/migrations';
 import { length, typeName } from '../support/sqlserver-statements';
 
 const names = schemaNames(transportNames('dbo', 'jobs', 'sqlserver'), channelNames('dbo', DEFAULT_CHANNEL_TABLES, 'sqlserver'), 'sqlserver');
 const r = sqlServerRunnerStatements(names);
-const [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12] = sqlServerMigrations(names);
+const [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14] = sqlServerMigrations(names);
 
 describe('SQL Server schema-version statement shapes', () => {
   it('names: the migrations and subscriptions tables take the transport table as their base', () => {
@@ -71,7 +78,10 @@ describe('SQL Server schema-version statement shapes', () => {
 
   it("version 1 is today's schema: every batch is a block of the stores' own DDL, and together they cover it", () => {
     expect(v1!.name).toBe('transport and channel tables');
-    const today = [ddlPhase1(names.transport).text, ddlBuildIndexes(names.transport).text, channelDdl(names.channel).text].join('\n');
+    // today's stores build the priority ready index instead of version 1's (version 14 replaces it): that one batch is the legacy block
+    const legacyReady = createIndexIfMissing('[dbo].[jobs]', names.transport.legacyReadyIndex, LEGACY_READY_INDEX_KEYS).join('\n');
+    const today = [ddlPhase1(names.transport).text, ddlBuildIndexes(names.transport).text, channelDdl(names.channel).text, legacyReady].join('\n');
+    expect(v1!.statements.find((st) => st.name === 'create transport ready index')?.text).toBe(legacyReady);
     for (const s of v1!.statements) expect(today, s.name).toContain(s.text);
     const covered = v1!.statements.map((s) => s.text).join('\n');
     for (const object of ['[dbo].[jobs]', 'jobs_ready_idx', 'jobs_created_idx', '[dbo].[asyncresponse_recovery_state]', '[dbo].[asyncresponse_channel_messages]',
@@ -113,6 +123,44 @@ describe('SQL Server schema-version statement shapes', () => {
         ].join('\n'),
       },
     ]);
+  });
+
+  it('version 13: the priority column alone (smallint NOT NULL DEFAULT 0, metadata-only), its Sch-M wait bounded to 5 s', () => {
+    expect(v13).toMatchObject({ version: 13, name: 'job priority column' });
+    expect(v13!.statements).toEqual([
+      {
+        name: 'add transport priority column',
+        text: [
+          'SET LOCK_TIMEOUT 5000;',
+          "IF NOT EXISTS (SELECT 1 FROM sys.columns WHERE object_id = OBJECT_ID(N'[dbo].[jobs]', N'U') AND name = N'priority')",
+          '    ALTER TABLE [dbo].[jobs] ADD priority smallint NOT NULL DEFAULT 0;',
+        ].join('\n'),
+      },
+    ]);
+  });
+
+  it("version 14: the claim's index (queue, priority DESC, available_at, created_at) online where the edition has it, then the old ready index is dropped", () => {
+    expect(v14).toMatchObject({ version: 14, name: 'job priority ready index' });
+    expect(v14!.statements.map((st) => st.name)).toEqual(['create transport priority ready index', 'drop transport legacy ready index']);
+    expect(v14!.statements[0]!.text).toBe(
+      [
+        'SET LOCK_TIMEOUT 5000;',
+        "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(N'[dbo].[jobs]', N'U') AND name = N'jobs_priority_ready_idx')",
+        'BEGIN',
+        "    IF CAST(SERVERPROPERTY('EngineEdition') AS int) IN (3, 5, 8)",
+        "        EXEC (N'CREATE INDEX [jobs_priority_ready_idx] ON [dbo].[jobs] (queue, priority DESC, available_at, created_at) WITH (ONLINE = ON);');",
+        '    ELSE',
+        '        CREATE INDEX [jobs_priority_ready_idx] ON [dbo].[jobs] (queue, priority DESC, available_at, created_at);',
+        'END',
+      ].join('\n'),
+    );
+    expect(v14!.statements[1]!.text).toBe(
+      [
+        'SET LOCK_TIMEOUT 5000;',
+        "IF EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(N'[dbo].[jobs]', N'U') AND name = N'jobs_ready_idx')",
+        '    DROP INDEX [jobs_ready_idx] ON [dbo].[jobs];',
+      ].join('\n'),
+    );
   });
 
   it('version 5: the dead-letter index in a transaction of its own, online where the edition has it (H3)', () => {
@@ -172,19 +220,21 @@ describe('SQL Server schema-version statement shapes', () => {
       'runner: recordedVersions',
       'runner: recordVersion',
     ]);
-    expect(all).toHaveLength(6 + [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12].reduce((sum, v) => sum + v!.statements.length, 0));
+    expect(all).toHaveLength(6 + [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14].reduce((sum, v) => sum + v!.statements.length, 0));
     expect(all).toContainEqual({ name: 'v2: create subscriptions table', text: v2!.statements[0]!.text });
     expect(all).toContainEqual({ name: 'v3: create publish topic procedure', text: v3!.statements[2]!.text });
     expect(all).toContainEqual({ name: 'v5: create transport dead-letter index', text: v5!.statements[0]!.text });
     expect(all).toContainEqual({ name: 'v6: create publish topic procedure', text: v6!.statements[2]!.text });
     expect(all).toContainEqual({ name: 'v11: create history correlation index', text: v11!.statements[3]!.text });
     expect(all).toContainEqual({ name: 'v9: create queue state table', text: v9!.statements[0]!.text });
-    expect(all.at(-1)).toEqual({ name: 'v12: add queue state limit columns', text: v12!.statements[0]!.text });
+    expect(all).toContainEqual({ name: 'v12: add queue state limit columns', text: v12!.statements[0]!.text });
+    expect(all).toContainEqual({ name: 'v13: add transport priority column', text: v13!.statements[0]!.text });
+    expect(all.at(-1)).toEqual({ name: 'v14: drop transport legacy ready index', text: v14!.statements[1]!.text });
   });
 
   it('the printed script: one transaction per version under the applock, each recorded if not yet', () => {
     const script = printSqlServerMigrations(names);
-    expect(script.match(/BEGIN TRANSACTION;\nSET XACT_ABORT ON;/g)).toHaveLength(12);
+    expect(script.match(/BEGIN TRANSACTION;\nSET XACT_ABORT ON;/g)).toHaveLength(14);
     expect(script).toContain("IF NOT EXISTS (SELECT 1 FROM [dbo].[jobs_migrations] WHERE version = 2)\n    INSERT INTO [dbo].[jobs_migrations] (version, name) VALUES (2, N'topic subscriptions table');\nCOMMIT;\nGO");
     expect(script.indexOf('-- version 1:')).toBeLessThan(script.indexOf('-- version 2:'));
     expect(script.indexOf('-- version 2:')).toBeLessThan(script.indexOf('-- version 3: publish procedures (outbox)'));

@@ -75,6 +75,9 @@ describe('SQL Server migration runner', () => {
       'lock', 'ensure table', 'read versions', 'v10: create dedup table', 'v10: create dedup window index', 'record',
       'lock', 'ensure table', 'read versions', ...v11!.statements.map((s) => `v11: ${s.name}`), 'record',
       'lock', 'ensure table', 'read versions', 'v12: add queue state limit columns', 'record',
+      // the priority column's Sch-M ends with version 13's commit, before version 14 builds the index
+      'lock', 'ensure table', 'read versions', 'v13: add transport priority column', 'record',
+      'lock', 'ensure table', 'read versions', 'v14: create transport priority ready index', 'v14: drop transport legacy ready index', 'record',
       'lock', 'ensure table', 'read versions',
     ]);
     expect(records).toEqual([
@@ -90,6 +93,8 @@ describe('SQL Server migration runner', () => {
       { version: 10, name: 'dedup keys table' },
       { version: 11, name: 'job history table' },
       { version: 12, name: 'queue limits and backoff' },
+      { version: 13, name: 'job priority column' },
+      { version: 14, name: 'job priority ready index' },
     ]);
     // the lock batch outlives its own 60 s applock wait; migration batches get the index-build hour
     const lock = pool.calls.find((c) => c.text === r.lock.text)!;

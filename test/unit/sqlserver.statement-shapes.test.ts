@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { transportNames } from '../../shared/sql/identifiers';
 import {
   addDeadLetterSourceIfMissing,
+  addPriorityIfMissing,
   dbClockPlus,
   DEAD_LETTER_SOURCE_DEFINITION,
   exactQueueMatch,
@@ -33,7 +34,8 @@ describe('SQL Server statement shapes', () => {
     expect(t).toContain('SELECT TOP (@n)');
     expect(t).toContain('FROM [dbo].[jobs] WITH (UPDLOCK, ROWLOCK, READPAST)');
     expect(t).toContain(`queue = @queue AND ${SENTINEL}`);
-    expect(t).toContain('ORDER BY available_at, created_at');
+    // higher priority first, then availability order: the ready index's keys after the queue, so still one ordered seek
+    expect(t).toContain('    ORDER BY priority DESC, available_at, created_at\n');
     expect(t).toContain('    lock_id = @lock_id\n');
     expect(t).not.toContain('NEWID()');
     expect(typeName(s.claimBatch, 'lock_id')).toBe('UniqueIdentifier');
@@ -41,7 +43,7 @@ describe('SQL Server statement shapes', () => {
     expect(t).toContain(`locked_until = ${SPLIT('@lock_timeout_ms')}`);
     expect(t).toMatch(/available_at <= SYSUTCDATETIME\(\)/);
     expect(t).toMatch(/\(locked_until IS NULL OR locked_until <= SYSUTCDATETIME\(\)\)/);
-    expect(t).toMatch(/OUTPUT inserted\.id, inserted\.queue, inserted\.payload_json, inserted\.headers_json, inserted\.attempts,\s+inserted\.lock_id, inserted\.created_at, inserted\.available_at;/);
+    expect(t).toMatch(/OUTPUT inserted\.id, inserted\.queue, inserted\.payload_json, inserted\.headers_json, inserted\.attempts,\s+inserted\.lock_id, inserted\.created_at, inserted\.available_at, inserted\.priority;/);
     expect(t).not.toMatch(/claim_idx|locked_until, created_at\)/);
     expect(t.match(/;/g)).toHaveLength(1); // one statement
     expect(length(s.claimBatch, 'queue')).toBe(200);
@@ -60,6 +62,10 @@ describe('SQL Server statement shapes', () => {
     expect(t).toContain(
       'CASE WHEN src.delay_ms > 0 THEN DATEADD(SECOND, CAST(src.delay_ms / 1000 AS int), DATEADD(MILLISECOND, CAST(src.delay_ms % 1000 AS int), @now)) ELSE @now END',
     );
+    // the job's priority: one more OPENJSON field and column (an element without it inserts 0)
+    expect(t).toContain("priority smallint '$.priority'");
+    expect(t).toContain('INSERT INTO [dbo].[jobs] (id, queue, payload_json, headers_json, created_at, available_at, priority)');
+    expect(t).toContain('       COALESCE(src.priority, 0)\nFROM OPENJSON(@batch)');
     expect(t).toContain('OUTPUT inserted.id, inserted.available_at');
     expect(t).toContain('DECLARE @now datetime2 = SYSUTCDATETIME();');
     // the duplicates' stored rows are read only when something was not inserted
@@ -118,16 +124,17 @@ describe('SQL Server statement shapes', () => {
   it('dead-letter move deletes (fenced) before inserting, and inserts only when exactly that row went', () => {
     const t = s.deadLetterMove.text;
     expect(t.startsWith('SET XACT_ABORT ON;\nBEGIN TRAN;')).toBe(true);
-    const del = t.indexOf('DELETE FROM [dbo].[jobs] OUTPUT deleted.attempts INTO @removed WHERE id = @source_id AND lock_id = @lock_id;');
+    const del = t.indexOf('DELETE FROM [dbo].[jobs] OUTPUT deleted.attempts, deleted.priority INTO @removed WHERE id = @source_id AND lock_id = @lock_id;');
     const guard = t.indexOf('IF @@ROWCOUNT = 1');
-    const ins = t.indexOf('INSERT INTO [dbo].[jobs] (id, queue, payload_json, headers_json, dead_letter_reason, attempts)');
+    const ins = t.indexOf('INSERT INTO [dbo].[jobs] (id, queue, payload_json, headers_json, dead_letter_reason, attempts, priority)');
     expect(del).toBeGreaterThan(0);
     expect(guard).toBeGreaterThan(del);
     expect(ins).toBeGreaterThan(guard);
     expect(t.indexOf('ELSE')).toBeGreaterThan(ins);
     // the dead-letter row keeps the removed row's attempts; OUTPUT INTO a table variable (not a bare OUTPUT, refused on tables with triggers)
-    expect(t.indexOf('DECLARE @removed TABLE (attempts int NOT NULL);')).toBeLessThan(del);
-    expect(t).toContain('SELECT @new_id, @dlq, @payload_json, @headers_json, @reason, attempts FROM @removed;');
+    // and its priority, so a requeue puts the job back at it
+    expect(t.indexOf('DECLARE @removed TABLE (attempts int NOT NULL, priority smallint NOT NULL);')).toBeLessThan(del);
+    expect(t).toContain('SELECT @new_id, @dlq, @payload_json, @headers_json, @reason, attempts, priority FROM @removed;');
     expect(t).toContain('SELECT 1 AS moved;');
     expect(t).toContain('SELECT 0 AS moved;');
     expect(t.match(/COMMIT;/g)).toHaveLength(2); // both branches end the transaction
@@ -173,8 +180,9 @@ describe('SQL Server statement shapes', () => {
       "IF NOT EXISTS (SELECT 1 FROM sys.columns WHERE object_id = OBJECT_ID(N'[dbo].[jobs]', N'U') AND name = N'dead_letter_source')\n" +
         `    ALTER TABLE [dbo].[jobs] ADD dead_letter_source AS ${DEAD_LETTER_SOURCE_DEFINITION};`,
     );
-    // the store's own create path adds it too, its Sch-M wait bounded to 5 s (L4)
-    expect(s.ddlPhase1.text.endsWith(`\nSET LOCK_TIMEOUT 5000;\n${add}`)).toBe(true);
+    // the store's own create path adds it too, its Sch-M wait bounded to 5 s (L4), and then the priority column
+    const priority = addPriorityIfMissing('[dbo].[jobs]').join('\n');
+    expect(s.ddlPhase1.text.endsWith(`\nSET LOCK_TIMEOUT 5000;\n${add}\n${priority}`)).toBe(true);
     expect(s.ddlPhase1.text.indexOf('CREATE TABLE')).toBeLessThan(s.ddlPhase1.text.indexOf('ALTER TABLE'));
   });
 
@@ -236,7 +244,7 @@ describe('SQL Server statement shapes', () => {
     );
   });
 
-  it('phase 2 takes the table applock for 5 s, then builds exactly the three guarded indexes under LOCK_TIMEOUT', () => {
+  it('phase 2 takes the table applock for 5 s, then builds exactly the three guarded indexes under LOCK_TIMEOUT and drops the legacy ready index', () => {
     expect(tableLockResource('dbo', 'jobs')).toBe('asyncresponse:ddl:dbo.jobs');
     expect(s.ddlTableLock.text).toContain("sp_getapplock @Resource = N'asyncresponse:ddl:dbo.jobs', @LockMode = 'Exclusive'");
     expect(s.ddlTableLock.text).toContain("@LockOwner = 'Transaction', @LockTimeout = 5000;");
@@ -246,7 +254,10 @@ describe('SQL Server statement shapes', () => {
     expect(t.endsWith('\nSET LOCK_TIMEOUT -1;')).toBe(true);
     expect(t.match(/CREATE INDEX/g)).toHaveLength(3);
     expect(t.match(/IF NOT EXISTS \(SELECT 1 FROM sys\.indexes WHERE object_id = OBJECT_ID\(N'\[dbo\]\.\[jobs\]', N'U'\) AND name = N'/g)).toHaveLength(3);
-    expect(t).toContain("AND name = N'jobs_ready_idx')\n    CREATE INDEX [jobs_ready_idx] ON [dbo].[jobs] (queue, available_at, created_at);");
+    expect(t).toContain("AND name = N'jobs_priority_ready_idx')\n    CREATE INDEX [jobs_priority_ready_idx] ON [dbo].[jobs] (queue, priority DESC, available_at, created_at);");
+    // a table self-created before priorities: the old ready index goes once the new one is built (after it, guarded)
+    expect(t).toContain("IF EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(N'[dbo].[jobs]', N'U') AND name = N'jobs_ready_idx')\n    DROP INDEX [jobs_ready_idx] ON [dbo].[jobs];");
+    expect(t.indexOf('DROP INDEX')).toBeGreaterThan(t.lastIndexOf('CREATE INDEX'));
     expect(t).toContain("AND name = N'jobs_created_idx')\n    CREATE INDEX [jobs_created_idx] ON [dbo].[jobs] (created_at);");
     expect(t).toContain("AND name = N'jobs_dead_letter_idx')\n    CREATE INDEX [jobs_dead_letter_idx] ON [dbo].[jobs] (queue, dead_letter_source);");
     expect(t).not.toMatch(/UNIQUE|WHERE queue|INCLUDE/);
@@ -310,7 +321,8 @@ describe('SQL Server statement shapes', () => {
   it('a 128-character table name yields derived index names within 128 that keep their suffix', () => {
     const long = 'm'.repeat(128);
     const n = transportNames('dbo', long, 'sqlserver');
-    expect(n.readyIndex).toBe('m'.repeat(118) + '_ready_idx');
+    expect(n.readyIndex).toBe('m'.repeat(109) + '_priority_ready_idx');
+    expect(n.legacyReadyIndex).toBe('m'.repeat(118) + '_ready_idx');
     expect(n.createdIndex).toBe('m'.repeat(116) + '_created_idx');
     expect(n.deadLetterIndex).toBe('m'.repeat(112) + '_dead_letter_idx');
     const built = transportStatements(n);
@@ -319,7 +331,7 @@ describe('SQL Server statement shapes', () => {
     expect(indexNames).toHaveLength(3);
     for (const name of indexNames) {
       expect(name.length).toBeLessThanOrEqual(128);
-      expect(name).toMatch(/_(ready|created|dead_letter)_idx$/);
+      expect(name).toMatch(/_(priority_ready|created|dead_letter)_idx$/);
     }
     expect(built.ddlTableLock.text).toContain(`asyncresponse:ddl:dbo.${long}`);
   });
@@ -329,7 +341,9 @@ describe('SQL Server statement shapes', () => {
     expect(script).toContain("IF SCHEMA_ID(N'dbo') IS NULL");
     expect(script).toContain("IF OBJECT_ID(N'[dbo].[jobs]', N'U') IS NULL\nCREATE TABLE [dbo].[jobs] (");
     expect(script).toContain('queue nvarchar(200) COLLATE Latin1_General_100_BIN2 NOT NULL');
-    expect(script).toContain('CREATE INDEX [jobs_ready_idx] ON [dbo].[jobs] (queue, available_at, created_at);');
+    expect(script).toContain('CREATE INDEX [jobs_priority_ready_idx] ON [dbo].[jobs] (queue, priority DESC, available_at, created_at);');
+    expect(script).toContain(addPriorityIfMissing('[dbo].[jobs]').join('\n'));
+    expect(script).toContain('ALTER TABLE [dbo].[jobs] ADD priority smallint NOT NULL DEFAULT 0;');
     expect(script).toContain('CREATE INDEX [jobs_created_idx] ON [dbo].[jobs] (created_at);');
     expect(script).toContain('CREATE INDEX [jobs_dead_letter_idx] ON [dbo].[jobs] (queue, dead_letter_source);');
     expect(script).toContain(addDeadLetterSourceIfMissing('[dbo].[jobs]').join('\n'));

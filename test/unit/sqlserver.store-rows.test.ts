@@ -62,7 +62,7 @@ describe('SQL Server store: parameters and rows', () => {
         { id: ID2.toUpperCase(), available_at: t2, queue: 'elsewhere' },
       ],
     ]);
-    const outcomes = await store.publish([msg(ID1, { delayMs: 1500.2 }), msg(ID2), msg(ID1.toLowerCase())]);
+    const outcomes = await store.publish([msg(ID1, { delayMs: 1500.2 }), msg(ID2, { priority: -7 }), msg(ID1.toLowerCase())]);
     expect(outcomes).toEqual([
       { id: ID1, inserted: true, availableAt: t1 },
       { id: ID2, inserted: false, availableAt: t2, existingQueue: 'elsewhere' },
@@ -71,8 +71,8 @@ describe('SQL Server store: parameters and rows', () => {
     expect(pool.calls).toHaveLength(1);
     const batch = JSON.parse(pool.calls[0]!.inputs.batch!.value as string) as Array<Record<string, unknown>>;
     expect(batch).toEqual([
-      { id: ID1, queue: 'secret_queue_name', payload_json: '{"n":1}', headers_json: '{"AR-Correlation-Id":"c-1"}', delay_ms: 1501, ord: 0 },
-      { id: ID2, queue: 'secret_queue_name', payload_json: '{"n":1}', headers_json: '{"AR-Correlation-Id":"c-1"}', delay_ms: 0, ord: 1 },
+      { id: ID1, queue: 'secret_queue_name', payload_json: '{"n":1}', headers_json: '{"AR-Correlation-Id":"c-1"}', delay_ms: 1501, priority: 0, ord: 0 },
+      { id: ID2, queue: 'secret_queue_name', payload_json: '{"n":1}', headers_json: '{"AR-Correlation-Id":"c-1"}', delay_ms: 0, priority: -7, ord: 1 },
     ]);
   });
 
@@ -126,6 +126,30 @@ describe('SQL Server store: parameters and rows', () => {
     expect(pool.calls).toHaveLength(0);
   });
 
+  it('claim returns rows higher priority first (OUTPUT order is not guaranteed), then in availability order', async () => {
+    const row = (id: string, priority: number, available: string) => ({
+      id,
+      queue: 'secret_queue_name',
+      payload_json: '{}',
+      headers_json: '{}',
+      attempts: 1,
+      lock_id: LOCK,
+      created_at: at(available),
+      available_at: at(available),
+      priority,
+    });
+    const { store } = await readyStore(() => [
+      [row('LOW', -1, '2030-01-01T00:00:00Z'), row('LATE_HIGH', 5, '2030-01-01T00:00:02Z'), row('ZERO', 0, '2030-01-01T00:00:00Z'), row('HIGH', 5, '2030-01-01T00:00:01Z')],
+    ]);
+    const claimed = await store.claim('secret_queue_name', 4, 30_000);
+    expect(claimed.map((c) => [c.id, c.priority])).toEqual([
+      ['high', 5],
+      ['late_high', 5],
+      ['zero', 0],
+      ['low', -1],
+    ]);
+  });
+
   it('claim binds typed parameters, returns rows in availability order (to the 100 ns) with lower-case ids', async () => {
     const row = (id: string, available: Date, created: Date, headers: string | null) => ({
       id,
@@ -148,6 +172,7 @@ describe('SQL Server store: parameters and rows', () => {
     ]);
     const claimed = await store.claim('secret_queue_name', 4, 30_000);
     expect(claimed.map((c) => c.id)).toEqual(['d', 'b', 'a', 'c']);
+    expect(claimed.map((c) => c.priority)).toEqual([0, 0, 0, 0]); // a row without the column reads as 0
     expect(claimed[3]).toMatchObject({ lockId: LOCK.toLowerCase(), attempt: 2, queue: 'secret_queue_name', headers: { a: '1', n: '2' } });
     expect(claimed[1]!.headers).toEqual({});
     expect(claimed[2]!.headers).toEqual({});
@@ -336,6 +361,7 @@ describe('SQL Server store: keyed publishes (dedup keys and debounce)', () => {
       payload_json: '{"n":1}',
       headers_json: '{"AR-Correlation-Id":"c-1"}',
       delay_ms: 2000,
+      priority: 0,
       ord: 2,
     });
   });

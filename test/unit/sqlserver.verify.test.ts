@@ -175,7 +175,7 @@ describe('SQL Server catalog verification', () => {
     const result = evaluateTransportCatalog(none, names, OPERATOR);
     expect(result.problems).toEqual([]);
     expect(result.warnings).toHaveLength(2);
-    expect(result.warnings[0]).toContain('CREATE INDEX [asyncresponse_transport_messages_ready_idx] ON [dbo].[asyncresponse_transport_messages] (queue, available_at, created_at)');
+    expect(result.warnings[0]).toContain('CREATE INDEX [asyncresponse_transport_messages_priority_ready_idx] ON [dbo].[asyncresponse_transport_messages] (queue, priority DESC, available_at, created_at)');
     expect(result.warnings[1]).toContain('CREATE INDEX [asyncresponse_transport_messages_dead_letter_idx] ON [dbo].[asyncresponse_transport_messages] (queue, dead_letter_source)');
   });
 
@@ -187,7 +187,7 @@ describe('SQL Server catalog verification', () => {
     expect(hasUsableDeadLetterIndex(indexRows('x', ['queue']))).toBe(false);
     expect(hasUsableDeadLetterIndex(indexRows('x', keys, { has_filter: true }))).toBe(false);
     expect(hasUsableDeadLetterIndex(indexRows('x', keys, { is_disabled: true }))).toBe(false);
-    const ready = indexRows('my_claim', ['queue', 'available_at', 'created_at']);
+    const ready = indexRows('my_claim', ['queue', 'priority DESC', 'available_at', 'created_at']);
     const base = specCatalog(names, { indexes: false });
     expect(evaluateTransportCatalog(withIndex(base, 'my_claim', ready), names, OPERATOR).warnings).toHaveLength(1);
     expect(evaluateTransportCatalog(withIndex(withIndex(base, 'my_claim', ready), 'mine', indexRows('mine', keys)), names, OPERATOR).warnings).toEqual([]);
@@ -211,10 +211,26 @@ describe('SQL Server catalog verification', () => {
     expect(evaluateTransportCatalog(bend({ collation_name: 'SQL_Latin1_General_CP1_CI_AS' }), names, OPERATOR).problems[0]).toMatch(/expected COLLATE Latin1_General_100_BIN2/);
   });
 
-  it('operator path: any name serves, but only enabled, real, unfiltered indexes keyed exactly (queue, available_at, created_at)', () => {
+  it('the priority column (schema version 13) is required as smallint NOT NULL with a default on both paths, and left to version 13 when recording version 1', () => {
+    const base = specCatalog(names);
+    const without = { ...base, columns: base.columns.filter((c) => c.name !== 'priority') };
+    for (const mode of [OPERATOR, AUTO]) {
+      expect(evaluateTransportCatalog(without, names, mode).problems).toEqual([`${TABLE} is missing the column 'priority'; expected smallint NOT NULL.`]);
+    }
+    expect(evaluateTransportCatalog(without, names, { ...OPERATOR, versionOneOnly: true }).problems).toEqual([]);
+    const nullable = { ...base, columns: base.columns.map((c) => (c.name === 'priority' ? { ...c, is_nullable: true } : c)) };
+    expect(evaluateTransportCatalog(nullable, names, AUTO).problems[0]).toMatch(/priority.*expected smallint NOT NULL; found smallint NULL/);
+    const wide = { ...base, columns: base.columns.map((c) => (c.name === 'priority' ? { ...c, type_name: 'int', max_length: 4, precision: 10 } : c)) };
+    expect(evaluateTransportCatalog(wide, names, AUTO).problems[0]).toMatch(/priority.*expected smallint NOT NULL; found int NOT NULL/);
+  });
+
+  it('operator path: any name serves, but only enabled, real, unfiltered indexes keyed exactly (queue, priority DESC, available_at, created_at)', () => {
     const dl = names.deadLetterIndex; // present, so only the dequeue index is in question
     const base = withIndex(specCatalog(names, { indexes: false }), dl, indexRows(dl, ['queue', 'dead_letter_source']));
-    const keys = ['queue', 'available_at', 'created_at'];
+    const keys = ['queue', 'priority DESC', 'available_at', 'created_at'];
+    // the ready index before priorities (schema version 1) no longer serves the claim's order
+    expect(hasUsableDequeueIndex(indexRows('x', ['queue', 'available_at', 'created_at']))).toBe(false);
+    expect(hasUsableDequeueIndex(indexRows('x', ['queue', 'priority', 'available_at', 'created_at']))).toBe(false);
     expect(hasUsableDequeueIndex(indexRows('my_claim', keys))).toBe(true);
     expect(hasUsableDequeueIndex(indexRows('my_claim', keys, { type_desc: 'CLUSTERED' }))).toBe(true);
     expect(hasUsableDequeueIndex(indexRows('x', keys, { is_disabled: true }))).toBe(false);
@@ -232,7 +248,7 @@ describe('SQL Server catalog verification', () => {
   it('auto-created path: both indexes must exist by name with exactly the declared shape', () => {
     const base = specCatalog(names);
     const ready = names.readyIndex;
-    const keys = ['queue', 'available_at', 'created_at'];
+    const keys = ['queue', 'priority DESC', 'available_at', 'created_at'];
     const check = (rows: TransportCatalog['indexes']) => evaluateIndexes(withIndex(base, ready, rows).indexes, names);
     expect(check(indexRows(ready, keys))).toEqual([]);
     expect(check(indexRows(ready, keys, { type_desc: 'CLUSTERED' }))).toEqual([]);
@@ -250,7 +266,7 @@ describe('SQL Server catalog verification', () => {
   it('reports which declared indexes are missing, by name', () => {
     expect(missingIndexes(specCatalog(names).indexes, names)).toEqual([]);
     expect(missingIndexes(specCatalog(names, { indexes: false }).indexes, names)).toEqual([names.readyIndex, names.createdIndex, names.deadLetterIndex]);
-    const upper = indexRows(names.readyIndex.toUpperCase(), ['queue', 'available_at', 'created_at']);
+    const upper = indexRows(names.readyIndex.toUpperCase(), ['queue', 'priority DESC', 'available_at', 'created_at']);
     expect(missingIndexes(upper, names)).toEqual([names.createdIndex, names.deadLetterIndex]);
   });
 });

@@ -14,6 +14,26 @@ describe('publish request validation', () => {
     expect(r.messages[0]!.id).toMatch(/^[0-9a-f-]{36}$/);
   });
 
+  it('priority: an integer from -32768 to 32767 (the column is a smallint), default 0 (absent on the row)', () => {
+    const ok = (priority: unknown) => parsePublishBody({ payload: 1, priority }, 'w', MAX);
+    for (const p of [-32768, -1, 1, 32767]) expect(ok(p)).toMatchObject({ ok: true, messages: [{ priority: p }] });
+    const zero = ok(0);
+    expect(zero.ok && zero.messages[0]!.priority).toBeUndefined();
+    const none = parsePublishBody({ payload: 1 }, 'w', MAX);
+    expect(none.ok && 'priority' in none.messages[0]!).toBe(false);
+    for (const bad of [32768, -32769, 1.5, '3', null, true, Number.NaN, [1]]) {
+      expect(ok(bad), String(bad)).toMatchObject({
+        ok: false,
+        status: 400,
+        errors: [{ field: 'priority', message: 'must be an integer from -32768 to 32767 (higher is claimed first)' }],
+      });
+    }
+    const batch = parsePublishBody([{ payload: 1, priority: 3 }, { payload: 2, priority: 99999 }], 'w', MAX);
+    expect(batch).toMatchObject({ ok: false, errors: [{ field: '[1].priority' }] });
+    // a topic publish takes it too (each copy is a job of its subscription's queue)
+    expect(parsePublishBody({ payload: 1, priority: 2 }, 't', MAX, undefined, { dedup: false })).toMatchObject({ ok: true, messages: [{ priority: 2 }] });
+  });
+
   it('keeps the caller id (lower-cased) so a retried publish is idempotent', () => {
     const r = parsePublishBody({ payload: 1, id: 'AAAAAAAA-BBBB-4CCC-8DDD-EEEEEEEEEEEE' }, 'worker', MAX);
     expect(r.ok && r.messages[0]!.id).toBe('aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee');

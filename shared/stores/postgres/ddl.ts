@@ -38,9 +38,34 @@ CREATE TABLE IF NOT EXISTS ${qualified(n)} (
 );`;
 }
 
-export function createIndexesSql(n: TransportNames): string {
-  return `CREATE INDEX IF NOT EXISTS ${quoteIdentifier(n.readyIndex, 'postgres')} ON ${qualified(n)} (queue, available_at, created_at);
+/** Version 1's indexes (the ready index before priorities): migration 1 only. */
+export function createV1IndexesSql(n: TransportNames): string {
+  return `CREATE INDEX IF NOT EXISTS ${quoteIdentifier(n.legacyReadyIndex, 'postgres')} ON ${qualified(n)} (queue, available_at, created_at);
 CREATE INDEX IF NOT EXISTS ${quoteIdentifier(n.createdIndex, 'postgres')} ON ${qualified(n)} (created_at);`;
+}
+
+/** The claim's order (statements.ts, limit-statements.ts): higher priority first, then availability order. */
+export const READY_INDEX_KEYS = 'queue, priority DESC, available_at, created_at';
+
+/** Job priority (issue 16 §4), not in the spec's DDL: .NET hosts that name their columns insert the default 0. */
+export function addPriorityColumnSql(n: TransportNames): string {
+  return `ALTER TABLE ${qualified(n)} ADD COLUMN IF NOT EXISTS priority smallint NOT NULL DEFAULT 0`;
+}
+
+/** The claim's ready index, built before the legacy one is dropped (so claims always have one of the two). */
+export function createReadyIndexSql(n: TransportNames): string {
+  return `CREATE INDEX IF NOT EXISTS ${quoteIdentifier(n.readyIndex, 'postgres')} ON ${qualified(n)} (${READY_INDEX_KEYS})`;
+}
+
+export function dropLegacyReadyIndexSql(n: TransportNames): string {
+  return `DROP INDEX IF EXISTS ${quoteIdentifier(n.schema, 'postgres')}.${quoteIdentifier(n.legacyReadyIndex, 'postgres')}`;
+}
+
+/** The store's own index step (AUTO_CREATE_SCHEMA without migrations): today's indexes; the legacy ready index goes. */
+export function createIndexesSql(n: TransportNames): string {
+  return `${createReadyIndexSql(n)};
+CREATE INDEX IF NOT EXISTS ${quoteIdentifier(n.createdIndex, 'postgres')} ON ${qualified(n)} (created_at);
+${dropLegacyReadyIndexSql(n)};`;
 }
 
 /** The script `npm run schema -- print --dialect postgres` prints. */
@@ -49,6 +74,7 @@ export function printPostgresSchema(n: TransportNames): string {
 BEGIN;
 SELECT pg_advisory_xact_lock(${advisoryKey(schemaLockResource(n.schema))}); -- ${schemaLockResource(n.schema)}
 ${createTableSql(n)}
+${addPriorityColumnSql(n)};
 COMMIT;
 BEGIN;
 SET LOCAL lock_timeout = '5s';
@@ -65,7 +91,7 @@ interface ColumnRow {
   column_default: string | null;
 }
 
-const EXPECTED_COLUMNS: ReadonlyArray<{ name: string; type: string; nullable: boolean; hasDefault?: boolean }> = [
+const EXPECTED_COLUMNS: ReadonlyArray<{ name: string; type: string; nullable: boolean; hasDefault?: boolean; afterVersionOne?: boolean }> = [
   { name: 'id', type: 'uuid', nullable: false },
   { name: 'queue', type: 'text', nullable: false },
   { name: 'payload_json', type: 'text', nullable: false },
@@ -76,6 +102,8 @@ const EXPECTED_COLUMNS: ReadonlyArray<{ name: string; type: string; nullable: bo
   { name: 'lock_id', type: 'uuid', nullable: true },
   { name: 'attempts', type: 'integer', nullable: false, hasDefault: true },
   { name: 'dead_letter_reason', type: 'text', nullable: true },
+  // job priority (PostgreSQL version 12): checked when present, left to that version when recording version 1
+  { name: 'priority', type: 'smallint', nullable: false, hasDefault: true, afterVersionOne: true },
 ];
 
 export interface CatalogState {
@@ -83,10 +111,12 @@ export interface CatalogState {
   problems: string[];
   warnings: string[];
   missingIndexes: boolean;
+  /** The table predates priorities (PostgreSQL version 12): the store adds the column itself under AUTO_CREATE_SCHEMA. */
+  missingPriority?: boolean;
 }
 
 /** Reads the catalog and compares the table with the expected shape. */
-export async function inspectTransportTable(q: Queryable, n: TransportNames): Promise<CatalogState> {
+export async function inspectTransportTable(q: Queryable, n: TransportNames, mode: { versionOneOnly?: boolean } = {}): Promise<CatalogState> {
   const rel = await q.query<{ relkind: string }>(
     `SELECT c.relkind FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace WHERE s.nspname = $1 AND c.relname = $2`,
     [n.schema, n.table],
@@ -103,7 +133,7 @@ export async function inspectTransportTable(q: Queryable, n: TransportNames): Pr
      WHERE table_schema = $1 AND table_name = $2`,
     [n.schema, n.table],
   );
-  const problems = evaluateColumns(cols.rows, where);
+  const problems = evaluateColumns(cols.rows, where, mode.versionOneOnly === true);
   const pk = await q.query<{ column_name: string }>(
     `SELECT a.attname AS column_name FROM pg_index i
      JOIN pg_class c ON c.oid = i.indrelid JOIN pg_namespace s ON s.oid = c.relnamespace
@@ -122,22 +152,24 @@ export async function inspectTransportTable(q: Queryable, n: TransportNames): Pr
     [n.schema, n.table],
   );
   const warnings: string[] = [];
-  const hasReady = idx.rows.some((r) => r.valid && /\(queue, available_at, created_at\)$/.test(r.def) && !/ WHERE /.test(r.def));
+  const hasReady = idx.rows.some((r) => r.valid && r.def.endsWith(`(${READY_INDEX_KEYS})`) && !/ WHERE /.test(r.def));
   const hasCreated = idx.rows.some((r) => r.valid && /\(created_at\)$/.test(r.def) && !/ WHERE /.test(r.def));
   if (!hasReady) {
     warnings.push(
-      `${where} has no dequeue index (a valid, unfiltered index on (queue, available_at, created_at)); every claim will sort the ready set. ` +
-        `Create it: ${createIndexesSql(n).split('\n')[0]}`,
+      `${where} has no dequeue index (a valid, unfiltered index on (${READY_INDEX_KEYS})); every claim will sort the ready set. ` +
+        `Create it: ${createReadyIndexSql(n)}`,
     );
   }
-  return { exists: true, problems, warnings, missingIndexes: !hasReady || !hasCreated };
+  const missingPriority = !cols.rows.some((r) => r.column_name === 'priority');
+  return { exists: true, problems, warnings, missingIndexes: !hasReady || !hasCreated, missingPriority };
 }
 
-export function evaluateColumns(rows: readonly ColumnRow[], where: string): string[] {
+export function evaluateColumns(rows: readonly ColumnRow[], where: string, versionOneOnly = false): string[] {
   const problems: string[] = [];
   const byName = new Map(rows.map((r) => [r.column_name.toLowerCase(), r]));
   for (const col of EXPECTED_COLUMNS) {
     const found = byName.get(col.name);
+    if (!found && versionOneOnly && col.afterVersionOne) continue;
     const expected = `${col.type} ${col.nullable ? 'NULL' : 'NOT NULL'}`;
     if (!found) {
       problems.push(`${where} is missing the column '${col.name}' (expected ${expected})`);

@@ -11,6 +11,7 @@
 import { quoteIdentifier, type TransportNames } from '../../sql/identifiers';
 import { queueStateTableName } from '../queue-state-names';
 import { CLAIM_TIMES } from './statements';
+import { CLAIM_ORDER } from './statements';
 
 export interface PgLimitStatements {
   /** Locks the queue's state row ($1); no row = none yet (insert it with `ensureRow`, then lock again). */
@@ -31,8 +32,8 @@ const MS = "* interval '1 millisecond'";
 export function pgLimitStatements(names: TransportNames): PgLimitStatements {
   const t = `${quoteIdentifier(names.schema, 'postgres')}.${quoteIdentifier(names.table, 'postgres')}`;
   const s = `${quoteIdentifier(names.schema, 'postgres')}.${quoteIdentifier(queueStateTableName(names, 'postgres'), 'postgres')}`;
-  // The leased rows of the queue: the ready index's (queue, available_at) range, as claimOutlook reads it (a leased
-  // row keeps the available_at it was claimed with, ≤ now). LIMIT stops the count once the limit is reached.
+  // The leased rows of the queue: the ready index's entries of the queue with available_at ≤ now, as claimOutlook
+  // reads them (a leased row keeps the available_at it was claimed with). LIMIT stops the count once the limit is reached.
   const leased = `SELECT 1 FROM ${t} WHERE queue = $1 AND available_at <= now() AND locked_until > now() LIMIT $5::int`;
   const elapsedS = 'GREATEST(0, EXTRACT(EPOCH FROM clock_timestamp() - q.rate_refilled_at))';
   return {
@@ -56,19 +57,19 @@ claimed AS (
   WHERE m.id = ANY(ARRAY(
     SELECT id FROM ${t}
     WHERE queue = $1 AND available_at <= now() AND ${UNLEASED}
-    ORDER BY available_at, created_at
+    ORDER BY ${CLAIM_ORDER}
     LIMIT (SELECT n FROM room)
     FOR UPDATE SKIP LOCKED))
-  RETURNING m.id, m.queue, m.payload_json, m.headers_json, m.attempts, m.lock_id, ${CLAIM_TIMES}),
+  RETURNING m.id, m.queue, m.payload_json, m.headers_json, m.attempts, m.lock_id, ${CLAIM_TIMES}, m.priority),
 spent AS (
   UPDATE ${s} SET rate_tokens = (SELECT tokens FROM room) - (SELECT count(*) FROM claimed), rate_refilled_at = clock_timestamp()
   WHERE queue = $1 AND $6::float8 IS NOT NULL
   RETURNING rate_tokens)
-SELECT 'job' AS kind, c.id, c.queue, c.payload_json, c.headers_json, c.attempts, c.lock_id, c.created_ms, c.available_ms,
+SELECT 'job' AS kind, c.id, c.queue, c.payload_json, c.headers_json, c.attempts, c.lock_id, c.created_ms, c.available_ms, c.priority,
        NULL::boolean AS held, NULL::float8 AS backoff_ms, NULL::float8 AS tokens_left, NULL::int AS leased, NULL::float8 AS lease_lapses_in_ms
 FROM claimed AS c
 UNION ALL
-SELECT 'state', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, r.held, r.backoff_ms,
+SELECT 'state', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, r.held, r.backoff_ms,
        (SELECT rate_tokens FROM spent), r.leased,
        CASE WHEN $5::int IS NOT NULL AND r.leased >= $5::int THEN (
          SELECT (EXTRACT(EPOCH FROM min(locked_until) - clock_timestamp()) * 1000)::float8 FROM ${t}

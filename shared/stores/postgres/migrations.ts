@@ -8,7 +8,7 @@ import type { SchemaNames } from '../schema-names';
 import { quoteIdentifier } from '../../sql/identifiers';
 import { channelDdl, channelTables } from './channel-statements';
 import { SOURCE_QUEUE } from './statements';
-import { advisoryKey, createIndexesSql, createTableSql, schemaLockResource } from './ddl';
+import { addPriorityColumnSql, advisoryKey, createReadyIndexSql, createTableSql, createV1IndexesSql, dropLegacyReadyIndexSql, schemaLockResource } from './ddl';
 import { postgresOutboxStatements } from './outbox';
 import { flowStateDdl } from './flow-statements';
 import { pgScheduleDdl } from './schedule-statements';
@@ -58,7 +58,7 @@ export function postgresRunnerStatements(n: SchemaNames) {
 export function postgresMigrations(n: SchemaNames): readonly Migration[] {
   const channel = channelDdl(n.channel).map((text, i): MigrationStatement => ({ name: `channel ddl ${i + 1}`, text }));
   const [createSchema, createTable] = statementsOf(createTableSql(n.transport));
-  const [readyIndex, createdIndex] = statementsOf(createIndexesSql(n.transport));
+  const [readyIndex, createdIndex] = statementsOf(createV1IndexesSql(n.transport));
   return checkMigrations([
     {
       version: 1,
@@ -131,6 +131,21 @@ export function postgresMigrations(n: SchemaNames): readonly Migration[] {
       version: 11,
       name: 'transport table fillfactor',
       statements: [{ name: 'set transport fillfactor', text: `ALTER TABLE ${q(n.schema)}.${q(n.transport.table)} SET (fillfactor = ${TRANSPORT_FILLFACTOR})` }],
+    },
+    {
+      // Job priority (issue 16 §4): the column (a constant default: no table rewrite), then the claim's index on
+      // (queue, priority DESC, available_at, created_at) built before the old ready index is dropped. The build holds
+      // the ALTER's lock to the end of the version's transaction: reads and writes of the table wait for it (seconds
+      // per million rows); lock_timeout bounds the wait for the lock, so a busy table fails the version, retried later.
+      // SQL Server's twin is its versions 13 (the column) and 14 (the index).
+      version: 12,
+      name: 'job priority',
+      statements: [
+        { name: 'bound the lock wait', text: `SET LOCAL lock_timeout = '5s'` },
+        { name: 'add transport priority column', text: addPriorityColumnSql(n.transport) },
+        { name: 'create transport priority ready index', text: createReadyIndexSql(n.transport) },
+        { name: 'drop transport legacy ready index', text: dropLegacyReadyIndexSql(n.transport) },
+      ],
     },
   ]);
 }

@@ -83,7 +83,7 @@ export class PostgresMigrator implements SchemaMigrator {
     if (count === 0) return { recorded, baseline: 'absent' };
     if (count < this.sql.baselineTableNames.length) return { recorded, baseline: 'partial' };
     // All there: record them only if the transport table (the one holding jobs) has the expected shape.
-    const transport = await inspectTransportTable(q, this.names.transport);
+    const transport = await inspectTransportTable(q, this.names.transport, { versionOneOnly: true });
     if (transport.problems.length > 0) {
       throw new Error(
         `the tables of version 1 are in schema '${this.names.schema}' but not recorded, and the transport table does not have ` +

@@ -2,10 +2,11 @@
 // claimable now, and if none is, when does its earliest lease lapse (and when does a forward backoff end)? The SQL
 // Server twin is stores/sqlserver/outlook-statements.ts.
 //
-// Both halves seek the ready index (queue, available_at, …): a leased row keeps the available_at it was claimed
-// with (≤ now), so `available_at <= now()` bounds the lease scan too. The lease half runs only when nothing is due
-// (a CASE evaluates its subquery lazily), and then every row it reads is leased: a handful per instance, however
-// long the queue's backlog of delayed rows is.
+// Both halves seek the ready index (queue, priority DESC, available_at, created_at) on the queue: a leased row keeps
+// the available_at it was claimed with (≤ now), so `available_at <= now()` selects the leased rows too. Since
+// priorities (PostgreSQL version 12) that bound is an index condition per priority rather than the end of a range: the
+// scan passes over the index entries of the queue's delayed rows (no heap reads for them). The lease half runs only
+// when nothing is due (a CASE evaluates its subquery lazily).
 
 import { quoteIdentifier, type TransportNames } from '../../sql/identifiers';
 import { queueStateTableName } from '../queue-state-names';

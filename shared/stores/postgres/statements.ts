@@ -47,6 +47,8 @@ const MS = "* interval '1 millisecond'";
  * expression into a Date (two per row were 15 % of a drain's allocations). Date has millisecond precision anyway.
  */
 export const CLAIM_TIMES = '(EXTRACT(EPOCH FROM m.created_at) * 1000)::float8 AS created_ms, (EXTRACT(EPOCH FROM m.available_at) * 1000)::float8 AS available_ms';
+/** The claim's order, the ready index's keys after the queue (ddl.ts READY_INDEX_KEYS): higher priority first. */
+export const CLAIM_ORDER = 'priority DESC, available_at, created_at';
 
 export function pgStatements(names: TransportNames): PgStatements {
   const t = `${quoteIdentifier(names.schema, 'postgres')}.${quoteIdentifier(names.table, 'postgres')}`;
@@ -56,10 +58,10 @@ export function pgStatements(names: TransportNames): PgStatements {
     // The same statement NOTIFYs each queue that got a row claimable now, so drain loops in other processes
     // wake at once (delivered at commit; none for delayed rows). SQL Server has no NOTIFY: peers poll.
     publish: `WITH ins AS (
-  INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at)
+  INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at, priority)
   SELECT s.id, s.queue, s.payload_json, s.headers_json, clock_timestamp(),
-         CASE WHEN s.delay_ms > 0 THEN clock_timestamp() + s.delay_ms ${MS} ELSE clock_timestamp() END
-  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::bigint[]) WITH ORDINALITY AS s(id, queue, payload_json, headers_json, delay_ms, ord)
+         CASE WHEN s.delay_ms > 0 THEN clock_timestamp() + s.delay_ms ${MS} ELSE clock_timestamp() END, s.priority
+  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::bigint[], $7::smallint[]) WITH ORDINALITY AS s(id, queue, payload_json, headers_json, delay_ms, priority, ord)
   ORDER BY s.ord
   ON CONFLICT (id) DO NOTHING
   RETURNING id, queue, available_at, available_at <= clock_timestamp() AS due),
@@ -75,10 +77,10 @@ SET attempts = m.attempts + 1, locked_until = clock_timestamp() + $3::bigint ${M
 WHERE m.id = ANY(ARRAY(
   SELECT id FROM ${t}
   WHERE queue = $1 AND available_at <= now() AND ${UNLEASED} AND NOT ${paused}
-  ORDER BY available_at, created_at
+  ORDER BY ${CLAIM_ORDER}
   LIMIT $2
   FOR UPDATE SKIP LOCKED))
-RETURNING m.id, m.queue, m.payload_json, m.headers_json, m.attempts, m.lock_id, ${CLAIM_TIMES}`,
+RETURNING m.id, m.queue, m.payload_json, m.headers_json, m.attempts, m.lock_id, ${CLAIM_TIMES}, m.priority`,
     // `m.id = ANY($1)` beside the join: without it the planner hashes the whole table for a join with unnest's
     // 500 pairs once the table is a few hundred pages (a Seq Scan per ack, its cost growing with the backlog).
     ack: `DELETE FROM ${t} AS m USING unnest($1::uuid[], $2::uuid[]) AS s(id, lock_id)
@@ -101,9 +103,10 @@ WHERE m.id = ANY(ARRAY(
 RETURNING ${PG_CANCEL_REQUESTED} AS cancel_requested`,
     // Delete first; the insert runs only for a row the fence matched (SQL Server: IF @@ROWCOUNT = 1).
     // The dead-letter row keeps the removed row's attempts (SQL Server: OUTPUT deleted.attempts INTO @removed).
-    deadLetter: `WITH removed AS (DELETE FROM ${t} WHERE id = $1 AND lock_id = $2 RETURNING id, attempts)
-INSERT INTO ${t} (id, queue, payload_json, headers_json, dead_letter_reason, attempts)
-SELECT $3, $4, $5, $6, $7, attempts FROM removed
+    // It keeps the priority too, so a requeue (redrive) puts the job back at its priority.
+    deadLetter: `WITH removed AS (DELETE FROM ${t} WHERE id = $1 AND lock_id = $2 RETURNING id, attempts, priority)
+INSERT INTO ${t} (id, queue, payload_json, headers_json, dead_letter_reason, attempts, priority)
+SELECT $3, $4, $5, $6, $7, attempts, priority FROM removed
 ON CONFLICT (id) DO NOTHING
 RETURNING id`,
     // SQL Server: SET NOCOUNT OFF; DELETE TOP (1000); PostgreSQL has no DELETE … LIMIT, so bound by ctid.

@@ -22,6 +22,7 @@ import type { PgClient, Queryable } from './client';
 import { pgDedupDdl, pgDedupStatements, type PgDedupStatements } from './dedup-statements';
 import { dedupRounds } from '../../transport/dedup';
 import {
+  addPriorityColumnSql,
   advisoryKey,
   createIndexesSql,
   createTableSql,
@@ -66,6 +67,7 @@ interface ClaimRow {
   /** epoch ms (CLAIM_TIMES) */
   created_ms: number;
   available_ms: number;
+  priority: number;
 }
 
 /** Serves a PostgreSQL server (pg Pool) and the embedded PGlite alike. */
@@ -128,6 +130,16 @@ export class PostgresTransportStore implements TransportStore {
           await tx.query(`SET LOCAL lock_timeout = '60s'`);
           await tx.query('SELECT pg_advisory_xact_lock($1::bigint)', [advisoryKey(schemaLockResource(n.schema))]);
           for (const stmt of splitStatements(createTableSql(n))) await tx.query(stmt);
+          await tx.query(addPriorityColumnSql(n));
+        });
+        state = await inspectTransportTable(this.client, n);
+      }
+      if (state.exists && state.missingPriority) {
+        // a table from before priorities (PostgreSQL version 12 adds the column to migrated schemas): metadata only, brief lock
+        await this.client.transaction(async (tx) => {
+          await tx.query(`SET LOCAL lock_timeout = '5s'`);
+          await tx.query('SELECT pg_advisory_xact_lock($1::bigint)', [advisoryKey(schemaLockResource(n.schema))]);
+          await tx.query(addPriorityColumnSql(n));
         });
         state = await inspectTransportTable(this.client, n);
       }
@@ -233,6 +245,7 @@ export class PostgresTransportStore implements TransportStore {
       messages.map((m) => JSON.stringify(m.headers)),
       messages.map((m) => Math.max(0, Math.round(m.delayMs))),
       notifyPrefix(this.names),
+      messages.map((m) => m.priority ?? 0),
     ], this.prepared.publish);
     const byId = new Map(inserted.rows.map((r) => [r.id, r.available_at]));
     const existing = await this.storedRows(q, messages.filter((m) => !byId.has(m.id.toLowerCase())).map((m) => m.id));
@@ -316,6 +329,7 @@ export class PostgresTransportStore implements TransportStore {
       messages.map((m) => Math.max(0, Math.round(m.delayMs))),
       topic,
       notifyPrefix(this.names),
+      messages.map((m) => m.priority ?? 0),
     ]);
     return topicOutcomes(messages, r.rows.map((row) => ({ id: row.id, queue: row.queue, inserted: row.inserted, availableAt: row.available_at })));
   }
@@ -341,7 +355,7 @@ export class PostgresTransportStore implements TransportStore {
 
   private toClaimed(rows: ClaimRow[]): ClaimedMessage[] {
     return rows
-      .sort((a, b) => a.available_ms - b.available_ms || a.created_ms - b.created_ms)
+      .sort((a, b) => b.priority - a.priority || a.available_ms - b.available_ms || a.created_ms - b.created_ms)
       .map((row) => ({
         id: row.id,
         lockId: row.lock_id,
@@ -350,6 +364,7 @@ export class PostgresTransportStore implements TransportStore {
         headers: parseHeadersLenient(row.headers_json),
         attempt: row.attempts,
         createdAt: new Date(row.created_ms),
+        priority: Number(row.priority),
       }));
   }
 
@@ -408,6 +423,7 @@ export class PostgresTransportStore implements TransportStore {
       leased: boolean;
       delayed: boolean;
       dead_letter_reason: string | null;
+      priority: number | null;
     }>(this.historySql.findJob, [id]);
     return readJob(
       r.rows.map((x) => ({
@@ -422,6 +438,7 @@ export class PostgresTransportStore implements TransportStore {
         leased: x.leased,
         delayed: x.delayed,
         deadLetterReason: x.dead_letter_reason,
+        ...(x.priority === null ? {} : { priority: Number(x.priority) }),
       })),
       deadLetterQueue,
     );
@@ -602,7 +619,7 @@ export class PostgresTransportStore implements TransportStore {
     if (!(top > 0)) return [];
     await this.ensureSchema();
     const text = (this.waiting ??= pgWaitingStatements(this.names))[`${query.state}:${query.order}`];
-    const r = await this.client.query<{ id: string; payload_json: string; headers_json: string; attempts: number; available_at: Date; created_at: Date }>(text, [
+    const r = await this.client.query<{ id: string; payload_json: string; headers_json: string; attempts: number; available_at: Date; created_at: Date; priority: number }>(text, [
       query.queue,
       top,
     ]);
@@ -613,6 +630,7 @@ export class PostgresTransportStore implements TransportStore {
       attempts: Number(row.attempts),
       availableAt: row.available_at,
       createdAt: row.created_at,
+      priority: Number(row.priority),
     }));
   }
   private waiting: PgWaitingStatements | undefined;

@@ -32,18 +32,18 @@ export function pgTopicStatements(names: TransportNames, subscriptionsTable: str
     // is NOTIFYed at commit, as the queue publish does. A recorded subscription whose queue name would exceed
     // the queue limit is skipped (configured ones are validated at start-up).
     publishToTopic: `WITH src AS (
-  SELECT s.id, s.payload_json, s.headers_json, s.delay_ms, s.ord
-  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::bigint[]) WITH ORDINALITY AS s(id, payload_json, headers_json, delay_ms, ord)),
+  SELECT s.id, s.payload_json, s.headers_json, s.delay_ms, s.priority, s.ord
+  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::bigint[], $7::smallint[]) WITH ORDINALITY AS s(id, payload_json, headers_json, delay_ms, priority, ord)),
 subs AS (
   SELECT $5::text || '${SUBSCRIPTION_SEPARATOR}' || sub.subscription AS queue FROM ${subs} AS sub
   WHERE sub.topic = $5 AND length($5::text) + 1 + length(sub.subscription) <= ${MAX_QUEUE_NAME_LENGTH}),
 copies AS (
-  SELECT ${pgTopicCopyId('src.id', 'subs.queue')} AS id, subs.queue, src.payload_json, src.headers_json, src.delay_ms, src.ord
+  SELECT ${pgTopicCopyId('src.id', 'subs.queue')} AS id, subs.queue, src.payload_json, src.headers_json, src.delay_ms, src.priority, src.ord
   FROM src CROSS JOIN subs),
 ins AS (
-  INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at)
+  INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at, priority)
   SELECT c.id, c.queue, c.payload_json, c.headers_json, clock_timestamp(),
-         CASE WHEN c.delay_ms > 0 THEN clock_timestamp() + c.delay_ms ${MS} ELSE clock_timestamp() END
+         CASE WHEN c.delay_ms > 0 THEN clock_timestamp() + c.delay_ms ${MS} ELSE clock_timestamp() END, c.priority
   FROM copies AS c
   ORDER BY c.ord, c.queue
   ON CONFLICT (id) DO NOTHING

@@ -1,6 +1,6 @@
 // A queue's waiting jobs, one statement per (state, order): the ORDER BY direction and the available_at bound
-// are text so each reads the ready index (queue, available_at, created_at) forwards or backwards and stops at
-// LIMIT. Every value is a parameter; now() is the database clock. The SQL Server twin is
+// are text so each reads the ready index (queue, priority DESC, available_at, created_at) forwards or backwards
+// (the claim's order, or its reverse) and stops at LIMIT. Every value is a parameter; now() is the database clock. The SQL Server twin is
 // stores/sqlserver/waiting-statements.ts.
 
 import { quoteIdentifier, type TransportNames } from '../../sql/identifiers';
@@ -15,9 +15,10 @@ export function pgWaitingStatements(names: TransportNames): PgWaitingStatements 
   const list = (state: WaitingState, order: WaitingOrder) => {
     const bound = state === 'ready' ? 'available_at <= now()' : 'available_at > now()';
     const dir = order === 'oldest' ? '' : ' DESC';
-    return `SELECT id, payload_json, headers_json, attempts, available_at, created_at FROM ${t}
+    const priorityDir = order === 'oldest' ? ' DESC' : '';
+    return `SELECT id, payload_json, headers_json, attempts, available_at, created_at, priority FROM ${t}
 WHERE queue = $1 AND ${bound} AND ${UNLEASED}
-ORDER BY available_at${dir}, created_at${dir}
+ORDER BY priority${priorityDir}, available_at${dir}, created_at${dir}
 LIMIT $2`;
   };
   return {

@@ -23,6 +23,9 @@ import {
 import {
   BIN2,
   addDeadLetterSourceIfMissing,
+  addPriorityIfMissing,
+  dropIndexIfPresent,
+  LEGACY_READY_INDEX_KEYS,
   CREATED_INDEX_KEYS,
   DEAD_LETTER_INDEX_KEYS,
   createIndexIfMissing,
@@ -68,7 +71,7 @@ export function sqlServerMigrations(n: SchemaNames): readonly Migration[] {
       statements: [
         batch('create schema', createSchemaIfMissing(n.schema)),
         batch('create transport table', createTableIfMissing(transport, transportTableBody())),
-        batch('create transport ready index', createIndexIfMissing(transport, n.transport.readyIndex, READY_INDEX_KEYS)),
+        batch('create transport ready index', createIndexIfMissing(transport, n.transport.legacyReadyIndex, LEGACY_READY_INDEX_KEYS)),
         batch('create transport created index', createIndexIfMissing(transport, n.transport.createdIndex, CREATED_INDEX_KEYS)),
         batch('create channel recovery table', createTableIfMissing(c.recovery, recoveryTableBody())),
         batch('create channel message table', createTableIfMissing(c.messages, messageTableBody())),
@@ -162,6 +165,27 @@ export function sqlServerMigrations(n: SchemaNames): readonly Migration[] {
           `SET LOCK_TIMEOUT ${MIGRATION_LOCK_TIMEOUT_MS};`,
           ...addLimitColumnsIfMissing(qualifiedQueueStateTable(n.transport)),
         ]),
+      ],
+    },
+    {
+      // Job priority (issue 16 §4), the column alone as version 4 did: a NOT NULL add with a constant default is
+      // metadata-only, but its Sch-M lasts to the end of the version's transaction, so the index is version 14's.
+      // PostgreSQL's twin is its version 11 (column and index together).
+      version: 13,
+      name: 'job priority column',
+      statements: [batch('add transport priority column', [`SET LOCK_TIMEOUT ${MIGRATION_LOCK_TIMEOUT_MS};`, ...addPriorityIfMissing(transport)])],
+    },
+    {
+      // The claim's index on (queue, priority DESC, available_at, created_at), online where the edition has it, then
+      // the old ready index goes (claims have one of the two throughout).
+      version: 14,
+      name: 'job priority ready index',
+      statements: [
+        batch('create transport priority ready index', [
+          `SET LOCK_TIMEOUT ${MIGRATION_LOCK_TIMEOUT_MS};`,
+          ...createIndexOnlineIfMissing(transport, n.transport.readyIndex, READY_INDEX_KEYS),
+        ]),
+        batch('drop transport legacy ready index', [`SET LOCK_TIMEOUT ${MIGRATION_LOCK_TIMEOUT_MS};`, ...dropIndexIfPresent(transport, n.transport.legacyReadyIndex)]),
       ],
     },
   ]);

@@ -2,10 +2,11 @@
 // @queue claimable now, and if none is, when does its earliest lease lapse (ms on the database clock)?
 // PostgreSQL twin: stores/postgres/outlook-statements.ts (one SELECT with a lazily evaluated CASE).
 //
-// Both halves seek the ready index (queue, available_at, created_at): a leased row keeps the available_at it was
-// claimed with (≤ now), so `available_at <= SYSUTCDATETIME()` bounds the lease scan too. The lease half runs only
-// when nothing is due (IF … ELSE), and then every row it reads is leased: a handful per instance, however long
-// the queue's backlog of delayed rows is. The same exact queue match as the claim, so a row the probe calls due is
+// Both halves seek the ready index (queue, priority DESC, available_at, created_at) on @queue: a leased row keeps the
+// available_at it was claimed with (≤ now), so `available_at <= SYSUTCDATETIME()` selects the leased rows too. Since
+// priorities (schema version 14) that bound is a residual predicate on the index rather than the end of a range: the
+// seek passes over the index entries of the queue's delayed rows (no lookups for them). The lease half runs only
+// when nothing is due (IF … ELSE). The same exact queue match as the claim, so a row the probe calls due is
 // one the claim can take.
 
 import * as sql from 'mssql';

@@ -178,7 +178,25 @@ export function transportTableBody(): string {
   ].join('\n');
 }
 
-export const READY_INDEX_KEYS = ['queue', 'available_at', 'created_at'] as const;
+/** The claim's index (schema version 14): higher priority first, then availability order. */
+export const READY_INDEX_KEYS = ['queue', 'priority DESC', 'available_at', 'created_at'] as const;
+/** Version 1's ready index, dropped by version 14 once the claim's index is built. */
+export const LEGACY_READY_INDEX_KEYS = ['queue', 'available_at', 'created_at'] as const;
+/** The claim's ORDER BY (claimLines): the ready index's keys after the queue. */
+export const CLAIM_ORDER = READY_INDEX_KEYS.slice(1).join(', ');
+export const PRIORITY_COLUMN = 'priority';
+
+/**
+ * ALTER TABLE … ADD priority behind a sys.columns guard (version 13 and the store's phase 1). Not in the spec's DDL;
+ * a NOT NULL column with a constant default is a metadata-only add (SQL Server 2012+ Enterprise and Azure SQL), and
+ * .NET hosts that name their columns insert the default 0.
+ */
+export function addPriorityIfMissing(qualifiedTable: string): string[] {
+  return [
+    `IF NOT EXISTS (SELECT 1 FROM sys.columns WHERE object_id = OBJECT_ID(${nameLiteral(qualifiedTable)}, N'U') AND name = N'${PRIORITY_COLUMN}')`,
+    `    ALTER TABLE ${qualifiedTable} ADD ${PRIORITY_COLUMN} smallint NOT NULL DEFAULT 0;`,
+  ];
+}
 export const CREATED_INDEX_KEYS = ['created_at'] as const;
 
 /**
@@ -188,7 +206,7 @@ export const CREATED_INDEX_KEYS = ['created_at'] as const;
  * find it absent; the second gets 2627, and the store re-runs the statement, which then reports the duplicate.
  * Rows of one batch share @now; created_at steps 100 ns by `ord` so a batch is claimed in array order.
  * Result set 1 = rows inserted; result set 2 (only when some were not) = the stored rows of the batch's ids.
- * Each element: { id, queue, payload_json, headers_json, delay_ms, ord }.
+ * Each element: { id, queue, payload_json, headers_json, delay_ms, priority, ord }.
  * PostgreSQL: INSERT … SELECT FROM jsonb_to_recordset($1) ON CONFLICT (id) DO NOTHING RETURNING id, available_at.
  */
 export function publishBatch(names: TransportNames): Statement<'batch'> {
@@ -197,17 +215,19 @@ export function publishBatch(names: TransportNames): Statement<'batch'> {
     text: [
       'DECLARE @now datetime2 = SYSUTCDATETIME();',
       'DECLARE @inserted int;',
-      `INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at)`,
+      `INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at, priority)`,
       'OUTPUT inserted.id, inserted.available_at',
       'SELECT src.id, src.queue, src.payload_json, src.headers_json,',
       '       DATEADD(NANOSECOND, src.ord * 100, @now),',
-      `       CASE WHEN src.delay_ms > 0 THEN ${dbClockPlus('src.delay_ms', '@now')} ELSE @now END`,
+      `       CASE WHEN src.delay_ms > 0 THEN ${dbClockPlus('src.delay_ms', '@now')} ELSE @now END,`,
+      '       COALESCE(src.priority, 0)',
       'FROM OPENJSON(@batch) WITH (',
       "    id uniqueidentifier '$.id',",
       "    queue nvarchar(200) '$.queue',",
       "    payload_json nvarchar(max) '$.payload_json',",
       "    headers_json nvarchar(max) '$.headers_json',",
       "    delay_ms bigint '$.delay_ms',",
+      "    priority smallint '$.priority',",
       "    ord int '$.ord'",
       ') AS src',
       `WHERE NOT EXISTS (SELECT 1 FROM ${t} AS existing WITH (UPDLOCK, FORCESEEK) WHERE existing.id = src.id);`,
@@ -222,11 +242,13 @@ export function publishBatch(names: TransportNames): Statement<'batch'> {
 }
 
 /**
- * Claim up to @n ready rows of exactly @queue in availability order, in ONE statement: an ordered seek on the
- * ready index that skips rows other claimers hold (READPAST). Every row of one claim gets @lock_id, which the
+ * Claim up to @n ready rows of exactly @queue, higher priority first and then in availability order, in ONE statement:
+ * an ordered seek on the ready index (queue, priority DESC, available_at, created_at) that skips rows other claimers
+ * hold (READPAST). Every row of one claim gets @lock_id, which the
  * drain chose: the fence stays (id, lock_id), and a claim whose answer was lost with its connection can be handed
- * back by it (releaseLostClaim). OUTPUT order is not guaranteed, so available_at is returned for the client-side sort.
- * PostgreSQL: WITH next AS (SELECT id … ORDER BY available_at, created_at FOR UPDATE SKIP LOCKED LIMIT $n)
+ * back by it (releaseLostClaim). OUTPUT order is not guaranteed, so priority and available_at are returned for the
+ * client-side sort.
+ * PostgreSQL: WITH next AS (SELECT id … ORDER BY priority DESC, available_at, created_at FOR UPDATE SKIP LOCKED LIMIT $n)
  * UPDATE … FROM next RETURNING ….
  */
 export function claimBatch(names: TransportNames): Statement<'n' | 'queue' | 'lock_timeout_ms' | 'lock_id'> {
@@ -238,27 +260,27 @@ export function claimBatch(names: TransportNames): Statement<'n' | 'queue' | 'lo
 }
 
 /**
- * The claim itself (TOP (`top`) ready rows in availability order under UPDLOCK, ROWLOCK, READPAST; attempt, lease
+ * The claim itself (TOP (`top`) ready rows in the claim order under UPDLOCK, ROWLOCK, READPAST; attempt, lease
  * and the caller's lock id), with `extraWhere` lines after the ready predicate: the claim above and the limited
  * claim (limit-statements.ts) share it.
  */
 export function claimLines(names: TransportNames, top: string, extraWhere: readonly string[] = []): string[] {
   return [
     'WITH next AS (',
-    `    SELECT TOP (${top}) id, queue, payload_json, headers_json, attempts, locked_until, lock_id, created_at, available_at`,
+    `    SELECT TOP (${top}) id, queue, payload_json, headers_json, attempts, locked_until, lock_id, created_at, available_at, priority`,
     `    FROM ${qualifiedTable(names)} WITH (UPDLOCK, ROWLOCK, READPAST)`,
     `    WHERE ${exactQueueMatch('queue', 'queue')}`,
     '      AND available_at <= SYSUTCDATETIME()',
     '      AND (locked_until IS NULL OR locked_until <= SYSUTCDATETIME())',
     ...extraWhere,
-    '    ORDER BY available_at, created_at',
+    `    ORDER BY ${CLAIM_ORDER}`,
     ')',
     'UPDATE next',
     'SET attempts = attempts + 1,',
     `    locked_until = ${dbClockPlus('@lock_timeout_ms')},`,
     '    lock_id = @lock_id',
     'OUTPUT inserted.id, inserted.queue, inserted.payload_json, inserted.headers_json, inserted.attempts,',
-    '       inserted.lock_id, inserted.created_at, inserted.available_at;',
+    '       inserted.lock_id, inserted.created_at, inserted.available_at, inserted.priority;',
   ];
 }
 
@@ -361,13 +383,14 @@ export function deadLetterMove(
     text: [
       'SET XACT_ABORT ON;',
       'BEGIN TRAN;',
-      // the dead-letter row keeps the deliveries the job had (the removed row's attempts; requeue resets them)
-      'DECLARE @removed TABLE (attempts int NOT NULL);',
-      `DELETE FROM ${t} OUTPUT deleted.attempts INTO @removed WHERE id = @source_id AND lock_id = @lock_id;`,
+      // the dead-letter row keeps the deliveries the job had (the removed row's attempts; requeue resets them) and
+      // its priority (a requeue puts it back at that priority)
+      'DECLARE @removed TABLE (attempts int NOT NULL, priority smallint NOT NULL);',
+      `DELETE FROM ${t} OUTPUT deleted.attempts, deleted.priority INTO @removed WHERE id = @source_id AND lock_id = @lock_id;`,
       'IF @@ROWCOUNT = 1',
       'BEGIN',
-      `    INSERT INTO ${t} (id, queue, payload_json, headers_json, dead_letter_reason, attempts)`,
-      '    SELECT @new_id, @dlq, @payload_json, @headers_json, @reason, attempts FROM @removed;',
+      `    INSERT INTO ${t} (id, queue, payload_json, headers_json, dead_letter_reason, attempts, priority)`,
+      '    SELECT @new_id, @dlq, @payload_json, @headers_json, @reason, attempts, priority FROM @removed;',
       '    COMMIT;',
       '    SELECT 1 AS moved;',
       'END',
@@ -523,6 +546,8 @@ export function ddlPhase1(names: TransportNames): Statement<never> {
       // queue all table traffic behind it for the request timeout; a 1222 fails this attempt and the next retries
       `SET LOCK_TIMEOUT ${DDL_TABLE_LOCK_TIMEOUT_MS};`,
       ...addDeadLetterSourceIfMissing(qualifiedTable(names)),
+      // the priority column likewise (normally version 13 adds it first)
+      ...addPriorityIfMissing(qualifiedTable(names)),
     ].join('\n'),
     params: {},
   };
@@ -540,13 +565,22 @@ export function ddlTableLock(names: TransportNames): Statement<never> {
   };
 }
 
-/** The transport's three indexes, each behind its guard (phase 2 and the printed script). */
+/** The transport's three indexes, each behind its guard (phase 2 and the printed script); then the legacy ready index goes. */
 function transportIndexes(names: TransportNames): Array<string[]> {
   const t = qualifiedTable(names);
   return [
     createIndexIfMissing(t, names.readyIndex, READY_INDEX_KEYS),
     createIndexIfMissing(t, names.createdIndex, CREATED_INDEX_KEYS),
     createIndexIfMissing(t, names.deadLetterIndex, DEAD_LETTER_INDEX_KEYS),
+    dropIndexIfPresent(t, names.legacyReadyIndex),
+  ];
+}
+
+/** DROP INDEX `index` ON `qualifiedTable` behind a sys.indexes guard. */
+export function dropIndexIfPresent(qualifiedTable: string, index: string): string[] {
+  return [
+    `IF EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(${nameLiteral(qualifiedTable)}, N'U') AND name = ${nameLiteral(index)})`,
+    `    DROP INDEX ${q(index)} ON ${qualifiedTable};`,
   ];
 }
 
@@ -635,6 +669,9 @@ export function printSqlServerSchema(names: TransportNames): string {
     'GO',
     '-- The dead-letter source queue as a computed column (not in the spec\'s DDL; inserts that name their columns are unaffected).',
     ...addDeadLetterSourceIfMissing(t),
+    'GO',
+    '-- Job priority (not in the spec\'s DDL; inserts that name their columns get the default 0).',
+    ...addPriorityIfMissing(t),
     'GO',
     '-- On a large existing table add WITH (ONLINE = ON) where the edition supports it (Enterprise, Developer,',
     '-- Azure SQL): a plain CREATE INDEX blocks every write to the table while it runs.',

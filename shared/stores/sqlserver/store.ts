@@ -292,6 +292,7 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
         payload_json: m.payloadJson,
         headers_json: JSON.stringify(m.headers ?? {}),
         delay_ms: delayOf(m.delayMs),
+        priority: m.priority ?? 0,
         ord,
       })),
     );
@@ -331,6 +332,7 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
           payload_json: m.payloadJson,
           headers_json: JSON.stringify(m.headers ?? {}),
           delay_ms: delayOf(m.delayMs),
+          priority: m.priority ?? 0,
           ord,
         }))
         .sort((a, b) => compareSqlServerGuids(a.id, b.id)),
@@ -361,7 +363,7 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
     await this.ensureSchema();
     // ids are unique per publish (parsePublishBody); ord keeps the publish order (created_at)
     const batch = JSON.stringify(
-      messages.map((m, ord) => ({ id: m.id, payload_json: m.payloadJson, headers_json: JSON.stringify(m.headers ?? {}), delay_ms: delayOf(m.delayMs), ord })),
+      messages.map((m, ord) => ({ id: m.id, payload_json: m.payloadJson, headers_json: JSON.stringify(m.headers ?? {}), delay_ms: delayOf(m.delayMs), priority: m.priority ?? 0, ord })),
     );
     const result = await this.runRetryingDuplicateKeyRace(
       this.topicStatements.publishToTopic,
@@ -437,6 +439,7 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
     return claimed
       .sort(
         (a, b) =>
+          Number(b.priority ?? 0) - Number(a.priority ?? 0) ||
           compareInstants(a.available_at as Date, b.available_at as Date) ||
           compareInstants(a.created_at as Date, b.created_at as Date),
       )
@@ -448,6 +451,7 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
         headers: parseHeadersLenient(r.headers_json as string | null),
         attempt: Number(r.attempts),
         createdAt: r.created_at as Date,
+        priority: Number(r.priority ?? 0),
       }));
   }
 
@@ -478,6 +482,7 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
         leased: r.leased === true || r.leased === 1,
         delayed: r.delayed === true || r.delayed === 1,
         deadLetterReason: (r.dead_letter_reason as string | null) ?? null,
+        ...(r.priority === null || r.priority === undefined ? {} : { priority: Number(r.priority) }),
       })),
       deadLetterQueue,
     );
@@ -676,6 +681,7 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
       attempts: Number(r.attempts ?? 0),
       availableAt: r.available_at as Date,
       createdAt: r.created_at as Date,
+      priority: Number(r.priority ?? 0),
     }));
   }
   private waiting: WaitingStatements | undefined;

@@ -34,12 +34,13 @@ export function tsqlTopicCopyIdApply(messageId: string, queue: string): string[]
  */
 function copiesOf(subs: string): string[] {
   return [
-    '    SELECT v.copy_id AS id, sub.queue, src.payload_json, src.headers_json, src.delay_ms, src.ord',
+    '    SELECT v.copy_id AS id, sub.queue, src.payload_json, src.headers_json, src.delay_ms, src.priority, src.ord',
     '    FROM OPENJSON(@batch) WITH (',
     "        id uniqueidentifier '$.id',",
     "        payload_json nvarchar(max) '$.payload_json',",
     "        headers_json nvarchar(max) '$.headers_json',",
     "        delay_ms bigint '$.delay_ms',",
+    "        priority smallint '$.priority',",
     "        ord int '$.ord'",
     '    ) AS src',
     `    CROSS JOIN (SELECT @topic + N'${SUBSCRIPTION_SEPARATOR}' + s.subscription AS queue FROM ${subs} AS s`,
@@ -55,7 +56,7 @@ function copiesOf(subs: string): string[] {
  * two publishers of one copy may race to 2627, and the store re-runs the statement, which then finds it). Rows of one batch share @now; created_at steps
  * 100 ns by `ord`, so a subscription claims a batch in array order. Result set 1 = copies inserted; result set 2 =
  * every stored copy of the batch on the topic's subscriptions (the inserted ones and those a republish found).
- * Each @batch element: { id, payload_json, headers_json, delay_ms, ord }.
+ * Each @batch element: { id, payload_json, headers_json, delay_ms, priority, ord }.
  * PostgreSQL: one WITH … INSERT … SELECT … ON CONFLICT (id) DO NOTHING that also NOTIFYs the queues.
  */
 export function publishToTopic(names: TransportNames, subscriptionsTable: string): Statement<'batch' | 'topic'> {
@@ -64,11 +65,12 @@ export function publishToTopic(names: TransportNames, subscriptionsTable: string
   return {
     text: [
       'DECLARE @now datetime2 = SYSUTCDATETIME();',
-      `INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at)`,
+      `INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at, priority)`,
       'OUTPUT inserted.id, inserted.queue, inserted.available_at',
       'SELECT c.id, c.queue, c.payload_json, c.headers_json,',
       '       DATEADD(NANOSECOND, c.ord * 100, @now),',
-      `       CASE WHEN c.delay_ms > 0 THEN ${dbClockPlus('c.delay_ms', '@now')} ELSE @now END`,
+      `       CASE WHEN c.delay_ms > 0 THEN ${dbClockPlus('c.delay_ms', '@now')} ELSE @now END,`,
+      '       COALESCE(c.priority, 0)',
       'FROM (',
       ...copiesOf(subs),
       ') AS c',

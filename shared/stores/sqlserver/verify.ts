@@ -99,6 +99,8 @@ const EXPECTED_COLUMNS: readonly ExpectedColumn[] = [
   // Not in the spec's DDL: added by migration 4 (and the store's own phase 1). The spec's statements list their
   // columns, so .NET hosts sharing the table neither write nor see it.
   { name: DEAD_LETTER_SOURCE_COLUMN, type: 'nvarchar(200)', nullable: true, collation: BIN2, computed: true, addedAfterVersionOne: true },
+  // Job priority (issue 16 §4): added by migration 13 (and the store's own phase 1); the claim orders by it.
+  { name: 'priority', type: 'smallint', nullable: false, defaults: ['((0))', '(0)'], addedAfterVersionOne: true },
 ];
 
 const EXPECTED_PRIMARY_KEY = ['id'];

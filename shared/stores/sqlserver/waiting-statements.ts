@@ -1,6 +1,6 @@
 // A queue's waiting jobs in T-SQL, one statement per (state, order): the ORDER BY direction and the available_at
-// bound are text so each seeks the ready index (queue, available_at, created_at) forwards or backwards and stops
-// at TOP (@top). The same exact queue match as the claim. PostgreSQL twin: stores/postgres/waiting-statements.ts.
+// bound are text so each seeks the ready index (queue, priority DESC, available_at, created_at) forwards or
+// backwards (the claim's order, or its reverse) and stops at TOP (@top). The same exact queue match as the claim. PostgreSQL twin: stores/postgres/waiting-statements.ts.
 
 import * as sql from 'mssql';
 import type { TransportNames } from '../../sql/identifiers';
@@ -14,13 +14,14 @@ export function waitingStatements(names: TransportNames): WaitingStatements {
   const list = (state: WaitingState, order: WaitingOrder): Statement<'queue' | 'top'> => {
     const bound = state === 'ready' ? 'available_at <= SYSUTCDATETIME()' : 'available_at > SYSUTCDATETIME()';
     const dir = order === 'oldest' ? '' : ' DESC';
+    const priorityDir = order === 'oldest' ? ' DESC' : '';
     return {
       text: [
-        'SELECT TOP (@top) id, payload_json, headers_json, attempts, available_at, created_at',
+        'SELECT TOP (@top) id, payload_json, headers_json, attempts, available_at, created_at, priority',
         `FROM ${t}`,
         `WHERE ${exactQueueMatch('queue', 'queue')} AND ${bound}`,
         '  AND (locked_until IS NULL OR locked_until <= SYSUTCDATETIME())',
-        `ORDER BY available_at${dir}, created_at${dir};`,
+        `ORDER BY priority${priorityDir}, available_at${dir}, created_at${dir};`,
       ].join('\n'),
       params: { queue: sql.NVarChar(200), top: sql.Int() },
     };
