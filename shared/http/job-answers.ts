@@ -16,6 +16,7 @@ export function jobBody(job: JobRecord): Record<string, unknown> {
     availableAt: job.availableAt?.toISOString() ?? null,
     completedAt: job.completedAt?.toISOString() ?? null,
     lastError: job.lastError,
+    ...(job.orderingKey === undefined ? {} : { orderingKey: job.orderingKey }),
   };
 }
 

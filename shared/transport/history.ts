@@ -31,6 +31,8 @@ export interface JobRecord {
   completedAt: Date | null;
   /** The dead-letter reason; null where none is known (a retried delivery's error is not stored). */
   lastError: string | null;
+  /** Its ordering key, while the job is in the queue table (waiting, leased, dead-lettered); history does not keep it. */
+  orderingKey?: string;
 }
 
 /** A row the store read for one id, before the dead-letter queue and the clock decide its state. */
@@ -48,6 +50,7 @@ export interface StoredJobRow {
   /** available_at > database clock. */
   delayed: boolean;
   deadLetterReason: string | null;
+  orderingKey?: string | null;
 }
 
 export interface HistoryCursor {
@@ -88,6 +91,7 @@ export function jobRecord(row: StoredJobRow, deadLetterQueue: string, sourceHead
     id: row.id,
     correlationId: row.headers[correlationHeader] ?? null,
     createdAt: row.createdAt,
+    ...(row.orderingKey != null && row.source === 'queue' ? { orderingKey: row.orderingKey } : {}),
   };
   if (row.source === 'history') {
     return { ...base, state: 'completed', queue: row.queue, attempts: row.attempts, availableAt: row.availableAt, completedAt: row.completedAt, lastError: null };

@@ -40,6 +40,11 @@ export interface OutgoingMessage {
   generatedId?: boolean;
   /** A dedup key with its window and mode (transport/dedup.ts); absent = only the id deduplicates. */
   dedup?: DedupSpec;
+  /**
+   * Jobs of one queue with the same key run one at a time in publish order (the claim takes only the oldest row of
+   * a key left in the table); absent = unordered. 1–200 characters, compared exactly.
+   */
+  orderingKey?: string;
 }
 
 export interface PublishOutcome {

@@ -20,6 +20,8 @@ export interface WaitingJob {
   attempts: number;
   availableAt: Date;
   createdAt: Date;
+  /** Present when the job was published with an ordering key. */
+  orderingKey?: string;
 }
 
 export interface WaitingQuery {

@@ -56,7 +56,7 @@ for (const fixture of schemaDbFixtures()) {
       const before = (await d.client.query<{ now: Date }>('SELECT clock_timestamp() AS now')).rows[0]!.now;
       const lines: string[] = [];
       expect(await schemaCommand('apply', stores, (l) => lines.push(l))).toBe(0);
-      expect(lines.join('\n')).toMatch(/applied version\(s\) 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 on (pglite|postgres): schema 'ar_test_\w+' is at version 10/);
+      expect(lines.join('\n')).toMatch(/applied version\(s\) 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11 on (pglite|postgres): schema 'ar_test_\w+' is at version 11/);
       const rows = await recorded(d);
       expect(rows.map((r) => [r.version, r.name])).toEqual([
         [1, 'transport and channel tables'],
@@ -69,6 +69,7 @@ for (const fixture of schemaDbFixtures()) {
         [8, 'dedup keys table'],
         [9, 'job history table'],
         [10, 'queue limits and backoff'],
+        [11, 'ordering keys'],
       ]);
       for (const r of rows) expect(r.applied_at.getTime()).toBeGreaterThanOrEqual(before.getTime());
       expect(await columns(d, SUBSCRIPTIONS)).toEqual([
@@ -76,7 +77,7 @@ for (const fixture of schemaDbFixtures()) {
         'subscription text NOT NULL',
         'created_at timestamp with time zone NOT NULL',
       ]);
-      expect(await stores.migrator.apply()).toEqual({ from: 10, to: 10, baselineRecorded: false, applied: [] });
+      expect(await stores.migrator.apply()).toEqual({ from: 11, to: 11, baselineRecorded: false, applied: [] });
       const status = await statusText(stores);
       expect(status).toEqual({ code: 0, text: expect.stringContaining('pending: none (up to date)') });
     });
@@ -93,13 +94,13 @@ for (const fixture of schemaDbFixtures()) {
       const stores = await open(true);
       const status = await statusText(stores);
       expect(status.text).toContain('version: 1 (tables of version 1 found, not yet recorded: apply records them as the baseline)');
-      expect(status.text).toContain('pending: 9 (run `npm run schema -- apply`)\n  2 topic subscriptions table\n  3 publish functions (outbox)\n  4 dead-letter source index\n  5 durable flow state table\n  6 schedules table\n  7 queue state table\n  8 dedup keys table\n  9 job history table\n  10 queue limits and backoff');
+      expect(status.text).toContain('pending: 10 (run `npm run schema -- apply`)\n  2 topic subscriptions table\n  3 publish functions (outbox)\n  4 dead-letter source index\n  5 durable flow state table\n  6 schedules table\n  7 queue state table\n  8 dedup keys table\n  9 job history table\n  10 queue limits and backoff\n  11 ordering keys');
 
       const lines: string[] = [];
       await schemaCommand('apply', stores, (l) => lines.push(l));
       expect(lines).toEqual([
         expect.stringMatching(/^recorded the existing tables of schema 'ar_test_\w+' as version 1 \(baseline\)$/),
-        expect.stringMatching(/applied version\(s\) 2, 3, 4, 5, 6, 7, 8, 9, 10 .* is at version 10$/),
+        expect.stringMatching(/applied version\(s\) 2, 3, 4, 5, 6, 7, 8, 9, 10, 11 .* is at version 11$/),
       ]);
       expect((await recorded(d)).map((r) => [r.version, r.name])).toEqual([
         [1, 'transport and channel tables (baseline: found in place)'],
@@ -112,6 +113,7 @@ for (const fixture of schemaDbFixtures()) {
         [8, 'dedup keys table'],
         [9, 'job history table'],
         [10, 'queue limits and backoff'],
+        [11, 'ordering keys'],
       ]);
       // the rows of version 1, read through the new release's stores
       const claimed = await stores.transport.claim('work', 10, 30_000);
@@ -128,19 +130,19 @@ for (const fixture of schemaDbFixtures()) {
       const [outcome] = await stores.transport.publish([message('q')]);
       expect(outcome!.inserted).toBe(true);
       await stores.channel.ensureSchema();
-      expect((await recorded(d)).map((r) => r.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+      expect((await recorded(d)).map((r) => r.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
     });
 
     it('AUTO_CREATE_SCHEMA=false: an older database fails with the exact command; once applied the stores run', async () => {
       d = await fixture.create();
       const empty = await open(false);
       await expect(empty.transport.publish([message('q')])).rejects.toThrow(
-        /schema 'ar_test_\w+' has no AsyncResponse tables yet; this app needs version 10 \(pending: 1 transport and channel tables; 2 topic subscriptions table; 3 publish functions \(outbox\); 4 dead-letter source index; 5 durable flow state table; 6 schedules table; 7 queue state table; 8 dedup keys table; 9 job history table; 10 queue limits and backoff\)\. Run `npm run schema -- apply` as the deployer/,
+        /schema 'ar_test_\w+' has no AsyncResponse tables yet; this app needs version 11 \(pending: 1 transport and channel tables; 2 topic subscriptions table; 3 publish functions \(outbox\); 4 dead-letter source index; 5 durable flow state table; 6 schedules table; 7 queue state table; 8 dedup keys table; 9 job history table; 10 queue limits and backoff; 11 ordering keys\)\. Run `npm run schema -- apply` as the deployer/,
       );
       await d.createVersion1();
       const older = await open(false);
       const error = await older.channel.ensureSchema().then(() => undefined, (e: Error) => e);
-      expect(error?.message).toContain(`schema '${d.schema}' is at version 1; this app needs version 10 (pending: 2 topic subscriptions table; 3 publish functions (outbox); 4 dead-letter source index; 5 durable flow state table; 6 schedules table; 7 queue state table; 8 dedup keys table; 9 job history table; 10 queue limits and backoff)`);
+      expect(error?.message).toContain(`schema '${d.schema}' is at version 1; this app needs version 11 (pending: 2 topic subscriptions table; 3 publish functions (outbox); 4 dead-letter source index; 5 durable flow state table; 6 schedules table; 7 queue state table; 8 dedup keys table; 9 job history table; 10 queue limits and backoff; 11 ordering keys)`);
       expect(error?.message).toContain(`Run \`npm run schema -- apply\` as the deployer with this app's store settings`);
       expect(error?.message).toContain(`SQL_SCHEMA=${d.schema}, TRANSPORT_TABLE=asyncresponse_transport_messages`);
       expect(error?.message).toContain('or set AUTO_CREATE_SCHEMA=true');
@@ -155,15 +157,15 @@ for (const fixture of schemaDbFixtures()) {
       d = await fixture.create();
       const stores = await open(true);
       await stores.migrator.apply();
-      await d.client.query(`INSERT INTO "${d.schema}"."${MIGRATIONS}" (version, name) VALUES (11, 'from a newer release')`);
-      const newer = new RegExp(`the database schema '${d.schema}' is at version 11 \\(table ${MIGRATIONS}\\), newer than this app, which knows versions up to 10`);
+      await d.client.query(`INSERT INTO "${d.schema}"."${MIGRATIONS}" (version, name) VALUES (12, 'from a newer release')`);
+      const newer = new RegExp(`the database schema '${d.schema}' is at version 12 \\(table ${MIGRATIONS}\\), newer than this app, which knows versions up to 11`);
       await expect(stores.migrator.apply()).rejects.toThrow(newer);
       await expect((await open(true)).transport.publish([message('q')])).rejects.toThrow(newer);
       await expect((await open(false)).channel.ensureSchema()).rejects.toThrow(newer);
       const status = await statusText(stores);
       expect(status.code).toBe(1);
       expect(status.text).toMatch(/NEWER THAN THIS APP/);
-      expect((await recorded(d)).map((r) => r.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]); // nothing was touched
+      expect((await recorded(d)).map((r) => r.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]); // nothing was touched
     });
 
     it('a partial version 1 (a channel table missing) is completed by version 1, not recorded as a baseline', async () => {
@@ -172,7 +174,7 @@ for (const fixture of schemaDbFixtures()) {
       await d.client.query(`DROP TABLE "${d.schema}"."asyncresponse_channel_subscribers"`);
       const stores = await open(true);
       expect((await stores.migrator.status()).current).toBe(0);
-      expect(await stores.migrator.apply()).toEqual({ from: 0, to: 10, baselineRecorded: false, applied: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10] });
+      expect(await stores.migrator.apply()).toEqual({ from: 0, to: 11, baselineRecorded: false, applied: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11] });
       await stores.channel.ensureSchema();
       expect(await columns(d, 'asyncresponse_channel_subscribers')).toHaveLength(4);
     });

@@ -17,6 +17,7 @@ import { pgDedupDdl } from './dedup-statements';
 import { queueStateTableName } from '../queue-state-names';
 import { pgHistoryDdl } from './history-statements';
 import { pgLimitColumnsDdl } from './limit-statements';
+import { pgOrderingColumnDdl, pgOrderingIndexDdl } from './ordering-sql';
 
 const q = (n: string) => quoteIdentifier(n, 'postgres');
 
@@ -118,6 +119,17 @@ export function postgresMigrations(n: SchemaNames): readonly Migration[] {
       version: 10,
       name: 'queue limits and backoff',
       statements: [{ name: 'add queue state limit columns', text: pgLimitColumnsDdl(n.schema, queueStateTableName(n.transport, 'postgres')) }],
+    },
+    {
+      // Ordering keys (issue 17 §1): a nullable column (catalog only, no rewrite) and a partial index over keyed rows,
+      // which every existing row lacks, so the build is one scan of the table (writes and reads wait for it: the
+      // column's lock is held to the commit). SQL Server's twins are its versions 13 (column) and 14 (index).
+      version: 11,
+      name: 'ordering keys',
+      statements: [
+        { name: 'add transport ordering_key column', text: pgOrderingColumnDdl(n.transport) },
+        { name: 'create transport ordering index', text: pgOrderingIndexDdl(n.transport) },
+      ],
     },
   ]);
 }

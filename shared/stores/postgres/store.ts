@@ -45,6 +45,7 @@ import type { WaitingJob, WaitingQuery } from '../../transport/waiting';
 import type { HistoryPage, HistoryQuery, JobRecord } from '../../transport/history';
 import { historyPage, readJob, searchKey, type HistoryRowShape } from '../../transport/history-rows';
 import { pgHistoryDdl, pgHistoryStatements, type PgHistoryStatements } from './history-statements';
+import { ORDERING_KEY_COLUMN, pgOrderingColumnDdl, pgOrderingIndexDdl } from './ordering-sql';
 
 /** The limited claim's summary row (limit-statements.ts). */
 interface LimitStateRow {
@@ -152,6 +153,12 @@ export class PostgresTransportStore implements TransportStore {
     }
     if (this.options.autoCreateSchema && state.exists) await this.ensureQueueStateTable();
     if (this.options.autoCreateSchema && state.exists) await this.ensureHistoryTable();
+    if (this.options.autoCreateSchema && state.exists && state.problems.length === 0) await this.ensureOrderingKey();
+    else if (state.exists && !(await this.hasOrderingKey())) {
+      state.problems.push(
+        `table ${n.schema}.${n.table} has no column 'ordering_key' (schema version 11): run \`npm run schema -- apply\` or set AUTO_CREATE_SCHEMA=true`,
+      );
+    }
     if (!state.exists) {
       throw new Error(
         `the transport table ${n.schema}.${n.table} does not exist. Run \`npm run schema -- apply\` (or print the DDL with ` +
@@ -186,6 +193,27 @@ export class PostgresTransportStore implements TransportStore {
       // the limit and backoff columns (migration 10 adds them to migrated schemas)
       await tx.query(pgLimitColumnsDdl(n.schema, this.queueStateTable));
       for (const stmt of pgDedupDdl(n)) await tx.query(stmt.text);
+    });
+  }
+
+  private async hasOrderingKey(): Promise<boolean> {
+    const r = await this.client.query<{ present: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 AND column_name = '${ORDERING_KEY_COLUMN}')
+         AND to_regclass($3) IS NOT NULL AS present`,
+      [this.names.schema, this.names.table, `"${this.names.schema}"."${this.names.orderingIndex}"`],
+    );
+    return r.rows[0]?.present === true;
+  }
+
+  /** The ordering-key column and its partial index (migration 11 for migrated schemas), under the schema lock. */
+  private async ensureOrderingKey(): Promise<void> {
+    if (await this.hasOrderingKey()) return;
+    const n = this.names;
+    await this.client.transaction(async (tx) => {
+      await tx.query(`SET LOCAL lock_timeout = '60s'`);
+      await tx.query('SELECT pg_advisory_xact_lock($1::bigint)', [advisoryKey(schemaLockResource(n.schema))]);
+      await tx.query(pgOrderingColumnDdl(n));
+      await tx.query(pgOrderingIndexDdl(n));
     });
   }
 
@@ -232,6 +260,7 @@ export class PostgresTransportStore implements TransportStore {
       messages.map((m) => JSON.stringify(m.headers)),
       messages.map((m) => Math.max(0, Math.round(m.delayMs))),
       notifyPrefix(this.names),
+      messages.map((m) => m.orderingKey ?? null),
     ], this.prepared.publish);
     const byId = new Map(inserted.rows.map((r) => [r.id, r.available_at]));
     const existing = await this.storedRows(q, messages.filter((m) => !byId.has(m.id.toLowerCase())).map((m) => m.id));
@@ -407,6 +436,7 @@ export class PostgresTransportStore implements TransportStore {
       leased: boolean;
       delayed: boolean;
       dead_letter_reason: string | null;
+      ordering_key: string | null;
     }>(this.historySql.findJob, [id]);
     return readJob(
       r.rows.map((x) => ({
@@ -421,6 +451,7 @@ export class PostgresTransportStore implements TransportStore {
         leased: x.leased,
         delayed: x.delayed,
         deadLetterReason: x.dead_letter_reason,
+        orderingKey: x.ordering_key,
       })),
       deadLetterQueue,
     );
@@ -601,7 +632,7 @@ export class PostgresTransportStore implements TransportStore {
     if (!(top > 0)) return [];
     await this.ensureSchema();
     const text = (this.waiting ??= pgWaitingStatements(this.names))[`${query.state}:${query.order}`];
-    const r = await this.client.query<{ id: string; payload_json: string; headers_json: string; attempts: number; available_at: Date; created_at: Date }>(text, [
+    const r = await this.client.query<{ id: string; payload_json: string; headers_json: string; attempts: number; available_at: Date; created_at: Date; ordering_key: string | null }>(text, [
       query.queue,
       top,
     ]);
@@ -612,6 +643,7 @@ export class PostgresTransportStore implements TransportStore {
       attempts: Number(row.attempts),
       availableAt: row.available_at,
       createdAt: row.created_at,
+      ...(row.ordering_key === null ? {} : { orderingKey: row.ordering_key }),
     }));
   }
   private waiting: PgWaitingStatements | undefined;

@@ -15,7 +15,7 @@ export function pgWaitingStatements(names: TransportNames): PgWaitingStatements 
   const list = (state: WaitingState, order: WaitingOrder) => {
     const bound = state === 'ready' ? 'available_at <= now()' : 'available_at > now()';
     const dir = order === 'oldest' ? '' : ' DESC';
-    return `SELECT id, payload_json, headers_json, attempts, available_at, created_at FROM ${t}
+    return `SELECT id, payload_json, headers_json, attempts, available_at, created_at, ordering_key FROM ${t}
 WHERE queue = $1 AND ${bound} AND ${UNLEASED}
 ORDER BY available_at${dir}, created_at${dir}
 LIMIT $2`;

@@ -1,0 +1,63 @@
+// The claim with ordering keys stays an ordered read of the ready index; the head-of-key test is a probe of the
+// partial ordering index per candidate row (no Seq Scan, no sort of the key's rows), on a migrated schema.
+import { randomUUID } from 'node:crypto';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import type { OpenedStores } from '../../shared/stores/open';
+import { pgStatements } from '../../shared/stores/postgres/statements';
+import { transportNames } from '../../shared/sql/identifiers';
+import { announce } from './fixtures';
+import { closeSharedPglite, schemaDbFixtures, type SchemaDb } from './schema-fixtures';
+import { describeNode, nodes, type PlanNode } from './plan-nodes';
+
+afterAll(() => closeSharedPglite());
+
+const TABLE = 'asyncresponse_transport_messages';
+
+for (const fixture of schemaDbFixtures()) {
+  describe.skipIf(!announce(fixture))(`[${fixture.name}] ordering-key claim plan`, { timeout: 180_000 }, () => {
+    let d: SchemaDb | undefined;
+    let stores: OpenedStores | undefined;
+    afterEach(async () => {
+      await stores?.close();
+      await d?.close();
+      stores = d = undefined;
+    });
+
+    it('with 50k keyed rows (1,000 keys) a claim reads the ready index and probes the ordering index, never the whole table', async (ctx) => {
+      d = await fixture.create();
+      stores = await d.open(true);
+      await stores.migrator.apply();
+      const t = `"${d.schema}"."${TABLE}"`;
+      // 50 rows per key, created in key-round order: row g is the (g / 1000)th job of key g % 1000
+      await d.client.query(
+        `INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at, ordering_key)
+         SELECT gen_random_uuid(), 'work', '{"n":' || g || '}', '{}', now() - interval '1 hour' + g * interval '1 millisecond',
+                now() - interval '1 hour' + g * interval '1 millisecond', 'k' || (g % 1000)
+         FROM generate_series(0, 49999) AS g`,
+      );
+      await d.client.query(`ANALYZE ${t}`);
+      const names = transportNames(d.schema, TABLE, 'postgres');
+      const r = await d.client.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(`EXPLAIN (FORMAT JSON) ${pgStatements(names).claim}`, ['work', 100, 30_000, randomUUID()]);
+      const plan = nodes(r.rows[0]!['QUERY PLAN'][0]!.Plan);
+      const scans = plan.filter((n) => n['Relation Name'] === TABLE).map(describeNode);
+      console.log(`[${fixture.name}] keyed claim plan: ${plan.map(describeNode).join(' > ')}`);
+      if (fixture.name === 'pglite' && scans.some((s) => s.startsWith('Seq Scan'))) {
+        console.log(`[pglite] keyed claim plan check skipped: its planner chose ${scans.join(', ')}`);
+        ctx.skip();
+      }
+      expect(scans.some((s) => s.startsWith('Seq Scan')), scans.join(', ')).toBe(false);
+      expect(scans.some((s) => s.includes(names.readyIndex)), scans.join(', ')).toBe(true);
+      expect(scans.some((s) => s.includes(names.orderingIndex)), scans.join(', ')).toBe(true);
+      expect(plan.some((n) => n['Node Type'] === 'Sort'), plan.map(describeNode).join(', ')).toBe(false);
+
+      // and it claims the heads: the first 100 rows are the first jobs of keys 0..99
+      const claimed = await stores.transport.claim('work', 100, 30_000);
+      expect(claimed.map((c) => c.payloadJson)).toEqual(Array.from({ length: 100 }, (_, i) => `{"n":${i}}`));
+      // heads of keys 100..199 come next in the index; the leased heads and their successors are passed over
+      const next = await stores.transport.claim('work', 100, 30_000);
+      expect(next.map((c) => c.payloadJson)).toEqual(Array.from({ length: 100 }, (_, i) => `{"n":${i + 100}}`));
+      const analyzed = await d.client.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS) ${pgStatements(names).claim}`, ['work', 100, 30_000, randomUUID()]);
+      console.log(`[${fixture.name}] keyed claim, 200 heads leased, 100 more claimed:\n${analyzed.rows.map((x) => x['QUERY PLAN']).join('\n')}`);
+    });
+  });
+}
