@@ -40,6 +40,7 @@ export async function listWaiting(request: HttpRequest, context: InvocationConte
           createdAt: m.createdAt.toISOString(),
           attempts: m.attempts,
           ...(correlationId === undefined ? {} : { correlationId }),
+          ...(m.orderingKey === undefined ? {} : { orderingKey: m.orderingKey }),
           headers: m.headers,
           payload: parseOrRaw(m.payloadJson),
         };
