@@ -18,7 +18,7 @@ import { length, typeName } from '../support/sqlserver-statements';
 
 const names = schemaNames(transportNames('dbo', 'jobs', 'sqlserver'), channelNames('dbo', DEFAULT_CHANNEL_TABLES, 'sqlserver'), 'sqlserver');
 const r = sqlServerRunnerStatements(names);
-const [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12] = sqlServerMigrations(names);
+const [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14] = sqlServerMigrations(names);
 
 describe('SQL Server schema-version statement shapes', () => {
   it('names: the migrations and subscriptions tables take the transport table as their base', () => {
@@ -172,19 +172,20 @@ describe('SQL Server schema-version statement shapes', () => {
       'runner: recordedVersions',
       'runner: recordVersion',
     ]);
-    expect(all).toHaveLength(6 + [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12].reduce((sum, v) => sum + v!.statements.length, 0));
+    expect(all).toHaveLength(6 + [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14].reduce((sum, v) => sum + v!.statements.length, 0));
     expect(all).toContainEqual({ name: 'v2: create subscriptions table', text: v2!.statements[0]!.text });
     expect(all).toContainEqual({ name: 'v3: create publish topic procedure', text: v3!.statements[2]!.text });
     expect(all).toContainEqual({ name: 'v5: create transport dead-letter index', text: v5!.statements[0]!.text });
     expect(all).toContainEqual({ name: 'v6: create publish topic procedure', text: v6!.statements[2]!.text });
     expect(all).toContainEqual({ name: 'v11: create history correlation index', text: v11!.statements[3]!.text });
     expect(all).toContainEqual({ name: 'v9: create queue state table', text: v9!.statements[0]!.text });
-    expect(all.at(-1)).toEqual({ name: 'v12: add queue state limit columns', text: v12!.statements[0]!.text });
+    expect(all).toContainEqual({ name: 'v12: add queue state limit columns', text: v12!.statements[0]!.text });
+    expect(all.at(-1)).toEqual({ name: 'v14: create transport ordering index', text: v14!.statements[0]!.text });
   });
 
   it('the printed script: one transaction per version under the applock, each recorded if not yet', () => {
     const script = printSqlServerMigrations(names);
-    expect(script.match(/BEGIN TRANSACTION;\nSET XACT_ABORT ON;/g)).toHaveLength(12);
+    expect(script.match(/BEGIN TRANSACTION;\nSET XACT_ABORT ON;/g)).toHaveLength(14);
     expect(script).toContain("IF NOT EXISTS (SELECT 1 FROM [dbo].[jobs_migrations] WHERE version = 2)\n    INSERT INTO [dbo].[jobs_migrations] (version, name) VALUES (2, N'topic subscriptions table');\nCOMMIT;\nGO");
     expect(script.indexOf('-- version 1:')).toBeLessThan(script.indexOf('-- version 2:'));
     expect(script.indexOf('-- version 2:')).toBeLessThan(script.indexOf('-- version 3: publish procedures (outbox)'));

@@ -75,6 +75,9 @@ describe('SQL Server migration runner', () => {
       'lock', 'ensure table', 'read versions', 'v10: create dedup table', 'v10: create dedup window index', 'record',
       'lock', 'ensure table', 'read versions', ...v11!.statements.map((s) => `v11: ${s.name}`), 'record',
       'lock', 'ensure table', 'read versions', 'v12: add queue state limit columns', 'record',
+      // the ordering key's column commits (its Sch-M ends) before version 14 builds its index
+      'lock', 'ensure table', 'read versions', 'v13: add transport ordering_key column', 'record',
+      'lock', 'ensure table', 'read versions', 'v14: create transport ordering index', 'record',
       'lock', 'ensure table', 'read versions',
     ]);
     expect(records).toEqual([
@@ -90,6 +93,8 @@ describe('SQL Server migration runner', () => {
       { version: 10, name: 'dedup keys table' },
       { version: 11, name: 'job history table' },
       { version: 12, name: 'queue limits and backoff' },
+      { version: 13, name: 'ordering key column' },
+      { version: 14, name: 'ordering index' },
     ]);
     // the lock batch outlives its own 60 s applock wait; migration batches get the index-build hour
     const lock = pool.calls.find((c) => c.text === r.lock.text)!;

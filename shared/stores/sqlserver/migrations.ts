@@ -39,6 +39,7 @@ import { qualifiedQueueStateTable, queueStateTableBody } from './job-control-sta
 import { dedupDdl } from './dedup-statements';
 import { historyDdl } from './history-statements';
 import { addLimitColumnsIfMissing } from './queue-state-sql';
+import { addOrderingKeyIfMissing, ORDERING_INDEX_FILTER, ORDERING_INDEX_KEYS } from './ordering-sql';
 
 const q = (n: string) => quoteIdentifier(n, 'sqlserver');
 
@@ -161,6 +162,25 @@ export function sqlServerMigrations(n: SchemaNames): readonly Migration[] {
         batch('add queue state limit columns', [
           `SET LOCK_TIMEOUT ${MIGRATION_LOCK_TIMEOUT_MS};`,
           ...addLimitColumnsIfMissing(qualifiedQueueStateTable(n.transport)),
+        ]),
+      ],
+    },
+    {
+      // Ordering keys (issue 17 §1): the column alone, committed on its own as version 4 did (a nullable column
+      // without a default is a metadata-only change, but its Sch-M lasts to the commit, so the index gets its own
+      // version), with the bounded lock wait. PostgreSQL's twin is its version 11 (column and index).
+      version: 13,
+      name: 'ordering key column',
+      statements: [batch('add transport ordering_key column', [`SET LOCK_TIMEOUT ${MIGRATION_LOCK_TIMEOUT_MS};`, ...addOrderingKeyIfMissing(transport)])],
+    },
+    {
+      // Filtered to keyed rows (every existing row has none, so it is built empty), online where the edition has it.
+      version: 14,
+      name: 'ordering index',
+      statements: [
+        batch('create transport ordering index', [
+          `SET LOCK_TIMEOUT ${MIGRATION_LOCK_TIMEOUT_MS};`,
+          ...createIndexOnlineIfMissing(transport, n.transport.orderingIndex, ORDERING_INDEX_KEYS, ORDERING_INDEX_FILTER),
         ]),
       ],
     },

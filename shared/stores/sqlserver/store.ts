@@ -293,6 +293,7 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
         headers_json: JSON.stringify(m.headers ?? {}),
         delay_ms: delayOf(m.delayMs),
         ord,
+        ...(m.orderingKey === undefined ? {} : { ordering_key: m.orderingKey }),
       })),
     );
     // a new key two publishers inserted at once: the loser's batch rolls back whole, and the re-run finds the key held
@@ -332,6 +333,7 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
           headers_json: JSON.stringify(m.headers ?? {}),
           delay_ms: delayOf(m.delayMs),
           ord,
+          ...(m.orderingKey === undefined ? {} : { ordering_key: m.orderingKey }),
         }))
         .sort((a, b) => compareSqlServerGuids(a.id, b.id)),
     );
@@ -478,6 +480,7 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
         leased: r.leased === true || r.leased === 1,
         delayed: r.delayed === true || r.delayed === 1,
         deadLetterReason: (r.dead_letter_reason as string | null) ?? null,
+        orderingKey: (r.ordering_key as string | null) ?? null,
       })),
       deadLetterQueue,
     );
@@ -676,6 +679,7 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
       attempts: Number(r.attempts ?? 0),
       availableAt: r.available_at as Date,
       createdAt: r.created_at as Date,
+      ...(r.ordering_key === null || r.ordering_key === undefined ? {} : { orderingKey: String(r.ordering_key) }),
     }));
   }
   private waiting: WaitingStatements | undefined;

@@ -16,7 +16,7 @@ export function waitingStatements(names: TransportNames): WaitingStatements {
     const dir = order === 'oldest' ? '' : ' DESC';
     return {
       text: [
-        'SELECT TOP (@top) id, payload_json, headers_json, attempts, available_at, created_at',
+        'SELECT TOP (@top) id, payload_json, headers_json, attempts, available_at, created_at, ordering_key',
         `FROM ${t}`,
         `WHERE ${exactQueueMatch('queue', 'queue')} AND ${bound}`,
         '  AND (locked_until IS NULL OR locked_until <= SYSUTCDATETIME())',
