@@ -1,5 +1,6 @@
 // The claim with ordering keys stays an ordered read of the ready index; the head-of-key test is a probe of the
-// partial ordering index per candidate row (no Seq Scan, no sort of the key's rows), on a migrated schema.
+// partial ordering index per candidate row (no Seq Scan, no sort of the key's rows), on a migrated schema; and the
+// publish stamps that order keys by (created_at, id) keep a batch's order and come after it.
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { OpenedStores } from '../../shared/stores/open';
@@ -58,6 +59,27 @@ for (const fixture of schemaDbFixtures()) {
       expect(next.map((c) => c.payloadJson)).toEqual(Array.from({ length: 100 }, (_, i) => `{"n":${i + 100}}`));
       const analyzed = await d.client.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS) ${pgStatements(names).claim}`, ['work', 100, 30_000, randomUUID()]);
       console.log(`[${fixture.name}] keyed claim, 200 heads leased, 100 more claimed:\n${analyzed.rows.map((x) => x['QUERY PLAN']).join('\n')}`);
+    });
+
+    it("a batch's rows are stamped 1 µs apart in batch order, and a publish right after it is stamped after its last row", async () => {
+      d = await fixture.create();
+      stores = await d.open(true);
+      await stores.migrator.apply();
+      const t = `"${d.schema}"."${TABLE}"`;
+      for (let round = 0; round < 10; round++) {
+        const batch = Array.from({ length: 1000 }, (_, i) => ({ id: randomUUID(), queue: `stamps${round}`, payloadJson: `{"i":${i}}`, headers: {}, delayMs: 0, orderingKey: 'a' }));
+        await stores.transport.publish(batch);
+        const next = { ...batch[0]!, id: randomUUID(), payloadJson: '{"i":1000}' };
+        await stores.transport.publish([next]);
+        const r = await d.client.query<{ ordered: boolean; after: boolean }>(
+          `SELECT bool_and(gap = interval '1 microsecond') AS ordered,
+                  (SELECT created_at FROM ${t} WHERE id = $2) > max(created_at) AS after
+           FROM (SELECT created_at, created_at - lag(created_at) OVER (ORDER BY (payload_json::jsonb ->> 'i')::int) AS gap
+                 FROM ${t} WHERE queue = $1 AND id <> $2) AS s`,
+          [`stamps${round}`, next.id],
+        );
+        expect(r.rows[0]).toEqual({ ordered: true, after: true });
+      }
     });
   });
 }
