@@ -63,6 +63,26 @@ for (const fixture of storeFixtures()) {
       expect(await h.store.claim(q, 10, LOCK)).toEqual([]);
     });
 
+    it('a reschedule moves only the due time: a head moved later holds its key, a successor moved earlier cannot overtake', async () => {
+      const q = 'ord_resched';
+      const a1 = keyed(q, 'a', 1);
+      const a2 = keyed(q, 'a', 2);
+      await h.store.publish([a1, a2]);
+      expect((await h.store.reschedule(q, a1.id, { delayMs: 60_000 })).outcome).toBe('rescheduled');
+      expect((await h.store.reschedule(q, a2.id, { delayMs: 0 })).outcome).toBe('rescheduled');
+      expect(await h.store.claim(q, 10, LOCK)).toEqual([]); // a2 is due first, but a1 is older
+      expect((await h.store.reschedule(q, a1.id, { delayMs: 0 })).outcome).toBe('rescheduled');
+      expect((await h.store.claim(q, 10, LOCK)).map(seqOf)).toEqual([1]);
+    });
+
+    it('cancelling a waiting head lets its key go on', async () => {
+      const q = 'ord_cancel';
+      const a1 = keyed(q, 'a', 1);
+      await h.store.publish([a1, keyed(q, 'a', 2)]);
+      expect(await h.store.cancel(q, a1.id, false)).toBe('deleted');
+      expect((await h.store.claim(q, 10, LOCK)).map(seqOf)).toEqual([2]);
+    });
+
     it('a dead-lettered head lets the key go on; its requeue goes to the back of the key', async () => {
       const q = 'ord_dead';
       await h.store.publish([keyed(q, 'a', 1), keyed(q, 'a', 2), keyed(q, 'a', 3)]);
@@ -114,10 +134,15 @@ for (const fixture of storeFixtures()) {
       expect(c.messages.map((m) => `${keyOf(m)}${seqOf(m)}`).sort()).toEqual(['a1', 'b1']);
     });
 
-    it('unkeyed rows are unaffected: one claim takes them all, in availability order', async () => {
+    it('unkeyed rows are unaffected: one claim takes them all; claims take them in availability order', async () => {
       const q = 'ord_plain';
       await h.store.publish(Array.from({ length: 20 }, (_, i) => message(q, { seq: i })));
-      expect((await h.store.claim(q, 50, LOCK)).map(seqOf)).toEqual(Array.from({ length: 20 }, (_, i) => i));
+      expect((await h.store.claim(q, 50, LOCK)).map(seqOf).sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => i));
+      // (within one claim the rows come back sorted to the millisecond only: a batch's rows share it)
+      await h.store.publish(Array.from({ length: 10 }, (_, i) => message(`${q}_1`, { seq: i })));
+      const one: number[] = [];
+      for (let i = 0; i < 10; i++) one.push(...(await h.store.claim(`${q}_1`, 1, LOCK)).map(seqOf));
+      expect(one).toEqual(Array.from({ length: 10 }, (_, i) => i));
     });
 
     it('the ordering key is shown on the waiting list and the job view', async () => {
