@@ -61,6 +61,30 @@ for (const fixture of schemaDbFixtures()) {
       console.log(`[${fixture.name}] keyed claim, 200 heads leased, 100 more claimed:\n${analyzed.rows.map((x) => x['QUERY PLAN']).join('\n')}`);
     });
 
+    it('a table without the ordering key: refused without AUTO_CREATE_SCHEMA (naming the column and version), completed with it', async () => {
+      d = await fixture.create();
+      stores = await d.open(true);
+      await stores.migrator.apply();
+      await d.client.query(`ALTER TABLE "${d.schema}"."${TABLE}" DROP COLUMN ordering_key`);
+      const operator = await d.open(false);
+      try {
+        await expect(operator.transport.publish([{ id: randomUUID(), queue: 'q', payloadJson: '{}', headers: {}, delayMs: 0 }])).rejects.toThrow(
+          /no column 'ordering_key' \(schema version 11\)/,
+        );
+      } finally {
+        await operator.close();
+      }
+      const creator = await d.open(true);
+      try {
+        const [outcome] = await creator.transport.publish([{ id: randomUUID(), queue: 'q', payloadJson: '{}', headers: {}, delayMs: 0, orderingKey: 'a' }]);
+        expect(outcome!.inserted).toBe(true);
+        const idx = await d.client.query(`SELECT 1 FROM pg_indexes WHERE schemaname = $1 AND indexname = $2`, [d.schema, transportNames(d.schema, TABLE, 'postgres').orderingIndex]);
+        expect(idx.rows).toHaveLength(1);
+      } finally {
+        await creator.close();
+      }
+    });
+
     it("a batch's rows are stamped 1 µs apart in batch order, and a publish right after it is stamped after its last row", async () => {
       d = await fixture.create();
       stores = await d.open(true);

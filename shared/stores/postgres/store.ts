@@ -154,10 +154,15 @@ export class PostgresTransportStore implements TransportStore {
     if (this.options.autoCreateSchema && state.exists) await this.ensureQueueStateTable();
     if (this.options.autoCreateSchema && state.exists) await this.ensureHistoryTable();
     if (this.options.autoCreateSchema && state.exists && state.problems.length === 0) await this.ensureOrderingKey();
-    else if (state.exists && !(await this.hasOrderingKey())) {
-      state.problems.push(
-        `table ${n.schema}.${n.table} has no column 'ordering_key' (schema version 11): run \`npm run schema -- apply\` or set AUTO_CREATE_SCHEMA=true`,
-      );
+    else if (state.exists) {
+      const ordering = await this.orderingKeyState();
+      if (!ordering.column) {
+        state.problems.push(
+          `table ${n.schema}.${n.table} has no column 'ordering_key' (schema version 11): run \`npm run schema -- apply\` or set AUTO_CREATE_SCHEMA=true`,
+        );
+      } else if (!ordering.index) {
+        state.warnings.push(`table ${n.schema}.${n.table} has no ordering index, so a claim of a keyed job reads its key's rows. Create it: ${pgOrderingIndexDdl(n)}`);
+      }
     }
     if (!state.exists) {
       throw new Error(
@@ -196,18 +201,19 @@ export class PostgresTransportStore implements TransportStore {
     });
   }
 
-  private async hasOrderingKey(): Promise<boolean> {
-    const r = await this.client.query<{ present: boolean }>(
-      `SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 AND column_name = '${ORDERING_KEY_COLUMN}')
-         AND to_regclass($3) IS NOT NULL AS present`,
+  private async orderingKeyState(): Promise<{ column: boolean; index: boolean }> {
+    const r = await this.client.query<{ column: boolean; index: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 AND column_name = '${ORDERING_KEY_COLUMN}') AS column,
+         to_regclass($3) IS NOT NULL AS index`,
       [this.names.schema, this.names.table, `"${this.names.schema}"."${this.names.orderingIndex}"`],
     );
-    return r.rows[0]?.present === true;
+    return { column: r.rows[0]?.column === true, index: r.rows[0]?.index === true };
   }
 
   /** The ordering-key column and its partial index (migration 11 for migrated schemas), under the schema lock. */
   private async ensureOrderingKey(): Promise<void> {
-    if (await this.hasOrderingKey()) return;
+    const present = await this.orderingKeyState();
+    if (present.column && present.index) return;
     const n = this.names;
     await this.client.transaction(async (tx) => {
       await tx.query(`SET LOCAL lock_timeout = '60s'`);
