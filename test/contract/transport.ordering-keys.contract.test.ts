@@ -127,6 +127,21 @@ for (const fixture of storeFixtures()) {
       expect(seen.filter((n) => n % 2 === 1)).toEqual(Array.from({ length: 50 }, (_, i) => 2 * i + 1));
     });
 
+    it('the claim outlook calls a queue due only when a head can run: rows behind a running head are not due', async () => {
+      const q = 'ord_outlook';
+      await h.store.publish([keyed(q, 'a', 1), keyed(q, 'a', 2)]);
+      expect((await h.store.claimOutlook(q)).due).toBe(true);
+      const [head] = await h.store.claim(q, 10, LOCK);
+      const plain = await h.store.claimOutlook(q);
+      expect(plain.due).toBe(false); // a drain now would claim nothing, and announce again
+      expect(plain.leaseLapsesInMs).toBeGreaterThan(0); // queue mode asks again when the head's lease lapses
+      const limited = await h.store.claimOutlook(q, { concurrency: 5 });
+      expect(limited.due).toBe(false);
+      await h.store.ack([head!]);
+      expect((await h.store.claimOutlook(q)).due).toBe(true);
+      expect((await h.store.claimOutlook(q, { concurrency: 5 })).due).toBe(true);
+    });
+
     it('a limited claim honours ordering keys too', async () => {
       const q = 'ord_limited';
       await h.store.publish([keyed(q, 'a', 1), keyed(q, 'a', 2), keyed(q, 'b', 1)]);

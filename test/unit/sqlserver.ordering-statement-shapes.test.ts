@@ -8,7 +8,7 @@ import { silentLogger } from '../../shared/log';
 import { schemaNames } from '../../shared/stores/schema-names';
 import { channelNames, transportNames } from '../../shared/sql/identifiers';
 import { DEFAULT_CHANNEL_TABLES } from '../../shared/channel/types';
-import { claimLimited } from '../../shared/stores/sqlserver/limit-statements';
+import { claimLimited, limitedOutlook } from '../../shared/stores/sqlserver/limit-statements';
 import { sqlServerMigrations } from '../../shared/stores/sqlserver/migrations';
 import { headOfKeyLines } from '../../shared/stores/sqlserver/ordering-sql';
 import { SqlServerTransportStore } from '../../shared/stores/sqlserver/store';
@@ -40,8 +40,10 @@ describe('SQL Server ordering-key statement shapes', () => {
     expect(s.claimBatch.text.match(/;/g)).toHaveLength(1);
   });
 
-  it('the limited claim uses the same probe', () => {
+  it('the limited claim uses the same probe, and the limited outlook counts a keyed row as ready only as a head', () => {
     expect(probeOf(claimLimited(names).text)).toBe(probeOf(s.claimBatch.text));
+    expect(limitedOutlook(names).text).toContain(`FROM [dbo].[jobs] AS candidate WHERE queue = @queue`);
+    expect(limitedOutlook(names).text).toContain(`${headOfKeyLines('[dbo].[jobs]').join('\n')}\n    ) THEN 1 ELSE 0 END AS bit) AS ready,`);
   });
 
   it('publish writes the key from the batch; the dead-letter move keeps it; a requeue sends a keyed job to the back of its key', () => {

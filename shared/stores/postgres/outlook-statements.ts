@@ -5,11 +5,14 @@
 // Both halves seek the ready index (queue, available_at, …): a leased row keeps the available_at it was claimed
 // with (≤ now), so `available_at <= now()` bounds the lease scan too. The lease half runs only when nothing is due
 // (a CASE evaluates its subquery lazily), and then every row it reads is leased: a handful per instance, however
-// long the queue's backlog of delayed rows is.
+// long the queue's backlog of delayed rows is. A keyed row counts as due only as the head of its key (ordering-sql.ts),
+// as the claim takes it: rows held behind a running or delayed head would make a drain that claims nothing, and
+// then announce again (a loop).
 
 import { quoteIdentifier, type TransportNames } from '../../sql/identifiers';
 import { queueStateTableName } from '../queue-state-names';
 import { pgJobControlStatements } from './job-control-statements';
+import { pgHeadOfKey } from './ordering-sql';
 
 const UNLEASED = '(locked_until IS NULL OR locked_until <= now())';
 
@@ -30,7 +33,7 @@ export function pgClaimOutlookStatement(names: TransportNames): string {
     SELECT (EXTRACT(EPOCH FROM min(locked_until) - clock_timestamp()) * 1000)::float8 FROM ${t}
     WHERE queue = $1 AND available_at <= now() AND locked_until > now()) END AS lease_lapses_in_ms,
   CASE WHEN d.due THEN NULL ELSE (${backoffMs(s)}) END AS resumes_in_ms
-FROM (SELECT NOT ${paused} AND EXISTS (SELECT 1 FROM ${t} WHERE queue = $1 AND available_at <= now() AND ${UNLEASED}) AS due) AS d`;
+FROM (SELECT NOT ${paused} AND EXISTS (SELECT 1 FROM ${t} AS c WHERE queue = $1 AND available_at <= now() AND ${UNLEASED} AND ${pgHeadOfKey(names, 'c', '$1')}) AS due) AS d`;
 }
 
 /**
@@ -40,7 +43,7 @@ FROM (SELECT NOT ${paused} AND EXISTS (SELECT 1 FROM ${t} WHERE queue = $1 AND a
  */
 export function pgLimitedOutlookStatement(names: TransportNames): string {
   const { t, s } = tables(names);
-  return `SELECT EXISTS (SELECT 1 FROM ${t} WHERE queue = $1 AND available_at <= now() AND ${UNLEASED}) AS ready,
+  return `SELECT EXISTS (SELECT 1 FROM ${t} AS c WHERE queue = $1 AND available_at <= now() AND ${UNLEASED} AND ${pgHeadOfKey(names, 'c', '$1')}) AS ready,
   COALESCE((SELECT paused_at IS NOT NULL FROM ${s} WHERE queue = $1), false) AS paused,
   (${backoffMs(s)}) AS backoff_ms,
   CASE WHEN $3::float8 IS NULL THEN NULL ELSE (

@@ -6,13 +6,15 @@
 // claimed with (≤ now), so `available_at <= SYSUTCDATETIME()` bounds the lease scan too. The lease half runs only
 // when nothing is due (IF … ELSE), and then every row it reads is leased: a handful per instance, however long
 // the queue's backlog of delayed rows is. The same exact queue match as the claim, so a row the probe calls due is
-// one the claim can take.
+// one the claim can take, and a keyed row only as the head of its key (ordering-sql.ts): rows held behind a running
+// or delayed head would make a drain that claims nothing, and then announce again (a loop).
 
 import * as sql from 'mssql';
 import type { TransportNames } from '../../sql/identifiers';
 import type { ClaimOutlook } from '../../transport/types';
 import { exactQueueMatch, qualifiedTable, type Statement } from './statements';
 import { pausedTest, qualifiedQueueStateTable } from './job-control-statements';
+import { headOfKeyLines } from './ordering-sql';
 
 export function claimOutlook(names: TransportNames): Statement<'queue'> {
   const t = qualifiedTable(names);
@@ -20,7 +22,9 @@ export function claimOutlook(names: TransportNames): Statement<'queue'> {
   return {
     text: [
       // a paused (or backed-off) queue is never due (its drain would claim nothing, and announce again: a loop)
-      `IF NOT ${pausedTest(names)} AND EXISTS (SELECT 1 FROM ${t} ${where} AND (locked_until IS NULL OR locked_until <= SYSUTCDATETIME()))`,
+      `IF NOT ${pausedTest(names)} AND EXISTS (SELECT 1 FROM ${t} AS candidate ${where} AND (locked_until IS NULL OR locked_until <= SYSUTCDATETIME())`,
+      ...headOfKeyLines(t),
+      '    )',
       '    SELECT CAST(1 AS bit) AS due, CAST(NULL AS bigint) AS lease_lapses_in_ms;',
       'ELSE',
       '    SELECT CAST(0 AS bit) AS due, DATEDIFF_BIG(MILLISECOND, SYSUTCDATETIME(), MIN(locked_until)) AS lease_lapses_in_ms,',
