@@ -1,8 +1,9 @@
 // npm run bench — throughput and latency of the transport on the configured store.
 // Store: BENCH_STORE=postgres|pglite|sqlserver (default: postgres when PG_URL/DATABASE_URL is set, else pglite).
 // Sizes: BENCH_JOBS (default 20000), BENCH_LARGE_ROWS (default 100000). Each run uses its own schema and drops it.
-// Parts: BENCH_ONLY=publish,drain,wake,wake-across,responses,claim-flatness,ids,stats,history,cold-start,timer-drain (comma-separated; default all).
+// Parts: BENCH_ONLY=publish,drain,wake,wake-across,responses,claim-flatness,ids,stats,history,ordering,cold-start,timer-drain (comma-separated; default all).
 // history: the drain with job history on against off, alternating rounds (BENCH_HISTORY_ROUNDS, default 3); reports the ratio.
+// ordering: the drain with BENCH_ORDERING_KEYS ordering keys (default 1000) against none, alternating rounds (BENCH_ORDERING_ROUNDS, default 3).
 // ids (PostgreSQL server only): BENCH_ID_ROWS (default 1000000) publishes per id mode, sequential vs random.
 // stats (PostgreSQL server only): queueStats with 1M dead letters of other queues, without and with the dead-letter index.
 // cold-start needs no store (bench/cold-start.ts); run alone it opens none.
@@ -30,6 +31,7 @@ import { benchColdStart } from './cold-start';
 import { benchStats } from './stats';
 import { benchTimerDrain } from './timer-drain';
 import { benchHistory } from './history';
+import { benchOrdering } from './ordering';
 import { benchIdleCost, benchIdleStart, benchScaleOut } from './drain-triggers';
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 20_000);
@@ -277,6 +279,7 @@ const PARTS: Record<string, (s: BenchStores) => Promise<void>> = {
   ids: (s) => benchIds(s, record),
   stats: (s) => benchStats(s, record),
   history: (s) => benchHistory(s, JOBS, record, drain, (store, queue, n) => publishBatched(store, queue, n)),
+  ordering: (s) => benchOrdering(s, JOBS, record, drain),
 };
 /** Parts that need no bench store (timer-drain opens the app's own; it sets the app's settings, so it runs last). */
 const STORELESS: Record<string, () => Promise<void>> = {

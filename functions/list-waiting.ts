@@ -42,6 +42,7 @@ export async function listWaiting(request: HttpRequest, context: InvocationConte
           attempts: m.attempts,
           priority: m.priority,
           ...(correlationId === undefined ? {} : { correlationId }),
+          ...(m.orderingKey === undefined ? {} : { orderingKey: m.orderingKey }),
           headers: m.headers,
           payload: parseOrRaw(m.payloadJson),
         };

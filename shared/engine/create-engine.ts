@@ -65,6 +65,12 @@ export interface PublishInput {
   dedupWindowSeconds?: number;
   /** drop (default) or debounce: the holder's job, while still waiting, takes this payload and is due after this delay. */
   dedupMode?: 'drop' | 'debounce';
+  /**
+   * Jobs of this queue with the same key (1–200 characters, no control characters) run one at a time in publish
+   * order, across instances and retries; a failing job holds the key until it succeeds or is dead-lettered. Queue
+   * publishes only.
+   */
+  orderingKey?: string;
   /** A job not started by then is not run: dead-lettered with reason `expired` (dropped where dead-lettering is off). */
   expiresAt?: string;
   /** expiresAt as seconds from the publish (the app's clock); not both. */

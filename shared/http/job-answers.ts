@@ -17,6 +17,7 @@ export function jobBody(job: JobRecord): Record<string, unknown> {
     completedAt: job.completedAt?.toISOString() ?? null,
     lastError: job.lastError,
     ...(job.priority === undefined ? {} : { priority: job.priority }),
+    ...(job.orderingKey === undefined ? {} : { orderingKey: job.orderingKey }),
   };
 }
 

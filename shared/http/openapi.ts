@@ -624,6 +624,7 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
           completedAt: { type: ['string', 'null'], format: 'date-time', description: 'When its ack moved it to history; null unless completed.' },
           lastError: { type: ['string', 'null'], description: 'The dead-letter reason; null where none is known (a retried delivery\'s error is not stored).' },
           priority: { type: 'integer', minimum: -32768, maximum: 32767, description: 'Higher is claimed first; absent for a completed job (history keeps none).' },
+          orderingKey: { type: 'string', description: 'The ordering key it was published with, while it is in the queue table (history does not keep it).' },
         }),
         CorrelationId: {
           type: 'string',
@@ -701,6 +702,13 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
             dedupMode: {
               enum: ['drop', 'debounce'],
               description: 'drop (default); debounce: while the holder\'s job waits (not claimed), it takes this payload and headers and is due after this delaySeconds (debounced: true); once it was claimed, a new job takes the key.',
+            },
+            orderingKey: {
+              type: 'string',
+              minLength: 1,
+              maxLength: 200,
+              description:
+                'Jobs of this queue with the same key run one at a time, in publish order, across instances and retries: a failing job holds its key until it succeeds or is dead-lettered (then the next one runs). Compared exactly; no control characters. Queue publishes only.',
             },
             expiresAt: { type: 'string', format: 'date-time', description: 'A job not started by then is not run: dead-lettered with reason `expired`, or dropped where the queue drops dead letters. Must fall after the job is due.' },
             ttlSeconds: { type: 'number', exclusiveMinimum: 0, maximum: 315360000, description: 'expiresAt as seconds from the publish; not both.' },
@@ -834,6 +842,7 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
           createdAt: { type: 'string', format: 'date-time' },
           attempts: { type: 'integer', minimum: 0, description: 'Deliveries so far (a released job keeps its count).' },
           correlationId: { type: 'string', description: 'The AR-Correlation-Id header, when the job carries one.' },
+          orderingKey: { type: 'string', description: 'The ordering key, when it was published with one.' },
           headers: { type: 'object', additionalProperties: { type: 'string' } },
           payload: { description: 'Any JSON value (the stored text when it is not JSON).' },
         }),

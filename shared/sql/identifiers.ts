@@ -45,6 +45,8 @@ export interface TransportNames {
   createdIndex: string;
   /** (queue, dead-letter source queue): keeps a queue's dead-letter count off the other queues' dead letters. */
   deadLetterIndex: string;
+  /** (queue, ordering_key, created_at, id) WHERE ordering_key IS NOT NULL: the claim's head-of-key probe. */
+  orderingIndex: string;
 }
 
 export function transportNames(schema: string, table: string, dialect: Dialect): TransportNames {
@@ -58,6 +60,7 @@ export function transportNames(schema: string, table: string, dialect: Dialect):
     legacyReadyIndex: derivedName(table, '_ready_idx', cap),
     createdIndex: derivedName(table, '_created_idx', cap),
     deadLetterIndex: derivedName(table, '_dead_letter_idx', cap),
+    orderingIndex: derivedName(table, '_ordering_idx', cap),
   };
   assertDistinct([
     ['transport table', names.table],
@@ -65,6 +68,7 @@ export function transportNames(schema: string, table: string, dialect: Dialect):
     ['legacy ready index', names.legacyReadyIndex],
     ['created index', names.createdIndex],
     ['dead-letter index', names.deadLetterIndex],
+    ['ordering index', names.orderingIndex],
   ]);
   return names;
 }

@@ -33,6 +33,8 @@ export interface JobRecord {
   lastError: string | null;
   /** The job's priority (higher first); absent for a completed job (history keeps none). */
   priority?: number;
+  /** Its ordering key, while the job is in the queue table (waiting, leased, dead-lettered); history does not keep it. */
+  orderingKey?: string;
 }
 
 /** A row the store read for one id, before the dead-letter queue and the clock decide its state. */
@@ -52,6 +54,7 @@ export interface StoredJobRow {
   deadLetterReason: string | null;
   /** The live row's priority column (history rows have none). */
   priority?: number;
+  orderingKey?: string | null;
 }
 
 export interface HistoryCursor {
@@ -92,6 +95,7 @@ export function jobRecord(row: StoredJobRow, deadLetterQueue: string, sourceHead
     id: row.id,
     correlationId: row.headers[correlationHeader] ?? null,
     createdAt: row.createdAt,
+    ...(row.orderingKey != null && row.source === 'queue' ? { orderingKey: row.orderingKey } : {}),
   };
   if (row.source === 'history') {
     return { ...base, state: 'completed', queue: row.queue, attempts: row.attempts, availableAt: row.availableAt, completedAt: row.completedAt, lastError: null };

@@ -15,16 +15,18 @@ export const MAX_HEADERS_BYTES = 16 * 1024;
 const CONTROL_IN_NAME = /[\u0000-\u001f\u007f]/;
 const CONTROL_IN_VALUE = /[\u0000-\u0008\u000a-\u001f\u007f]/;
 
-const FIELDS = ['payload', 'id', 'correlationId', 'headers', 'delaySeconds', 'priority', 'dedupKey', 'dedupWindowSeconds', 'dedupMode', 'expiresAt', 'ttlSeconds'];
+const FIELDS = ['payload', 'id', 'correlationId', 'headers', 'delaySeconds', 'priority', 'dedupKey', 'dedupWindowSeconds', 'dedupMode', 'orderingKey', 'expiresAt', 'ttlSeconds'];
 /** A job's priority fits the column (smallint); higher is claimed first. */
 export const MIN_PRIORITY = -32768;
 export const MAX_PRIORITY = 32767;
 const DEDUP_FIELDS = ['dedupKey', 'dedupWindowSeconds', 'dedupMode'];
+/** An ordering key's length bound (the SQL Server column is nvarchar(200)). */
+export const MAX_ORDERING_KEY_CHARS = 200;
 // an instant with an explicit zone (Z or ±hh:mm), as the reschedule route takes it
 const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/i;
 
 export interface PublishParseOptions {
-  /** Dedup keys are a queue publish's (a topic publish refuses them). Default true. */
+  /** Dedup and ordering keys are a queue publish's (a topic publish refuses them). Default true. */
   dedup?: boolean;
   /** epoch ms: the clock ttlSeconds counts from and expiresAt must be after (the app's). */
   now?: () => number;
@@ -70,9 +72,10 @@ export function parsePublishBody(
       return;
     }
     const m = item as Record<string, unknown>;
-    const known = allowDedup ? FIELDS : FIELDS.filter((f) => !DEDUP_FIELDS.includes(f));
+    const known = allowDedup ? FIELDS : FIELDS.filter((f) => !DEDUP_FIELDS.includes(f) && f !== 'orderingKey');
     for (const key of Object.keys(m)) {
       if (!allowDedup && DEDUP_FIELDS.includes(key)) errors.push({ field: at(key), message: 'is not supported here: dedup keys belong to a queue publish' });
+      else if (!allowDedup && key === 'orderingKey') errors.push({ field: at(key), message: 'is not supported here: ordering keys belong to a queue publish' });
       else if (!known.includes(key)) errors.push({ field: at(key), message: `is not a known field (${known.join(', ')})` });
     }
     if (!('payload' in m) || m.payload === undefined) errors.push({ field: at('payload'), message: 'is required' });
@@ -126,6 +129,7 @@ export function parsePublishBody(
     const expiry = expiryOf(m, nowMs, nowMs + delayMs, at, errors);
     if (expiry !== undefined) headers[EXPIRES_AT_HEADER] = expiry;
     const dedup = allowDedup ? dedupOf(m, at, errors) : undefined;
+    const orderingKey = allowDedup ? orderingKeyOf(m.orderingKey, at, errors) : undefined;
     messages.push({
       id,
       queue,
@@ -135,6 +139,7 @@ export function parsePublishBody(
       ...(m.id === undefined ? { generatedId: true } : {}),
       ...(dedup ? { dedup } : {}),
       ...(priority !== 0 ? { priority } : {}),
+      ...(orderingKey === undefined ? {} : { orderingKey }),
     });
   });
   if (errors.length > 0) return fail(400, 'the request has invalid fields; nothing was published', errors);
@@ -164,6 +169,17 @@ function dedupOf(m: Record<string, unknown>, at: (f: string) => string, errors: 
   if (!DEDUP_MODES.includes(mode as DedupMode)) errors.push({ field: at('dedupMode'), message: `must be one of ${DEDUP_MODES.join(', ')}` });
   if (errors.length > before) return undefined;
   return { key: key as string, windowMs: Math.max(1, Math.round((w as number) * 1000)), mode: mode as DedupMode };
+}
+
+/** orderingKey: 1–200 characters, no control characters, well-formed UTF-16 (compared exactly, like a dedup key). */
+function orderingKeyOf(key: unknown, at: (f: string) => string, errors: FieldError[]): string | undefined {
+  if (key === undefined) return undefined;
+  if (typeof key !== 'string' || key.length === 0 || key.length > MAX_ORDERING_KEY_CHARS) {
+    errors.push({ field: at('orderingKey'), message: `must be a string of 1 to ${MAX_ORDERING_KEY_CHARS} characters` });
+  } else if (CONTROL_IN_NAME.test(key) || !isWellFormedUtf16(key)) {
+    errors.push({ field: at('orderingKey'), message: 'must not contain control characters or lone surrogates' });
+  } else return key;
+  return undefined;
 }
 
 /**

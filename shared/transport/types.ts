@@ -42,6 +42,11 @@ export interface OutgoingMessage {
   dedup?: DedupSpec;
   /** -32768..32767, higher claimed first (then availability order); absent = 0. */
   priority?: number;
+  /**
+   * Jobs of one queue with the same key run one at a time in publish order (the claim takes only the oldest row of
+   * a key left in the table); absent = unordered. 1–200 characters, compared exactly.
+   */
+  orderingKey?: string;
 }
 
 export interface PublishOutcome {

@@ -22,6 +22,8 @@ export interface WaitingJob {
   createdAt: Date;
   /** Higher is claimed first. */
   priority: number;
+  /** Present when the job was published with an ordering key. */
+  orderingKey?: string;
 }
 
 export interface WaitingQuery {

@@ -131,8 +131,9 @@ for (const fixture of schemaDbFixtures()) {
       console.log(`[${fixture.name}] limited claim plan: ${plan.map(describe).join(' > ')}`);
       expect(scans.some((s) => s.startsWith('Seq Scan')), scans.join(', ')).toBe(false);
       // every read of the table seeks an index led by the queue (the ready index, or the planner's pick of the
-      // dead-letter index on (queue, source)) or probes the primary key: the leased count reads this queue's rows only
-      const seeks = [names.readyIndex, names.deadLetterIndex, `${TABLE}_pkey`];
+      // dead-letter index on (queue, source), or the ordering index for the head-of-key probe) or probes the primary
+      // key: the leased count reads this queue's rows only
+      const seeks = [names.readyIndex, names.deadLetterIndex, names.orderingIndex, `${TABLE}_pkey`];
       const indexOf = (n: PlanNode): string | undefined => n['Index Name'] ?? (n.Plans ?? []).map(indexOf).find((x) => x !== undefined);
       for (const n of plan.filter((p) => p['Relation Name'] === TABLE && p['Node Type'] !== 'ModifyTable')) {
         expect(seeks, describe(n)).toContain(indexOf(n));

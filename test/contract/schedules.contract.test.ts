@@ -242,9 +242,12 @@ for (const fixture of fixtures) {
       expect(jobs.every((j) => j.id === occurrenceId('svc', new Date(j.headers[SCHEDULE_SLOT_HEADER]!)))).toBe(true);
       expect(jobs[0]).toMatchObject({ payloadJson: '{"a":1}', headers: { x: 'y', 'AR-Correlation-Id': 'c-1', 'AR-Schedule': 'svc' } });
       expect(inserted).toContain('worker');
-      // evaluated again at once: nothing more is due
-      expect((await s.evaluateDue()).jobs).toBe(0);
-      expect(await drain(h.transport, 'worker')).toEqual([]);
+      // evaluated again at once: no slot fires twice (a slot of this every-second schedule may have come due since)
+      const latest = Math.max(...slots.map((x) => new Date(x).getTime()));
+      const again = await s.evaluateDue();
+      const more = await drain(h.transport, 'worker');
+      expect(more).toHaveLength(again.jobs);
+      expect(more.every((j) => new Date(j.headers[SCHEDULE_SLOT_HEADER]!).getTime() > latest)).toBe(true);
       expect((await s.get('svc'))?.nextSlot!.getTime()).toBeGreaterThan(now.getTime());
       await s.delete('svc');
     });

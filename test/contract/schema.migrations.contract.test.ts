@@ -25,6 +25,7 @@ const VERSION_NAMES = [
   'queue limits and backoff',
   'transport table fillfactor',
   'job priority',
+  'ordering keys',
 ];
 const LATEST = VERSION_NAMES.length;
 /** Versions from..LATEST. */

@@ -33,6 +33,20 @@ const publish = async (body: unknown) => {
 };
 
 describe('waiting jobs over HTTP (local host)', () => {
+  it('an ordering key is taken on publish (a 400 names a bad one) and shown on the waiting list and the job view', async () => {
+    const keyed = await publish({ payload: { step: 1 }, orderingKey: 'order-42' });
+    const refused = await app.api('queues/worker/messages', postJson([{ payload: 1 }, { payload: 2, orderingKey: '' }]));
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as { errors: Array<{ field: string }> }).errors.map((e) => e.field)).toEqual(['[1].orderingKey']);
+    const item = (await list('?top=100')).items.find((i) => i.id === keyed) as { orderingKey?: string } | undefined;
+    expect(item?.orderingKey).toBe('order-42');
+    const job = await app.api(`jobs/${keyed}`);
+    expect(job.status).toBe(200);
+    expect(await job.json()).toMatchObject({ id: keyed, state: 'ready', orderingKey: 'order-42' });
+    const cancelled = await app.api(`queues/worker/messages/${keyed}`, { method: 'DELETE' });
+    expect(cancelled.status).toBeLessThan(300); // leave the queue as the next tests expect it
+  });
+
   it('lists ready jobs oldest first by default, delayed ones apart, newest first on request, bounded by top', async () => {
     const a = await publish({ payload: { n: 1, text: 'a "quoted" é' }, correlationId: 'wj-a', headers: { 'x-tenant': 't1' } });
     await sleep(5);

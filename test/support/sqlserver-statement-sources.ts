@@ -142,6 +142,7 @@ export const SQLSERVER_MODULE_COVERAGE: Readonly<Record<string, string>> = {
   'dedup-statements.ts': 'dedup, migrations (version 10 creates the table)',
   'history-statements.ts': 'history, migrations (version 11 creates the table)',
   'limit-statements.ts': 'limits',
+  'ordering-sql.ts': 'transport, limits, migrations (fragments of the claims; versions 15 and 16 add the column and its index)',
   'server-version.ts': 'server-version',
   'migrations.ts': 'migrations, schema-print',
   'outbox.ts': 'migrations (version 3 creates the procedures)',

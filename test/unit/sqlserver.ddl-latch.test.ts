@@ -213,9 +213,10 @@ describe('SQL Server schema creation', () => {
     await s2.ensureSchema();
     await s.ensureSchema();
     expect(kinds(pool).every((k) => k === 'catalog' || k === 'op')).toBe(true);
-    expect(warnings).toHaveLength(2);
+    expect(warnings).toHaveLength(3);
     expect(warnings[0]).toMatch(/no enabled, unfiltered index keyed \(queue, priority DESC, available_at, created_at\)/);
     expect(warnings[1]).toMatch(/no enabled, unfiltered index keyed \(queue, dead_letter_source\)/);
+    expect(warnings[2]).toMatch(/no enabled index keyed \(queue, ordering_key, created_at, id\)/);
   });
 
   it('operator path: a misshapen table fails with the column, the expectation and what was found', async () => {

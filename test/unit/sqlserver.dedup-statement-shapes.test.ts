@@ -60,12 +60,16 @@ describe('SQL Server dedup statement shapes', () => {
   });
 
   it('the jobs holding their key are inserted if absent (by id, as publishBatch); a key taken for another queue\'s id is given up', () => {
-    const insert = at('INSERT INTO [dbo].[jobs] (id, queue, payload_json, headers_json, created_at, available_at, priority)\nOUTPUT inserted.id, inserted.available_at INTO @inserted');
+    const insert = at('INSERT INTO [dbo].[jobs] (id, queue, payload_json, headers_json, created_at, available_at, priority, ordering_key)\nOUTPUT inserted.id, inserted.available_at INTO @inserted');
+    // a keyed job may carry an ordering key too: it travels through @keys into the row
+    expect(keyed).toContain("    ordering_key nvarchar(200) '$.ordering_key'\n) AS src;");
+    expect(keyed).toContain(`    ordering_key nvarchar(200) COLLATE ${BIN2} NULL,`);
+    expect(keyed).toContain("CASE WHEN k.delay_ms > 0 THEN DATEADD(SECOND, CAST(k.delay_ms / 1000 AS int), DATEADD(MILLISECOND, CAST(k.delay_ms % 1000 AS int), @now)) ELSE @now END, k.priority, k.ordering_key");
     expect(keyed).toContain('SELECT k.id, k.queue, k.payload_json, k.headers_json, DATEADD(NANOSECOND, k.ord * 100, @now),');
     // the job's priority from the batch element (0 when absent)
     expect(keyed).toContain("    priority smallint '$.priority',");
     expect(keyed).toContain('       COALESCE(src.priority, 0), src.ord');
-    expect(keyed).toContain(' ELSE @now END, k.priority\nFROM @keys AS k');
+    expect(keyed).toContain(' ELSE @now END, k.priority, k.ordering_key\nFROM @keys AS k');
     expect(keyed).toContain('WHERE k.holder = k.id AND NOT EXISTS (SELECT 1 FROM [dbo].[jobs] AS existing WITH (UPDLOCK, FORCESEEK) WHERE existing.id = k.id);');
     const release = at(`DELETE d\nFROM [dbo].[jobs_dedup] AS d\nINNER JOIN @keys AS k ON ${KEY}\nWHERE k.holder = k.id AND d.job_id = k.id AND NOT EXISTS (SELECT 1 FROM @inserted AS i WHERE i.id = k.id)`);
     expect(keyed).toContain(

@@ -128,7 +128,7 @@ export function catalogColumn(
   };
 }
 
-/** The columns SQL Server reports for the spec's CREATE TABLE plus migration 3's computed source column. */
+/** The columns SQL Server reports for the spec's CREATE TABLE plus migration 3's computed source column and migration 13's priority and migration 15's ordering key. */
 export function specColumns(): CatalogColumnRow[] {
   return [
     catalogColumn('id', 'uniqueidentifier', { max_length: 16 }),
@@ -148,6 +148,7 @@ export function specColumns(): CatalogColumnRow[] {
     catalogColumn('dead_letter_reason', 'nvarchar', { max_length: -1, is_nullable: true, collation_name: 'SQL_Latin1_General_CP1_CI_AS' }),
     catalogColumn('dead_letter_source', 'nvarchar', { max_length: 400, is_nullable: true, is_computed: true, collation_name: 'Latin1_General_100_BIN2' }),
     catalogColumn('priority', 'smallint', { max_length: 2, precision: 5, default_object_id: 105, default_definition: '((0))' }),
+    catalogColumn('ordering_key', 'nvarchar', { max_length: 400, is_nullable: true, collation_name: 'Latin1_General_100_BIN2' }),
   ];
 }
 
@@ -185,6 +186,7 @@ export function specCatalog(names: TransportNames, options: { indexes?: boolean 
           ...indexRows(names.readyIndex, ['queue', 'priority DESC', 'available_at', 'created_at']),
           ...indexRows(names.createdIndex, ['created_at']),
           ...indexRows(names.deadLetterIndex, ['queue', 'dead_letter_source']),
+          ...indexRows(names.orderingIndex, ['queue', 'ordering_key', 'created_at', 'id'], { has_filter: true }),
         ]),
   ];
   return { objects, columns: specColumns(), primaryKey, indexes, database: [{ compatibility_level: 160 }], triggers: [] };

@@ -64,7 +64,8 @@ describe('SQL Server job-control statement shapes', () => {
       `EXISTS (SELECT 1 FROM [dbo].[jobs_queue_state] AS paused WHERE paused.queue = @queue AND paused.queue + N'.' = @queue + N'.' COLLATE ${BIN2} AND (paused.paused_at IS NOT NULL OR paused.backoff_until > SYSUTCDATETIME()))`,
     );
     const claim = t.claimBatch.text;
-    expect(claim).toContain(`      AND NOT ${pausedTest(names)}\n    ORDER BY priority DESC, available_at, created_at`);
+    expect(claim).toContain(`      AND NOT ${pausedTest(names)}\n      AND (candidate.ordering_key IS NULL OR NOT EXISTS (`);
+    expect(claim).toContain('    ORDER BY priority DESC, available_at, created_at\n)');
     expect(claim).toContain('WITH (UPDLOCK, ROWLOCK, READPAST)');
     expect(t.ddlPhase1.text).toContain("IF OBJECT_ID(N'[dbo].[jobs_queue_state]', N'U') IS NULL");
     expect(t.ddlPhase1.text).toContain("IF COL_LENGTH(N'[dbo].[jobs_queue_state]', N'backoff_until') IS NULL\n    ALTER TABLE [dbo].[jobs_queue_state] ADD backoff_until datetime2 NULL;");

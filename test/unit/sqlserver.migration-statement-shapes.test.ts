@@ -25,7 +25,7 @@ import { length, typeName } from '../support/sqlserver-statements';
 
 const names = schemaNames(transportNames('dbo', 'jobs', 'sqlserver'), channelNames('dbo', DEFAULT_CHANNEL_TABLES, 'sqlserver'), 'sqlserver');
 const r = sqlServerRunnerStatements(names);
-const [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14] = sqlServerMigrations(names);
+const [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16] = sqlServerMigrations(names);
 
 describe('SQL Server schema-version statement shapes', () => {
   it('names: the migrations and subscriptions tables take the transport table as their base', () => {
@@ -139,6 +139,15 @@ describe('SQL Server schema-version statement shapes', () => {
     ]);
   });
 
+  it('versions 15 and 16: the ordering key column alone (nvarchar(200) BIN2 NULL), then its filtered index online where the edition has it', () => {
+    expect(v15).toMatchObject({ version: 15, name: 'ordering key column' });
+    expect(v15!.statements.map((st) => st.name)).toEqual(['add transport ordering_key column']);
+    expect(v15!.statements[0]!.text).toBe("SET LOCK_TIMEOUT 5000;\nIF COL_LENGTH(N'[dbo].[jobs]', N'ordering_key') IS NULL\n    ALTER TABLE [dbo].[jobs] ADD ordering_key nvarchar(200) COLLATE Latin1_General_100_BIN2 NULL;");
+    expect(v16).toMatchObject({ version: 16, name: 'ordering index' });
+    expect(v16!.statements[0]!.text).toContain('(queue, ordering_key, created_at, id)');
+    expect(v16!.statements[0]!.text).toContain('WHERE ordering_key IS NOT NULL');
+  });
+
   it("version 14: the claim's index (queue, priority DESC, available_at, created_at) online where the edition has it, then the old ready index is dropped", () => {
     expect(v14).toMatchObject({ version: 14, name: 'job priority ready index' });
     expect(v14!.statements.map((st) => st.name)).toEqual(['create transport priority ready index', 'drop transport legacy ready index']);
@@ -220,7 +229,7 @@ describe('SQL Server schema-version statement shapes', () => {
       'runner: recordedVersions',
       'runner: recordVersion',
     ]);
-    expect(all).toHaveLength(6 + [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14].reduce((sum, v) => sum + v!.statements.length, 0));
+    expect(all).toHaveLength(6 + [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16].reduce((sum, v) => sum + v!.statements.length, 0));
     expect(all).toContainEqual({ name: 'v2: create subscriptions table', text: v2!.statements[0]!.text });
     expect(all).toContainEqual({ name: 'v3: create publish topic procedure', text: v3!.statements[2]!.text });
     expect(all).toContainEqual({ name: 'v5: create transport dead-letter index', text: v5!.statements[0]!.text });
@@ -229,12 +238,13 @@ describe('SQL Server schema-version statement shapes', () => {
     expect(all).toContainEqual({ name: 'v9: create queue state table', text: v9!.statements[0]!.text });
     expect(all).toContainEqual({ name: 'v12: add queue state limit columns', text: v12!.statements[0]!.text });
     expect(all).toContainEqual({ name: 'v13: add transport priority column', text: v13!.statements[0]!.text });
-    expect(all.at(-1)).toEqual({ name: 'v14: drop transport legacy ready index', text: v14!.statements[1]!.text });
+    expect(all).toContainEqual({ name: 'v14: drop transport legacy ready index', text: v14!.statements[1]!.text });
+    expect(all.at(-1)).toEqual({ name: 'v16: create transport ordering index', text: v16!.statements[0]!.text });
   });
 
   it('the printed script: one transaction per version under the applock, each recorded if not yet', () => {
     const script = printSqlServerMigrations(names);
-    expect(script.match(/BEGIN TRANSACTION;\nSET XACT_ABORT ON;/g)).toHaveLength(14);
+    expect(script.match(/BEGIN TRANSACTION;\nSET XACT_ABORT ON;/g)).toHaveLength(16);
     expect(script).toContain("IF NOT EXISTS (SELECT 1 FROM [dbo].[jobs_migrations] WHERE version = 2)\n    INSERT INTO [dbo].[jobs_migrations] (version, name) VALUES (2, N'topic subscriptions table');\nCOMMIT;\nGO");
     expect(script.indexOf('-- version 1:')).toBeLessThan(script.indexOf('-- version 2:'));
     expect(script.indexOf('-- version 2:')).toBeLessThan(script.indexOf('-- version 3: publish procedures (outbox)'));

@@ -78,6 +78,9 @@ describe('SQL Server migration runner', () => {
       // the priority column's Sch-M ends with version 13's commit, before version 14 builds the index
       'lock', 'ensure table', 'read versions', 'v13: add transport priority column', 'record',
       'lock', 'ensure table', 'read versions', 'v14: create transport priority ready index', 'v14: drop transport legacy ready index', 'record',
+      // the ordering key's column commits (its Sch-M ends) before version 16 builds its index
+      'lock', 'ensure table', 'read versions', 'v15: add transport ordering_key column', 'record',
+      'lock', 'ensure table', 'read versions', 'v16: create transport ordering index', 'record',
       'lock', 'ensure table', 'read versions',
     ]);
     expect(records).toEqual([
@@ -95,6 +98,8 @@ describe('SQL Server migration runner', () => {
       { version: 12, name: 'queue limits and backoff' },
       { version: 13, name: 'job priority column' },
       { version: 14, name: 'job priority ready index' },
+      { version: 15, name: 'ordering key column' },
+      { version: 16, name: 'ordering index' },
     ]);
     // the lock batch outlives its own 60 s applock wait; migration batches get the index-build hour
     const lock = pool.calls.find((c) => c.text === r.lock.text)!;

@@ -4,6 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { transportNames } from '../../shared/sql/identifiers';
 import { claimOutlook, claimOutlookOf } from '../../shared/stores/sqlserver/outlook-statements';
+import { headOfKeyLines } from '../../shared/stores/sqlserver/ordering-sql';
 import { length, typeName } from '../support/sqlserver-statements';
 
 const BIN2 = 'Latin1_General_100_BIN2';
@@ -13,8 +14,10 @@ describe('SQL Server claim-outlook statement shape', () => {
   it("due: the claim's own predicate (exact queue match, available, unleased or lapsed), an EXISTS that stops at the first row", () => {
     const [first] = s.text.split('\n');
     expect(first).toBe(
-      `IF NOT EXISTS (SELECT 1 FROM [dbo].[jobs_queue_state] AS paused WHERE paused.queue = @queue AND paused.queue + N'.' = @queue + N'.' COLLATE ${BIN2} AND (paused.paused_at IS NOT NULL OR paused.backoff_until > SYSUTCDATETIME())) AND EXISTS (SELECT 1 FROM [dbo].[jobs] WHERE queue = @queue AND queue + N'.' = @queue + N'.' COLLATE ${BIN2} AND available_at <= SYSUTCDATETIME() AND (locked_until IS NULL OR locked_until <= SYSUTCDATETIME()))`,
+      `IF NOT EXISTS (SELECT 1 FROM [dbo].[jobs_queue_state] AS paused WHERE paused.queue = @queue AND paused.queue + N'.' = @queue + N'.' COLLATE ${BIN2} AND (paused.paused_at IS NOT NULL OR paused.backoff_until > SYSUTCDATETIME())) AND EXISTS (SELECT 1 FROM [dbo].[jobs] AS candidate WHERE queue = @queue AND queue + N'.' = @queue + N'.' COLLATE ${BIN2} AND available_at <= SYSUTCDATETIME() AND (locked_until IS NULL OR locked_until <= SYSUTCDATETIME())`,
     );
+    // a keyed row is due only as the head of its key, as the claim takes it (no drain that claims nothing, no loop)
+    expect(s.text).toContain(`${headOfKeyLines('[dbo].[jobs]').join('\n')}\n    )\n    SELECT CAST(1 AS bit) AS due`);
     expect(s.text).toContain('    SELECT CAST(1 AS bit) AS due, CAST(NULL AS bigint) AS lease_lapses_in_ms;');
   });
 

@@ -15,6 +15,7 @@ import {
   transportStatements,
   type Statement,
 } from '../../shared/stores/sqlserver/statements';
+import { addOrderingKeyIfMissing } from '../../shared/stores/sqlserver/ordering-sql';
 import { length, SPLIT, typeName } from '../support/sqlserver-statements';
 
 const names = transportNames('dbo', 'jobs', 'sqlserver');
@@ -32,7 +33,7 @@ describe('SQL Server statement shapes', () => {
   it('claim: one ordered, lock-skipping statement on exactly the queue, every row under the lock id the drain chose', () => {
     const t = s.claimBatch.text;
     expect(t).toContain('SELECT TOP (@n)');
-    expect(t).toContain('FROM [dbo].[jobs] WITH (UPDLOCK, ROWLOCK, READPAST)');
+    expect(t).toContain('FROM [dbo].[jobs] AS candidate WITH (UPDLOCK, ROWLOCK, READPAST)');
     expect(t).toContain(`queue = @queue AND ${SENTINEL}`);
     // higher priority first, then availability order: the ready index's keys after the queue, so still one ordered seek
     expect(t).toContain('    ORDER BY priority DESC, available_at, created_at\n');
@@ -64,8 +65,8 @@ describe('SQL Server statement shapes', () => {
     );
     // the job's priority: one more OPENJSON field and column (an element without it inserts 0)
     expect(t).toContain("priority smallint '$.priority'");
-    expect(t).toContain('INSERT INTO [dbo].[jobs] (id, queue, payload_json, headers_json, created_at, available_at, priority)');
-    expect(t).toContain('       COALESCE(src.priority, 0)\nFROM OPENJSON(@batch)');
+    expect(t).toContain('INSERT INTO [dbo].[jobs] (id, queue, payload_json, headers_json, created_at, available_at, priority, ordering_key)');
+    expect(t).toContain('       COALESCE(src.priority, 0), src.ordering_key\nFROM OPENJSON(@batch)');
     expect(t).toContain('OUTPUT inserted.id, inserted.available_at');
     expect(t).toContain('DECLARE @now datetime2 = SYSUTCDATETIME();');
     // the duplicates' stored rows are read only when something was not inserted
@@ -124,17 +125,17 @@ describe('SQL Server statement shapes', () => {
   it('dead-letter move deletes (fenced) before inserting, and inserts only when exactly that row went', () => {
     const t = s.deadLetterMove.text;
     expect(t.startsWith('SET XACT_ABORT ON;\nBEGIN TRAN;')).toBe(true);
-    const del = t.indexOf('DELETE FROM [dbo].[jobs] OUTPUT deleted.attempts, deleted.priority INTO @removed WHERE id = @source_id AND lock_id = @lock_id;');
+    const del = t.indexOf('DELETE FROM [dbo].[jobs] OUTPUT deleted.attempts, deleted.priority, deleted.ordering_key INTO @removed WHERE id = @source_id AND lock_id = @lock_id;');
     const guard = t.indexOf('IF @@ROWCOUNT = 1');
-    const ins = t.indexOf('INSERT INTO [dbo].[jobs] (id, queue, payload_json, headers_json, dead_letter_reason, attempts, priority)');
+    const ins = t.indexOf('INSERT INTO [dbo].[jobs] (id, queue, payload_json, headers_json, dead_letter_reason, attempts, priority, ordering_key)');
     expect(del).toBeGreaterThan(0);
     expect(guard).toBeGreaterThan(del);
     expect(ins).toBeGreaterThan(guard);
     expect(t.indexOf('ELSE')).toBeGreaterThan(ins);
     // the dead-letter row keeps the removed row's attempts; OUTPUT INTO a table variable (not a bare OUTPUT, refused on tables with triggers)
-    // and its priority, so a requeue puts the job back at it
-    expect(t.indexOf('DECLARE @removed TABLE (attempts int NOT NULL, priority smallint NOT NULL);')).toBeLessThan(del);
-    expect(t).toContain('SELECT @new_id, @dlq, @payload_json, @headers_json, @reason, attempts, priority FROM @removed;');
+    // and its priority and ordering key, so a requeue puts the job back at its priority, on its key
+    expect(t.indexOf('DECLARE @removed TABLE (attempts int NOT NULL, priority smallint NOT NULL, ordering_key nvarchar(200) COLLATE Latin1_General_100_BIN2 NULL);')).toBeLessThan(del);
+    expect(t).toContain('SELECT @new_id, @dlq, @payload_json, @headers_json, @reason, attempts, priority, ordering_key FROM @removed;');
     expect(t).toContain('SELECT 1 AS moved;');
     expect(t).toContain('SELECT 0 AS moved;');
     expect(t.match(/COMMIT;/g)).toHaveLength(2); // both branches end the transaction
@@ -180,9 +181,9 @@ describe('SQL Server statement shapes', () => {
       "IF NOT EXISTS (SELECT 1 FROM sys.columns WHERE object_id = OBJECT_ID(N'[dbo].[jobs]', N'U') AND name = N'dead_letter_source')\n" +
         `    ALTER TABLE [dbo].[jobs] ADD dead_letter_source AS ${DEAD_LETTER_SOURCE_DEFINITION};`,
     );
-    // the store's own create path adds it too, its Sch-M wait bounded to 5 s (L4), and then the priority column
+    // the store's own create path adds it too, its Sch-M wait bounded to 5 s (L4), then the priority and ordering key columns
     const priority = addPriorityIfMissing('[dbo].[jobs]').join('\n');
-    expect(s.ddlPhase1.text.endsWith(`\nSET LOCK_TIMEOUT 5000;\n${add}\n${priority}`)).toBe(true);
+    expect(s.ddlPhase1.text.endsWith(`\nSET LOCK_TIMEOUT 5000;\n${add}\n${priority}\n${addOrderingKeyIfMissing('[dbo].[jobs]').join('\n')}`)).toBe(true);
     expect(s.ddlPhase1.text.indexOf('CREATE TABLE')).toBeLessThan(s.ddlPhase1.text.indexOf('ALTER TABLE'));
   });
 
@@ -244,7 +245,7 @@ describe('SQL Server statement shapes', () => {
     );
   });
 
-  it('phase 2 takes the table applock for 5 s, then builds exactly the three guarded indexes under LOCK_TIMEOUT and drops the legacy ready index', () => {
+  it('phase 2 takes the table applock for 5 s, then builds exactly the four guarded indexes under LOCK_TIMEOUT and drops the legacy ready index', () => {
     expect(tableLockResource('dbo', 'jobs')).toBe('asyncresponse:ddl:dbo.jobs');
     expect(s.ddlTableLock.text).toContain("sp_getapplock @Resource = N'asyncresponse:ddl:dbo.jobs', @LockMode = 'Exclusive'");
     expect(s.ddlTableLock.text).toContain("@LockOwner = 'Transaction', @LockTimeout = 5000;");
@@ -252,14 +253,15 @@ describe('SQL Server statement shapes', () => {
     const t = s.ddlBuildIndexes.text;
     expect(t.startsWith('SET LOCK_TIMEOUT 5000;\nSET XACT_ABORT ON;\n')).toBe(true); // a 1222 ends the whole batch
     expect(t.endsWith('\nSET LOCK_TIMEOUT -1;')).toBe(true);
-    expect(t.match(/CREATE INDEX/g)).toHaveLength(3);
-    expect(t.match(/IF NOT EXISTS \(SELECT 1 FROM sys\.indexes WHERE object_id = OBJECT_ID\(N'\[dbo\]\.\[jobs\]', N'U'\) AND name = N'/g)).toHaveLength(3);
+    expect(t.match(/CREATE INDEX/g)).toHaveLength(4);
+    expect(t.match(/IF NOT EXISTS \(SELECT 1 FROM sys\.indexes WHERE object_id = OBJECT_ID\(N'\[dbo\]\.\[jobs\]', N'U'\) AND name = N'/g)).toHaveLength(4);
     expect(t).toContain("AND name = N'jobs_priority_ready_idx')\n    CREATE INDEX [jobs_priority_ready_idx] ON [dbo].[jobs] (queue, priority DESC, available_at, created_at);");
     // a table self-created before priorities: the old ready index goes once the new one is built (after it, guarded)
     expect(t).toContain("IF EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(N'[dbo].[jobs]', N'U') AND name = N'jobs_ready_idx')\n    DROP INDEX [jobs_ready_idx] ON [dbo].[jobs];");
     expect(t.indexOf('DROP INDEX')).toBeGreaterThan(t.lastIndexOf('CREATE INDEX'));
     expect(t).toContain("AND name = N'jobs_created_idx')\n    CREATE INDEX [jobs_created_idx] ON [dbo].[jobs] (created_at);");
     expect(t).toContain("AND name = N'jobs_dead_letter_idx')\n    CREATE INDEX [jobs_dead_letter_idx] ON [dbo].[jobs] (queue, dead_letter_source);");
+    expect(t).toContain("AND name = N'jobs_ordering_idx')\n    CREATE INDEX [jobs_ordering_idx] ON [dbo].[jobs] (queue, ordering_key, created_at, id) WHERE ordering_key IS NOT NULL;");
     expect(t).not.toMatch(/UNIQUE|WHERE queue|INCLUDE/);
   });
 
@@ -325,13 +327,14 @@ describe('SQL Server statement shapes', () => {
     expect(n.legacyReadyIndex).toBe('m'.repeat(118) + '_ready_idx');
     expect(n.createdIndex).toBe('m'.repeat(116) + '_created_idx');
     expect(n.deadLetterIndex).toBe('m'.repeat(112) + '_dead_letter_idx');
+    expect(n.orderingIndex).toBe('m'.repeat(115) + '_ordering_idx');
     const built = transportStatements(n);
     for (const st of Object.values(built)) expect(st.text.length).toBeGreaterThan(0);
     const indexNames = [...built.ddlBuildIndexes.text.matchAll(/CREATE INDEX \[(\w+)\]/g)].map((m) => m[1]!);
-    expect(indexNames).toHaveLength(3);
+    expect(indexNames).toHaveLength(4);
     for (const name of indexNames) {
       expect(name.length).toBeLessThanOrEqual(128);
-      expect(name).toMatch(/_(priority_ready|created|dead_letter)_idx$/);
+      expect(name).toMatch(/_(priority_ready|created|dead_letter|ordering)_idx$/);
     }
     expect(built.ddlTableLock.text).toContain(`asyncresponse:ddl:dbo.${long}`);
   });
@@ -347,7 +350,9 @@ describe('SQL Server statement shapes', () => {
     expect(script).toContain('CREATE INDEX [jobs_created_idx] ON [dbo].[jobs] (created_at);');
     expect(script).toContain('CREATE INDEX [jobs_dead_letter_idx] ON [dbo].[jobs] (queue, dead_letter_source);');
     expect(script).toContain(addDeadLetterSourceIfMissing('[dbo].[jobs]').join('\n'));
-    expect(script.match(/IF NOT EXISTS \(SELECT 1 FROM sys\.indexes/g)).toHaveLength(3);
+    expect(script).toContain(addOrderingKeyIfMissing('[dbo].[jobs]').join('\n'));
+    expect(script).toContain('CREATE INDEX [jobs_ordering_idx] ON [dbo].[jobs] (queue, ordering_key, created_at, id) WHERE ordering_key IS NOT NULL;');
+    expect(script.match(/IF NOT EXISTS \(SELECT 1 FROM sys\.indexes/g)).toHaveLength(4);
     expect(script.match(/^GO$/gm)!.length).toBeGreaterThanOrEqual(4);
   });
 });

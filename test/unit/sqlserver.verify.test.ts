@@ -5,6 +5,7 @@ import {
   evaluateTransportCatalog,
   hasUsableDeadLetterIndex,
   hasUsableDequeueIndex,
+  hasUsableOrderingIndex,
   missingIndexes,
   renderType,
   type CatalogColumnRow,
@@ -16,6 +17,7 @@ const names = transportNames('dbo', 'asyncresponse_transport_messages', 'sqlserv
 const TABLE = '[dbo].[asyncresponse_transport_messages]';
 const AUTO = { autoCreate: true };
 const OPERATOR = { autoCreate: false };
+const ORDERING_ROWS = indexRows(names.orderingIndex, ['queue', 'ordering_key', 'created_at', 'id'], { has_filter: true });
 
 function withColumn(catalog: TransportCatalog, name: string, change: Partial<CatalogColumnRow>): TransportCatalog {
   return { ...catalog, columns: catalog.columns.map((c) => (c.name === name ? { ...c, ...change } : c)) };
@@ -174,9 +176,12 @@ describe('SQL Server catalog verification', () => {
     const none = specCatalog(names, { indexes: false });
     const result = evaluateTransportCatalog(none, names, OPERATOR);
     expect(result.problems).toEqual([]);
-    expect(result.warnings).toHaveLength(2);
+    expect(result.warnings).toHaveLength(3);
     expect(result.warnings[0]).toContain('CREATE INDEX [asyncresponse_transport_messages_priority_ready_idx] ON [dbo].[asyncresponse_transport_messages] (queue, priority DESC, available_at, created_at)');
     expect(result.warnings[1]).toContain('CREATE INDEX [asyncresponse_transport_messages_dead_letter_idx] ON [dbo].[asyncresponse_transport_messages] (queue, dead_letter_source)');
+    expect(result.warnings[2]).toContain(
+      'CREATE INDEX [asyncresponse_transport_messages_ordering_idx] ON [dbo].[asyncresponse_transport_messages] (queue, ordering_key, created_at, id) WHERE ordering_key IS NOT NULL',
+    );
   });
 
   it('operator path: the dead-letter index may have any name and more keys, but must lead with (queue, dead_letter_source)', () => {
@@ -188,7 +193,7 @@ describe('SQL Server catalog verification', () => {
     expect(hasUsableDeadLetterIndex(indexRows('x', keys, { has_filter: true }))).toBe(false);
     expect(hasUsableDeadLetterIndex(indexRows('x', keys, { is_disabled: true }))).toBe(false);
     const ready = indexRows('my_claim', ['queue', 'priority DESC', 'available_at', 'created_at']);
-    const base = specCatalog(names, { indexes: false });
+    const base = withIndex(specCatalog(names, { indexes: false }), names.orderingIndex, ORDERING_ROWS);
     expect(evaluateTransportCatalog(withIndex(base, 'my_claim', ready), names, OPERATOR).warnings).toHaveLength(1);
     expect(evaluateTransportCatalog(withIndex(withIndex(base, 'my_claim', ready), 'mine', indexRows('mine', keys)), names, OPERATOR).warnings).toEqual([]);
   });
@@ -226,7 +231,7 @@ describe('SQL Server catalog verification', () => {
 
   it('operator path: any name serves, but only enabled, real, unfiltered indexes keyed exactly (queue, priority DESC, available_at, created_at)', () => {
     const dl = names.deadLetterIndex; // present, so only the dequeue index is in question
-    const base = withIndex(specCatalog(names, { indexes: false }), dl, indexRows(dl, ['queue', 'dead_letter_source']));
+    const base = withIndex(withIndex(specCatalog(names, { indexes: false }), dl, indexRows(dl, ['queue', 'dead_letter_source'])), names.orderingIndex, ORDERING_ROWS);
     const keys = ['queue', 'priority DESC', 'available_at', 'created_at'];
     // the ready index before priorities (schema version 1) no longer serves the claim's order
     expect(hasUsableDequeueIndex(indexRows('x', ['queue', 'available_at', 'created_at']))).toBe(false);
@@ -265,8 +270,23 @@ describe('SQL Server catalog verification', () => {
 
   it('reports which declared indexes are missing, by name', () => {
     expect(missingIndexes(specCatalog(names).indexes, names)).toEqual([]);
-    expect(missingIndexes(specCatalog(names, { indexes: false }).indexes, names)).toEqual([names.readyIndex, names.createdIndex, names.deadLetterIndex]);
+    expect(missingIndexes(specCatalog(names, { indexes: false }).indexes, names)).toEqual([names.readyIndex, names.createdIndex, names.deadLetterIndex, names.orderingIndex]);
     const upper = indexRows(names.readyIndex.toUpperCase(), ['queue', 'priority DESC', 'available_at', 'created_at']);
-    expect(missingIndexes(upper, names)).toEqual([names.createdIndex, names.deadLetterIndex]);
+    expect(missingIndexes(upper, names)).toEqual([names.createdIndex, names.deadLetterIndex, names.orderingIndex]);
+  });
+
+  it('the ordering key column (version 15) is nvarchar(200) BIN2 NULL; its filtered index (version 16) is required by name when self-created', () => {
+    const base = specCatalog(names);
+    for (const mode of [OPERATOR, AUTO]) expect(evaluateTransportCatalog(base, names, mode)).toMatchObject({ problems: [], warnings: [] });
+    const without = { ...base, columns: base.columns.filter((c) => c.name !== 'ordering_key') };
+    expect(evaluateTransportCatalog(without, names, AUTO).problems).toEqual([`${TABLE} is missing the column 'ordering_key'; expected nvarchar(200) NULL.`]);
+    const folded = { ...base, columns: base.columns.map((c) => (c.name === 'ordering_key' ? { ...c, collation_name: 'SQL_Latin1_General_CP1_CI_AS' } : c)) };
+    expect(evaluateTransportCatalog(folded, names, OPERATOR).problems[0]).toMatch(/ordering_key.*expected COLLATE Latin1_General_100_BIN2/);
+    const noIndex = { ...base, indexes: base.indexes.filter((i) => i.index_name !== names.orderingIndex) };
+    expect(evaluateIndexes(noIndex.indexes, names)).toEqual([`expected the index [${names.orderingIndex}] on ${TABLE} to exist after schema creation, but it does not.`]);
+    const wrong = withIndex(base, names.orderingIndex, indexRows(names.orderingIndex, ['queue', 'ordering_key'], { has_filter: true }));
+    expect(evaluateIndexes(wrong.indexes, names)[0]).toMatch(/cannot serve the claim's ordering-key probe: .*found \(queue, ordering_key\)/);
+    expect(hasUsableOrderingIndex(indexRows('mine', ['queue', 'ordering_key', 'created_at', 'id']))).toBe(true);
+    expect(hasUsableOrderingIndex(indexRows('mine', ['queue', 'ordering_key', 'created_at', 'id'], { is_disabled: true }))).toBe(false);
   });
 });

@@ -17,13 +17,13 @@ describe('SQL Server waiting-jobs statement shapes', () => {
   });
 
   it('ready: available now and unleased (or lapsed), TOP (@top) in the ready index order (the claim order), either way', () => {
-    const head = ['SELECT TOP (@top) id, payload_json, headers_json, attempts, available_at, created_at, priority', 'FROM [dbo].[jobs]', `${WHERE} AND available_at <= SYSUTCDATETIME()`, UNLEASED];
+    const head = ['SELECT TOP (@top) id, payload_json, headers_json, attempts, available_at, created_at, priority, ordering_key', 'FROM [dbo].[jobs]', `${WHERE} AND available_at <= SYSUTCDATETIME()`, UNLEASED];
     expect(s['ready:oldest'].text.split('\n')).toEqual([...head, 'ORDER BY priority DESC, available_at, created_at;']);
     expect(s['ready:newest'].text.split('\n')).toEqual([...head, 'ORDER BY priority, available_at DESC, created_at DESC;']);
   });
 
   it('delayed: available later, unleased', () => {
-    const head = ['SELECT TOP (@top) id, payload_json, headers_json, attempts, available_at, created_at, priority', 'FROM [dbo].[jobs]', `${WHERE} AND available_at > SYSUTCDATETIME()`, UNLEASED];
+    const head = ['SELECT TOP (@top) id, payload_json, headers_json, attempts, available_at, created_at, priority, ordering_key', 'FROM [dbo].[jobs]', `${WHERE} AND available_at > SYSUTCDATETIME()`, UNLEASED];
     expect(s['delayed:oldest'].text.split('\n')).toEqual([...head, 'ORDER BY priority DESC, available_at, created_at;']);
     expect(s['delayed:newest'].text.split('\n')).toEqual([...head, 'ORDER BY priority, available_at DESC, created_at DESC;']);
   });

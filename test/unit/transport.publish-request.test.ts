@@ -34,6 +34,28 @@ describe('publish request validation', () => {
     expect(parsePublishBody({ payload: 1, priority: 2 }, 't', MAX, undefined, { dedup: false })).toMatchObject({ ok: true, messages: [{ priority: 2 }] });
   });
 
+  it('orderingKey: 1–200 characters without control characters, kept exactly; a 400 names the field (of the batch item)', () => {
+    const r = parsePublishBody([{ payload: 1, orderingKey: ' Order 7 ' }, { payload: 2 }], 'worker', MAX);
+    expect(r.ok && r.messages.map((m) => m.orderingKey)).toEqual([' Order 7 ', undefined]);
+    expect(r.ok && 'orderingKey' in r.messages[1]!).toBe(false);
+    for (const [bad, message] of [
+      ['', 'must be a string of 1 to 200 characters'],
+      ['k'.repeat(201), 'must be a string of 1 to 200 characters'],
+      [7, 'must be a string of 1 to 200 characters'],
+      ['a\nb', 'must not contain control characters or lone surrogates'],
+      ['\ud800', 'must not contain control characters or lone surrogates'],
+    ] as const) {
+      const refused = parsePublishBody([{ payload: 1 }, { payload: 2, orderingKey: bad }], 'worker', MAX);
+      expect(refused).toMatchObject({ ok: false, status: 400, errors: [{ field: '[1].orderingKey', message }] });
+    }
+    expect(parsePublishBody({ payload: 1, orderingKey: 'k'.repeat(200) }, 'worker', MAX).ok).toBe(true);
+  });
+
+  it('a topic publish refuses orderingKey (ordering keys belong to a queue publish)', () => {
+    const r = parsePublishBody({ payload: 1, orderingKey: 'a' }, 'news', MAX, undefined, { dedup: false });
+    expect(r).toMatchObject({ ok: false, status: 400, errors: [{ field: 'orderingKey', message: 'is not supported here: ordering keys belong to a queue publish' }] });
+  });
+
   it('keeps the caller id (lower-cased) so a retried publish is idempotent', () => {
     const r = parsePublishBody({ payload: 1, id: 'AAAAAAAA-BBBB-4CCC-8DDD-EEEEEEEEEEEE' }, 'worker', MAX);
     expect(r.ok && r.messages[0]!.id).toBe('aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee');

@@ -48,10 +48,10 @@ INSERT INTO ${h} (id, queue, state, correlation_id, payload_json, headers_json, 
 SELECT id, queue, 'completed', correlation_id, payload_json, headers_json, attempts, created_at, available_at, clock_timestamp() FROM done`,
     // The live row (primary key) and the history rows (id index) of one id, with the lease read on the database clock.
     findJob: `SELECT 'queue' AS source, id, queue, attempts, headers_json, created_at, available_at, NULL::timestamptz AS completed_at,
-       COALESCE(locked_until > now(), false) AS leased, available_at > now() AS delayed, dead_letter_reason, priority
+       COALESCE(locked_until > now(), false) AS leased, available_at > now() AS delayed, dead_letter_reason, priority, ordering_key
 FROM ${t} WHERE id = $1
 UNION ALL
-SELECT 'history', id, queue, attempts, headers_json, created_at, available_at, completed_at, false, false, NULL, NULL
+SELECT 'history', id, queue, attempts, headers_json, created_at, available_at, completed_at, false, false, NULL, NULL, NULL
 FROM ${h} WHERE id = $1`,
     searchByQueue: search('queue'),
     searchByCorrelation: search('correlation_id'),

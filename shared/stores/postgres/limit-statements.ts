@@ -12,6 +12,7 @@ import { quoteIdentifier, type TransportNames } from '../../sql/identifiers';
 import { queueStateTableName } from '../queue-state-names';
 import { CLAIM_TIMES } from './statements';
 import { CLAIM_ORDER } from './statements';
+import { pgHeadOfKey } from './ordering-sql';
 
 export interface PgLimitStatements {
   /** Locks the queue's state row ($1); no row = none yet (insert it with `ensureRow`, then lock again). */
@@ -55,8 +56,9 @@ claimed AS (
   UPDATE ${t} AS m
   SET attempts = m.attempts + 1, locked_until = clock_timestamp() + $3::bigint ${MS}, lock_id = $4::uuid
   WHERE m.id = ANY(ARRAY(
-    SELECT id FROM ${t}
+    SELECT id FROM ${t} AS c
     WHERE queue = $1 AND available_at <= now() AND ${UNLEASED}
+      AND ${pgHeadOfKey(names, 'c', '$1')}
     ORDER BY ${CLAIM_ORDER}
     LIMIT (SELECT n FROM room)
     FOR UPDATE SKIP LOCKED))

@@ -17,6 +17,7 @@ import { pgDedupDdl } from './dedup-statements';
 import { queueStateTableName } from '../queue-state-names';
 import { pgHistoryDdl } from './history-statements';
 import { pgLimitColumnsDdl } from './limit-statements';
+import { pgOrderingColumnDdl, pgOrderingIndexDdl } from './ordering-sql';
 
 const q = (n: string) => quoteIdentifier(n, 'postgres');
 
@@ -145,6 +146,17 @@ export function postgresMigrations(n: SchemaNames): readonly Migration[] {
         { name: 'add transport priority column', text: addPriorityColumnSql(n.transport) },
         { name: 'create transport priority ready index', text: createReadyIndexSql(n.transport) },
         { name: 'drop transport legacy ready index', text: dropLegacyReadyIndexSql(n.transport) },
+      ],
+    },
+    {
+      // Ordering keys (issue 17 §1): a nullable column (catalog only, no rewrite) and a partial index over keyed rows,
+      // which every existing row lacks, so the build is one scan of the table (writes and reads wait for it: the
+      // column's lock is held to the commit). SQL Server's twins are its versions 15 (column) and 16 (index).
+      version: 13,
+      name: 'ordering keys',
+      statements: [
+        { name: 'add transport ordering_key column', text: pgOrderingColumnDdl(n.transport) },
+        { name: 'create transport ordering index', text: pgOrderingIndexDdl(n.transport) },
       ],
     },
   ]);

@@ -91,10 +91,11 @@ export class PostgresScheduleStore implements ScheduleStore {
       const headers = f.jobs.map((j) => JSON.stringify(j.headers));
       const delays = f.jobs.map(() => 0);
       if (f.target.kind === 'queue') {
-        const r = await tx.query(this.publishSql, [ids, f.jobs.map(() => f.target.name), payloads, headers, delays, this.prefix]);
+        // a schedule's jobs carry the default priority (0) and no ordering key
+        const r = await tx.query(this.publishSql, [ids, f.jobs.map(() => f.target.name), payloads, headers, delays, this.prefix, ids.map(() => 0), ids.map(() => null)]);
         return { advanced: true, queues: r.rows.length > 0 ? [f.target.name] : [], inserted: r.rows.length };
       }
-      const r = await tx.query<{ queue: string; inserted: boolean }>(this.topicSql, [ids, payloads, headers, delays, f.target.name, this.prefix]);
+      const r = await tx.query<{ queue: string; inserted: boolean }>(this.topicSql, [ids, payloads, headers, delays, f.target.name, this.prefix, ids.map(() => 0)]);
       const fresh = r.rows.filter((x) => x.inserted);
       return { advanced: true, queues: [...new Set(fresh.map((x) => x.queue))], inserted: fresh.length };
     });

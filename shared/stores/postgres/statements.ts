@@ -8,6 +8,7 @@ import { quoteIdentifier, type TransportNames } from '../../sql/identifiers';
 import { queueStateTableName } from '../queue-state-names';
 import { PG_CANCEL_REQUESTED, pgJobControlStatements } from './job-control-statements';
 import { TRANSPORT_NOTIFY_CHANNEL } from './notify-channel';
+import { pgHeadOfKey } from './ordering-sql';
 
 export interface PgStatements {
   publish: string;
@@ -49,6 +50,13 @@ const MS = "* interval '1 millisecond'";
 export const CLAIM_TIMES = '(EXTRACT(EPOCH FROM m.created_at) * 1000)::float8 AS created_ms, (EXTRACT(EPOCH FROM m.available_at) * 1000)::float8 AS available_ms';
 /** The claim's order, the ready index's keys after the queue (ddl.ts READY_INDEX_KEYS): higher priority first. */
 export const CLAIM_ORDER = 'priority DESC, available_at, created_at';
+/**
+ * created_at of a batch's rows: the statement's start (an InitPlan, evaluated once) plus one microsecond per row, so
+ * rows keep batch order even where clock_timestamp() repeats (it does, many rows per microsecond): the claim and
+ * the ordering-key head test order by it. Inserting a row takes longer than a microsecond, so the last row's stamp
+ * is still behind the clock when the statement commits, and a later publish stamps later.
+ */
+const BATCH_CREATED_AT = "(SELECT clock_timestamp()) + (s.ord - 1) * interval '1 microsecond'";
 
 export function pgStatements(names: TransportNames): PgStatements {
   const t = `${quoteIdentifier(names.schema, 'postgres')}.${quoteIdentifier(names.table, 'postgres')}`;
@@ -58,10 +66,10 @@ export function pgStatements(names: TransportNames): PgStatements {
     // The same statement NOTIFYs each queue that got a row claimable now, so drain loops in other processes
     // wake at once (delivered at commit; none for delayed rows). SQL Server has no NOTIFY: peers poll.
     publish: `WITH ins AS (
-  INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at, priority)
-  SELECT s.id, s.queue, s.payload_json, s.headers_json, clock_timestamp(),
-         CASE WHEN s.delay_ms > 0 THEN clock_timestamp() + s.delay_ms ${MS} ELSE clock_timestamp() END, s.priority
-  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::bigint[], $7::smallint[]) WITH ORDINALITY AS s(id, queue, payload_json, headers_json, delay_ms, priority, ord)
+  INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at, priority, ordering_key)
+  SELECT s.id, s.queue, s.payload_json, s.headers_json, ${BATCH_CREATED_AT},
+         CASE WHEN s.delay_ms > 0 THEN clock_timestamp() + s.delay_ms ${MS} ELSE clock_timestamp() END, s.priority, s.ordering_key
+  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::bigint[], $7::smallint[], $8::text[]) WITH ORDINALITY AS s(id, queue, payload_json, headers_json, delay_ms, priority, ordering_key, ord)
   ORDER BY s.ord
   ON CONFLICT (id) DO NOTHING
   RETURNING id, queue, available_at, available_at <= clock_timestamp() AS due),
@@ -75,8 +83,9 @@ SELECT id, available_at FROM ins, (SELECT count(*) FROM woken) AS n`,
     claim: `UPDATE ${t} AS m
 SET attempts = m.attempts + 1, locked_until = clock_timestamp() + $3::bigint ${MS}, lock_id = $4::uuid
 WHERE m.id = ANY(ARRAY(
-  SELECT id FROM ${t}
+  SELECT id FROM ${t} AS c
   WHERE queue = $1 AND available_at <= now() AND ${UNLEASED} AND NOT ${paused}
+    AND ${pgHeadOfKey(names, 'c', '$1')}
   ORDER BY ${CLAIM_ORDER}
   LIMIT $2
   FOR UPDATE SKIP LOCKED))
@@ -103,10 +112,10 @@ WHERE m.id = ANY(ARRAY(
 RETURNING ${PG_CANCEL_REQUESTED} AS cancel_requested`,
     // Delete first; the insert runs only for a row the fence matched (SQL Server: IF @@ROWCOUNT = 1).
     // The dead-letter row keeps the removed row's attempts (SQL Server: OUTPUT deleted.attempts INTO @removed).
-    // It keeps the priority too, so a requeue (redrive) puts the job back at its priority.
-    deadLetter: `WITH removed AS (DELETE FROM ${t} WHERE id = $1 AND lock_id = $2 RETURNING id, attempts, priority)
-INSERT INTO ${t} (id, queue, payload_json, headers_json, dead_letter_reason, attempts, priority)
-SELECT $3, $4, $5, $6, $7, attempts, priority FROM removed
+    // It keeps the priority and the ordering key too, so a requeue (redrive) puts the job back at its priority, on its key.
+    deadLetter: `WITH removed AS (DELETE FROM ${t} WHERE id = $1 AND lock_id = $2 RETURNING id, attempts, priority, ordering_key)
+INSERT INTO ${t} (id, queue, payload_json, headers_json, dead_letter_reason, attempts, priority, ordering_key)
+SELECT $3, $4, $5, $6, $7, attempts, priority, ordering_key FROM removed
 ON CONFLICT (id) DO NOTHING
 RETURNING id`,
     // SQL Server: SET NOCOUNT OFF; DELETE TOP (1000); PostgreSQL has no DELETE … LIMIT, so bound by ctid.
@@ -123,8 +132,11 @@ RETURNING id`,
 WHERE queue = $1 AND ${SOURCE_QUEUE} = $2
 ORDER BY created_at DESC
 LIMIT $3`,
+    // A keyed job goes to the back of its key (created_at now): with the dead letter's stamp it could run beside the
+    // key's current head, which is older than the requeue but younger than that stamp.
     requeueDeadLetter: `UPDATE ${t}
 SET queue = $2, attempts = 0, available_at = clock_timestamp(), locked_until = NULL, lock_id = NULL,
+    created_at = CASE WHEN ordering_key IS NULL THEN created_at ELSE clock_timestamp() END,
     dead_letter_reason = NULL,
     headers_json = (headers_json::jsonb - 'AR-DeadLetter-Reason' - 'AR-DeadLetter-Source-Queue')::text
 WHERE id = $3 AND queue = $1 AND ${SOURCE_QUEUE} = $2`,

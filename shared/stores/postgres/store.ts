@@ -46,6 +46,7 @@ import type { WaitingJob, WaitingQuery } from '../../transport/waiting';
 import type { HistoryPage, HistoryQuery, JobRecord } from '../../transport/history';
 import { historyPage, readJob, searchKey, type HistoryRowShape } from '../../transport/history-rows';
 import { pgHistoryDdl, pgHistoryStatements, type PgHistoryStatements } from './history-statements';
+import { ORDERING_KEY_COLUMN, pgOrderingColumnDdl, pgOrderingIndexDdl } from './ordering-sql';
 
 /** The limited claim's summary row (limit-statements.ts). */
 interface LimitStateRow {
@@ -165,6 +166,17 @@ export class PostgresTransportStore implements TransportStore {
     }
     if (this.options.autoCreateSchema && state.exists) await this.ensureQueueStateTable();
     if (this.options.autoCreateSchema && state.exists) await this.ensureHistoryTable();
+    if (this.options.autoCreateSchema && state.exists && state.problems.length === 0) await this.ensureOrderingKey();
+    else if (state.exists) {
+      const ordering = await this.orderingKeyState();
+      if (!ordering.column) {
+        state.problems.push(
+          `table ${n.schema}.${n.table} has no column 'ordering_key' (PostgreSQL schema version 13): run \`npm run schema -- apply\` or set AUTO_CREATE_SCHEMA=true`,
+        );
+      } else if (!ordering.index) {
+        state.warnings.push(`table ${n.schema}.${n.table} has no ordering index, so a claim of a keyed job reads its key's rows. Create it: ${pgOrderingIndexDdl(n)}`);
+      }
+    }
     if (!state.exists) {
       throw new Error(
         `the transport table ${n.schema}.${n.table} does not exist. Run \`npm run schema -- apply\` (or print the DDL with ` +
@@ -199,6 +211,28 @@ export class PostgresTransportStore implements TransportStore {
       // the limit and backoff columns (migration 10 adds them to migrated schemas)
       await tx.query(pgLimitColumnsDdl(n.schema, this.queueStateTable));
       for (const stmt of pgDedupDdl(n)) await tx.query(stmt.text);
+    });
+  }
+
+  private async orderingKeyState(): Promise<{ column: boolean; index: boolean }> {
+    const r = await this.client.query<{ column: boolean; index: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 AND column_name = '${ORDERING_KEY_COLUMN}') AS column,
+         to_regclass($3) IS NOT NULL AS index`,
+      [this.names.schema, this.names.table, `"${this.names.schema}"."${this.names.orderingIndex}"`],
+    );
+    return { column: r.rows[0]?.column === true, index: r.rows[0]?.index === true };
+  }
+
+  /** The ordering-key column and its partial index (PostgreSQL version 13 for migrated schemas), under the schema lock. */
+  private async ensureOrderingKey(): Promise<void> {
+    const present = await this.orderingKeyState();
+    if (present.column && present.index) return;
+    const n = this.names;
+    await this.client.transaction(async (tx) => {
+      await tx.query(`SET LOCAL lock_timeout = '60s'`);
+      await tx.query('SELECT pg_advisory_xact_lock($1::bigint)', [advisoryKey(schemaLockResource(n.schema))]);
+      await tx.query(pgOrderingColumnDdl(n));
+      await tx.query(pgOrderingIndexDdl(n));
     });
   }
 
@@ -246,6 +280,7 @@ export class PostgresTransportStore implements TransportStore {
       messages.map((m) => Math.max(0, Math.round(m.delayMs))),
       notifyPrefix(this.names),
       messages.map((m) => m.priority ?? 0),
+      messages.map((m) => m.orderingKey ?? null),
     ], this.prepared.publish);
     const byId = new Map(inserted.rows.map((r) => [r.id, r.available_at]));
     const existing = await this.storedRows(q, messages.filter((m) => !byId.has(m.id.toLowerCase())).map((m) => m.id));
@@ -424,6 +459,7 @@ export class PostgresTransportStore implements TransportStore {
       delayed: boolean;
       dead_letter_reason: string | null;
       priority: number | null;
+      ordering_key: string | null;
     }>(this.historySql.findJob, [id]);
     return readJob(
       r.rows.map((x) => ({
@@ -439,6 +475,7 @@ export class PostgresTransportStore implements TransportStore {
         delayed: x.delayed,
         deadLetterReason: x.dead_letter_reason,
         ...(x.priority === null ? {} : { priority: Number(x.priority) }),
+        orderingKey: x.ordering_key,
       })),
       deadLetterQueue,
     );
@@ -619,7 +656,7 @@ export class PostgresTransportStore implements TransportStore {
     if (!(top > 0)) return [];
     await this.ensureSchema();
     const text = (this.waiting ??= pgWaitingStatements(this.names))[`${query.state}:${query.order}`];
-    const r = await this.client.query<{ id: string; payload_json: string; headers_json: string; attempts: number; available_at: Date; created_at: Date; priority: number }>(text, [
+    const r = await this.client.query<{ id: string; payload_json: string; headers_json: string; attempts: number; available_at: Date; created_at: Date; priority: number; ordering_key: string | null }>(text, [
       query.queue,
       top,
     ]);
@@ -631,6 +668,7 @@ export class PostgresTransportStore implements TransportStore {
       availableAt: row.available_at,
       createdAt: row.created_at,
       priority: Number(row.priority),
+      ...(row.ordering_key === null ? {} : { orderingKey: row.ordering_key }),
     }));
   }
   private waiting: PgWaitingStatements | undefined;

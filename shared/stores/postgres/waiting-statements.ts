@@ -16,7 +16,7 @@ export function pgWaitingStatements(names: TransportNames): PgWaitingStatements 
     const bound = state === 'ready' ? 'available_at <= now()' : 'available_at > now()';
     const dir = order === 'oldest' ? '' : ' DESC';
     const priorityDir = order === 'oldest' ? ' DESC' : '';
-    return `SELECT id, payload_json, headers_json, attempts, available_at, created_at, priority FROM ${t}
+    return `SELECT id, payload_json, headers_json, attempts, available_at, created_at, priority, ordering_key FROM ${t}
 WHERE queue = $1 AND ${bound} AND ${UNLEASED}
 ORDER BY priority${priorityDir}, available_at${dir}, created_at${dir}
 LIMIT $2`;

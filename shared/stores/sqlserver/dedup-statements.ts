@@ -25,7 +25,7 @@ const same = (a: string, b: string) => `${a} = ${b} AND ${a} + N'.' = ${b} + N'.
 
 /**
  * A keyed publish in ONE batch and transaction. @batch = JSON array of { queue, dedup_key (storedDedupKey), id, window_ms, debounce,
- * payload_json, headers_json, delay_ms, priority, ord }, no (queue, dedup_key) twice (dedupRounds).
+ * payload_json, headers_json, delay_ms, priority, ord, ordering_key (absent = NULL) }, no (queue, dedup_key) twice (dedupRounds).
  * 1. Hold: the UPDATE locks every existing key row of the batch (X, to the commit) and takes those whose window
  *    ended; the INSERT adds the new keys. Two publishers of a new key meet on the primary key: the second waits on
  *    the first's key-range lock, or (where the lock hints are ignored) fails with 2627 and the store re-runs the
@@ -58,12 +58,13 @@ export function publishKeyedBatch(names: TransportNames): Statement<'batch'> {
       '    delay_ms bigint NOT NULL,',
       '    priority smallint NOT NULL,',
       '    ord int NOT NULL PRIMARY KEY,',
+      `    ordering_key nvarchar(200) COLLATE ${BIN2} NULL,`,
       '    holder uniqueidentifier NULL);',
       'DECLARE @replaced TABLE (id uniqueidentifier NOT NULL PRIMARY KEY, available_at datetime2 NOT NULL);',
       'DECLARE @inserted TABLE (id uniqueidentifier NOT NULL PRIMARY KEY, available_at datetime2 NOT NULL);',
-      'INSERT INTO @keys (queue, dedup_key, id, window_ms, debounce, payload_json, headers_json, delay_ms, priority, ord)',
+      'INSERT INTO @keys (queue, dedup_key, id, window_ms, debounce, payload_json, headers_json, delay_ms, priority, ord, ordering_key)',
       'SELECT src.queue, src.dedup_key, src.id, src.window_ms, src.debounce, src.payload_json, src.headers_json, src.delay_ms,',
-      '       COALESCE(src.priority, 0), src.ord',
+      '       COALESCE(src.priority, 0), src.ord, src.ordering_key',
       'FROM OPENJSON(@batch) WITH (',
       "    queue nvarchar(200) '$.queue',",
       "    dedup_key nvarchar(201) '$.dedup_key',",
@@ -74,7 +75,8 @@ export function publishKeyedBatch(names: TransportNames): Statement<'batch'> {
       "    headers_json nvarchar(max) '$.headers_json',",
       "    delay_ms bigint '$.delay_ms',",
       "    priority smallint '$.priority',",
-      "    ord int '$.ord'",
+      "    ord int '$.ord',",
+      "    ordering_key nvarchar(200) '$.ordering_key'",
       ') AS src;',
       'BEGIN TRAN;',
       // 1. hold
@@ -114,10 +116,10 @@ export function publishKeyedBatch(names: TransportNames): Statement<'batch'> {
       'FROM @keys AS k',
       'WHERE k.debounce = 1 AND k.holder <> k.id AND NOT EXISTS (SELECT 1 FROM @replaced AS r WHERE r.id = k.holder);',
       // 3. insert
-      `INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at, priority)`,
+      `INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at, priority, ordering_key)`,
       'OUTPUT inserted.id, inserted.available_at INTO @inserted',
       'SELECT k.id, k.queue, k.payload_json, k.headers_json, DATEADD(NANOSECOND, k.ord * 100, @now),',
-      `       CASE WHEN k.delay_ms > 0 THEN ${dbClockPlus('k.delay_ms', '@now')} ELSE @now END, k.priority`,
+      `       CASE WHEN k.delay_ms > 0 THEN ${dbClockPlus('k.delay_ms', '@now')} ELSE @now END, k.priority, k.ordering_key`,
       'FROM @keys AS k',
       `WHERE k.holder = k.id AND NOT EXISTS (SELECT 1 FROM ${t} AS existing WITH (UPDLOCK, FORCESEEK) WHERE existing.id = k.id);`,
       // an id that is another queue's job (ids are unique across queues) enqueued nothing: it must not hold the key

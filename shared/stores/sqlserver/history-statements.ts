@@ -70,10 +70,10 @@ export function findJob(names: TransportNames): Statement<'id'> {
     text: [
       "SELECT N'queue' AS source, id, queue, attempts, headers_json, created_at, available_at, CAST(NULL AS datetime2) AS completed_at,",
       '       CAST(CASE WHEN locked_until > SYSUTCDATETIME() THEN 1 ELSE 0 END AS bit) AS leased,',
-      '       CAST(CASE WHEN available_at > SYSUTCDATETIME() THEN 1 ELSE 0 END AS bit) AS delayed, dead_letter_reason, priority',
+      '       CAST(CASE WHEN available_at > SYSUTCDATETIME() THEN 1 ELSE 0 END AS bit) AS delayed, dead_letter_reason, priority, ordering_key',
       `FROM ${qualifiedTable(names)} WHERE id = @id`,
       'UNION ALL',
-      "SELECT N'history', id, queue, attempts, headers_json, created_at, available_at, completed_at, CAST(0 AS bit), CAST(0 AS bit), NULL, NULL",
+      "SELECT N'history', id, queue, attempts, headers_json, created_at, available_at, completed_at, CAST(0 AS bit), CAST(0 AS bit), NULL, NULL, NULL",
       `FROM ${qualifiedHistoryTable(names)} WHERE id = @id;`,
     ].join('\n'),
     params: { id: types.id() },

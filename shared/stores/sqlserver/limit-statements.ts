@@ -13,6 +13,7 @@ import * as sql from 'mssql';
 import type { TransportNames } from '../../sql/identifiers';
 import { qualifiedQueueStateTable } from './queue-state-sql';
 import { claimLines, exactQueueMatch, qualifiedTable, dbClockPlus, type Statement } from './statements';
+import { headOfKeyLines } from './ordering-sql';
 
 const types = {
   queue: () => sql.NVarChar(200),
@@ -106,7 +107,9 @@ export function limitedOutlook(names: TransportNames): Statement<'queue' | 'conc
   const match = exactQueueMatch('queue', 'queue');
   return {
     text: [
-      `SELECT CAST(CASE WHEN EXISTS (SELECT 1 FROM ${t} WHERE ${match} AND available_at <= SYSUTCDATETIME() AND (locked_until IS NULL OR locked_until <= SYSUTCDATETIME())) THEN 1 ELSE 0 END AS bit) AS ready,`,
+      `SELECT CAST(CASE WHEN EXISTS (SELECT 1 FROM ${t} AS candidate WHERE ${match} AND available_at <= SYSUTCDATETIME() AND (locked_until IS NULL OR locked_until <= SYSUTCDATETIME())`,
+      ...headOfKeyLines(t),
+      '    ) THEN 1 ELSE 0 END AS bit) AS ready,',
       `    CAST(CASE WHEN EXISTS (SELECT 1 FROM ${s} WHERE ${match} AND paused_at IS NOT NULL) THEN 1 ELSE 0 END AS bit) AS paused,`,
       `    (SELECT DATEDIFF_BIG(MILLISECOND, SYSUTCDATETIME(), backoff_until) FROM ${s} WHERE ${match} AND backoff_until > SYSUTCDATETIME()) AS backoff_ms,`,
       `    CASE WHEN @rate IS NULL THEN NULL ELSE (SELECT ${refilled('rate_tokens', 'rate_refilled_at')} FROM ${s} WHERE ${match}) END AS tokens,`,

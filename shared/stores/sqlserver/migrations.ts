@@ -42,6 +42,7 @@ import { qualifiedQueueStateTable, queueStateTableBody } from './job-control-sta
 import { dedupDdl } from './dedup-statements';
 import { historyDdl } from './history-statements';
 import { addLimitColumnsIfMissing } from './queue-state-sql';
+import { addOrderingKeyIfMissing, ORDERING_INDEX_FILTER, ORDERING_INDEX_KEYS } from './ordering-sql';
 
 const q = (n: string) => quoteIdentifier(n, 'sqlserver');
 
@@ -170,7 +171,7 @@ export function sqlServerMigrations(n: SchemaNames): readonly Migration[] {
     {
       // Job priority (issue 16 §4), the column alone as version 4 did: a NOT NULL add with a constant default is
       // metadata-only, but its Sch-M lasts to the end of the version's transaction, so the index is version 14's.
-      // PostgreSQL's twin is its version 11 (column and index together).
+      // PostgreSQL's twin is its version 12 (column and index together).
       version: 13,
       name: 'job priority column',
       statements: [batch('add transport priority column', [`SET LOCK_TIMEOUT ${MIGRATION_LOCK_TIMEOUT_MS};`, ...addPriorityIfMissing(transport)])],
@@ -186,6 +187,25 @@ export function sqlServerMigrations(n: SchemaNames): readonly Migration[] {
           ...createIndexOnlineIfMissing(transport, n.transport.readyIndex, READY_INDEX_KEYS),
         ]),
         batch('drop transport legacy ready index', [`SET LOCK_TIMEOUT ${MIGRATION_LOCK_TIMEOUT_MS};`, ...dropIndexIfPresent(transport, n.transport.legacyReadyIndex)]),
+      ],
+    },
+    {
+      // Ordering keys (issue 17 §1): the column alone, committed on its own as version 4 did (a nullable column
+      // without a default is a metadata-only change, but its Sch-M lasts to the commit, so the index gets its own
+      // version), with the bounded lock wait. PostgreSQL's twin is its version 13 (column and index).
+      version: 15,
+      name: 'ordering key column',
+      statements: [batch('add transport ordering_key column', [`SET LOCK_TIMEOUT ${MIGRATION_LOCK_TIMEOUT_MS};`, ...addOrderingKeyIfMissing(transport)])],
+    },
+    {
+      // Filtered to keyed rows (every existing row has none, so it is built empty), online where the edition has it.
+      version: 16,
+      name: 'ordering index',
+      statements: [
+        batch('create transport ordering index', [
+          `SET LOCK_TIMEOUT ${MIGRATION_LOCK_TIMEOUT_MS};`,
+          ...createIndexOnlineIfMissing(transport, n.transport.orderingIndex, ORDERING_INDEX_KEYS, ORDERING_INDEX_FILTER),
+        ]),
       ],
     },
   ]);

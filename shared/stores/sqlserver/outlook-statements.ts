@@ -8,12 +8,15 @@
 // seek passes over the index entries of the queue's delayed rows (no lookups for them). The lease half runs only
 // when nothing is due (IF … ELSE). The same exact queue match as the claim, so a row the probe calls due is
 // one the claim can take.
+// A keyed row counts as due only as the head of its key (ordering-sql.ts): rows held behind a running or delayed
+// head would make a drain that claims nothing, and then announce again (a loop).
 
 import * as sql from 'mssql';
 import type { TransportNames } from '../../sql/identifiers';
 import type { ClaimOutlook } from '../../transport/types';
 import { exactQueueMatch, qualifiedTable, type Statement } from './statements';
 import { pausedTest, qualifiedQueueStateTable } from './job-control-statements';
+import { headOfKeyLines } from './ordering-sql';
 
 export function claimOutlook(names: TransportNames): Statement<'queue'> {
   const t = qualifiedTable(names);
@@ -21,7 +24,9 @@ export function claimOutlook(names: TransportNames): Statement<'queue'> {
   return {
     text: [
       // a paused (or backed-off) queue is never due (its drain would claim nothing, and announce again: a loop)
-      `IF NOT ${pausedTest(names)} AND EXISTS (SELECT 1 FROM ${t} ${where} AND (locked_until IS NULL OR locked_until <= SYSUTCDATETIME()))`,
+      `IF NOT ${pausedTest(names)} AND EXISTS (SELECT 1 FROM ${t} AS candidate ${where} AND (locked_until IS NULL OR locked_until <= SYSUTCDATETIME())`,
+      ...headOfKeyLines(t),
+      '    )',
       '    SELECT CAST(1 AS bit) AS due, CAST(NULL AS bigint) AS lease_lapses_in_ms;',
       'ELSE',
       '    SELECT CAST(0 AS bit) AS due, DATEDIFF_BIG(MILLISECOND, SYSUTCDATETIME(), MIN(locked_until)) AS lease_lapses_in_ms,',

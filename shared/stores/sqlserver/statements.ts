@@ -16,6 +16,7 @@ import {
 } from '../options';
 import { KEY_AND_INDEX_SNAPSHOT } from './catalog-queries';
 import { dedupTableBody, qualifiedDedupTable } from './dedup-table-sql';
+import { addOrderingKeyIfMissing, headOfKeyLines, ORDERING_INDEX_FILTER, ORDERING_INDEX_KEYS } from './ordering-sql';
 
 export interface Statement<P extends string = string> {
   readonly text: string;
@@ -90,11 +91,11 @@ export function createTableIfMissing(qualified: string, body: string): string[] 
   return [`IF OBJECT_ID(${nameLiteral(qualified)}, N'U') IS NULL`, 'BEGIN', `CREATE TABLE ${qualified} (`, body, ');', 'END'];
 }
 
-/** CREATE INDEX `index` ON `qualifiedTable` (`keys`) behind a sys.indexes guard. */
-export function createIndexIfMissing(qualifiedTable: string, index: string, keys: readonly string[]): string[] {
+/** CREATE INDEX `index` ON `qualifiedTable` (`keys`) [WHERE `where`] behind a sys.indexes guard. */
+export function createIndexIfMissing(qualifiedTable: string, index: string, keys: readonly string[], where?: string): string[] {
   return [
     `IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(${nameLiteral(qualifiedTable)}, N'U') AND name = ${nameLiteral(index)})`,
-    `    CREATE INDEX ${q(index)} ON ${qualifiedTable} (${keys.join(', ')});`,
+    `    CREATE INDEX ${q(index)} ON ${qualifiedTable} (${keys.join(', ')})${where ? ` WHERE ${where}` : ''};`,
   ];
 }
 
@@ -107,9 +108,10 @@ export const ONLINE_INDEX_EDITIONS = '(3, 5, 8)';
 /**
  * CREATE INDEX behind the same guard, WITH (ONLINE = ON) where the edition has it (through EXEC, so other
  * editions never compile the option), offline elsewhere. For indexes added to tables that may be large and busy.
+ * `where`: a filtered index's predicate (fixed text).
  */
-export function createIndexOnlineIfMissing(qualifiedTable: string, index: string, keys: readonly string[]): string[] {
-  const create = `CREATE INDEX ${q(index)} ON ${qualifiedTable} (${keys.join(', ')})`;
+export function createIndexOnlineIfMissing(qualifiedTable: string, index: string, keys: readonly string[], where?: string): string[] {
+  const create = `CREATE INDEX ${q(index)} ON ${qualifiedTable} (${keys.join(', ')})${where ? ` WHERE ${where}` : ''}`;
   // built from validated identifiers and fixed keys; a quote would end the EXEC literal
   if (create.includes("'")) throw new Error(`refusing to render '${create}' inside an EXEC literal`);
   return [
@@ -206,7 +208,7 @@ export const CREATED_INDEX_KEYS = ['created_at'] as const;
  * find it absent; the second gets 2627, and the store re-runs the statement, which then reports the duplicate.
  * Rows of one batch share @now; created_at steps 100 ns by `ord` so a batch is claimed in array order.
  * Result set 1 = rows inserted; result set 2 (only when some were not) = the stored rows of the batch's ids.
- * Each element: { id, queue, payload_json, headers_json, delay_ms, priority, ord }.
+ * Each element: { id, queue, payload_json, headers_json, delay_ms, priority, ord, ordering_key (absent = NULL) }.
  * PostgreSQL: INSERT … SELECT FROM jsonb_to_recordset($1) ON CONFLICT (id) DO NOTHING RETURNING id, available_at.
  */
 export function publishBatch(names: TransportNames): Statement<'batch'> {
@@ -215,12 +217,12 @@ export function publishBatch(names: TransportNames): Statement<'batch'> {
     text: [
       'DECLARE @now datetime2 = SYSUTCDATETIME();',
       'DECLARE @inserted int;',
-      `INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at, priority)`,
+      `INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at, priority, ordering_key)`,
       'OUTPUT inserted.id, inserted.available_at',
       'SELECT src.id, src.queue, src.payload_json, src.headers_json,',
       '       DATEADD(NANOSECOND, src.ord * 100, @now),',
       `       CASE WHEN src.delay_ms > 0 THEN ${dbClockPlus('src.delay_ms', '@now')} ELSE @now END,`,
-      '       COALESCE(src.priority, 0)',
+      '       COALESCE(src.priority, 0), src.ordering_key',
       'FROM OPENJSON(@batch) WITH (',
       "    id uniqueidentifier '$.id',",
       "    queue nvarchar(200) '$.queue',",
@@ -228,7 +230,8 @@ export function publishBatch(names: TransportNames): Statement<'batch'> {
       "    headers_json nvarchar(max) '$.headers_json',",
       "    delay_ms bigint '$.delay_ms',",
       "    priority smallint '$.priority',",
-      "    ord int '$.ord'",
+      "    ord int '$.ord',",
+      "    ordering_key nvarchar(200) '$.ordering_key'",
       ') AS src',
       `WHERE NOT EXISTS (SELECT 1 FROM ${t} AS existing WITH (UPDLOCK, FORCESEEK) WHERE existing.id = src.id);`,
       'SET @inserted = @@ROWCOUNT;',
@@ -262,17 +265,19 @@ export function claimBatch(names: TransportNames): Statement<'n' | 'queue' | 'lo
 /**
  * The claim itself (TOP (`top`) ready rows in the claim order under UPDLOCK, ROWLOCK, READPAST; attempt, lease
  * and the caller's lock id), with `extraWhere` lines after the ready predicate: the claim above and the limited
- * claim (limit-statements.ts) share it.
+ * claim (limit-statements.ts) share it. A keyed row is taken only as the head of its key (ordering-sql.ts: the
+ * probe has no READPAST, so a locked older row of the key is never skipped).
  */
 export function claimLines(names: TransportNames, top: string, extraWhere: readonly string[] = []): string[] {
   return [
     'WITH next AS (',
     `    SELECT TOP (${top}) id, queue, payload_json, headers_json, attempts, locked_until, lock_id, created_at, available_at, priority`,
-    `    FROM ${qualifiedTable(names)} WITH (UPDLOCK, ROWLOCK, READPAST)`,
+    `    FROM ${qualifiedTable(names)} AS candidate WITH (UPDLOCK, ROWLOCK, READPAST)`,
     `    WHERE ${exactQueueMatch('queue', 'queue')}`,
     '      AND available_at <= SYSUTCDATETIME()',
     '      AND (locked_until IS NULL OR locked_until <= SYSUTCDATETIME())',
     ...extraWhere,
+    ...headOfKeyLines(qualifiedTable(names)),
     `    ORDER BY ${CLAIM_ORDER}`,
     ')',
     'UPDATE next',
@@ -383,14 +388,14 @@ export function deadLetterMove(
     text: [
       'SET XACT_ABORT ON;',
       'BEGIN TRAN;',
-      // the dead-letter row keeps the deliveries the job had (the removed row's attempts; requeue resets them) and
-      // its priority (a requeue puts it back at that priority)
-      'DECLARE @removed TABLE (attempts int NOT NULL, priority smallint NOT NULL);',
-      `DELETE FROM ${t} OUTPUT deleted.attempts, deleted.priority INTO @removed WHERE id = @source_id AND lock_id = @lock_id;`,
+      // the dead-letter row keeps the deliveries the job had (the removed row's attempts; requeue resets them), its
+      // priority and its ordering key (a requeue puts it back at that priority, on its key)
+      `DECLARE @removed TABLE (attempts int NOT NULL, priority smallint NOT NULL, ordering_key nvarchar(200) COLLATE ${BIN2} NULL);`,
+      `DELETE FROM ${t} OUTPUT deleted.attempts, deleted.priority, deleted.ordering_key INTO @removed WHERE id = @source_id AND lock_id = @lock_id;`,
       'IF @@ROWCOUNT = 1',
       'BEGIN',
-      `    INSERT INTO ${t} (id, queue, payload_json, headers_json, dead_letter_reason, attempts, priority)`,
-      '    SELECT @new_id, @dlq, @payload_json, @headers_json, @reason, attempts, priority FROM @removed;',
+      `    INSERT INTO ${t} (id, queue, payload_json, headers_json, dead_letter_reason, attempts, priority, ordering_key)`,
+      '    SELECT @new_id, @dlq, @payload_json, @headers_json, @reason, attempts, priority, ordering_key FROM @removed;',
       '    COMMIT;',
       '    SELECT 1 AS moved;',
       'END',
@@ -478,12 +483,17 @@ export function listDeadLetters(names: TransportNames): Statement<'top' | 'dlq' 
   };
 }
 
-/** Moves a dead letter back to its source queue: attempts reset, claimable now, dead-letter headers removed. */
+/**
+ * Moves a dead letter back to its source queue: attempts reset, claimable now, dead-letter headers removed. A keyed
+ * job goes to the back of its key (created_at now): with the dead letter's stamp it could run beside the key's
+ * current head, which is older than the requeue but younger than that stamp.
+ */
 export function requeueDeadLetter(names: TransportNames): Statement<'id' | 'dlq' | 'source'> {
   return {
     text: [
       `UPDATE ${qualifiedTable(names)}`,
       'SET queue = @source, attempts = 0, available_at = SYSUTCDATETIME(), locked_until = NULL, lock_id = NULL,',
+      '    created_at = CASE WHEN ordering_key IS NULL THEN created_at ELSE SYSUTCDATETIME() END,',
       '    dead_letter_reason = NULL,',
       `    headers_json = JSON_MODIFY(JSON_MODIFY(headers_json, N'$."${DEAD_LETTER_REASON_HEADER}"', NULL),`,
       `                               N'$."${DEAD_LETTER_SOURCE_HEADER}"', NULL)`,
@@ -548,6 +558,8 @@ export function ddlPhase1(names: TransportNames): Statement<never> {
       ...addDeadLetterSourceIfMissing(qualifiedTable(names)),
       // the priority column likewise (normally version 13 adds it first)
       ...addPriorityIfMissing(qualifiedTable(names)),
+      // the claim reads it (normally version 15 adds it first), under the same bounded wait
+      ...addOrderingKeyIfMissing(qualifiedTable(names)),
     ].join('\n'),
     params: {},
   };
@@ -565,13 +577,14 @@ export function ddlTableLock(names: TransportNames): Statement<never> {
   };
 }
 
-/** The transport's three indexes, each behind its guard (phase 2 and the printed script); then the legacy ready index goes. */
+/** The transport's four indexes, each behind its guard (phase 2 and the printed script); then the legacy ready index goes. */
 function transportIndexes(names: TransportNames): Array<string[]> {
   const t = qualifiedTable(names);
   return [
     createIndexIfMissing(t, names.readyIndex, READY_INDEX_KEYS),
     createIndexIfMissing(t, names.createdIndex, CREATED_INDEX_KEYS),
     createIndexIfMissing(t, names.deadLetterIndex, DEAD_LETTER_INDEX_KEYS),
+    createIndexIfMissing(t, names.orderingIndex, ORDERING_INDEX_KEYS, ORDERING_INDEX_FILTER),
     dropIndexIfPresent(t, names.legacyReadyIndex),
   ];
 }
@@ -672,6 +685,8 @@ export function printSqlServerSchema(names: TransportNames): string {
     'GO',
     '-- Job priority (not in the spec\'s DDL; inserts that name their columns get the default 0).',
     ...addPriorityIfMissing(t),
+    '-- The ordering key (not in the spec\'s DDL either; a .NET host\'s rows have none and are unordered).',
+    ...addOrderingKeyIfMissing(t),
     'GO',
     '-- On a large existing table add WITH (ONLINE = ON) where the edition supports it (Enterprise, Developer,',
     '-- Azure SQL): a plain CREATE INDEX blocks every write to the table while it runs.',

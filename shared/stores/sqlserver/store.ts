@@ -294,6 +294,7 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
         delay_ms: delayOf(m.delayMs),
         priority: m.priority ?? 0,
         ord,
+        ...(m.orderingKey === undefined ? {} : { ordering_key: m.orderingKey }),
       })),
     );
     // a new key two publishers inserted at once: the loser's batch rolls back whole, and the re-run finds the key held
@@ -334,6 +335,7 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
           delay_ms: delayOf(m.delayMs),
           priority: m.priority ?? 0,
           ord,
+          ...(m.orderingKey === undefined ? {} : { ordering_key: m.orderingKey }),
         }))
         .sort((a, b) => compareSqlServerGuids(a.id, b.id)),
     );
@@ -483,6 +485,7 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
         delayed: r.delayed === true || r.delayed === 1,
         deadLetterReason: (r.dead_letter_reason as string | null) ?? null,
         ...(r.priority === null || r.priority === undefined ? {} : { priority: Number(r.priority) }),
+        orderingKey: (r.ordering_key as string | null) ?? null,
       })),
       deadLetterQueue,
     );
@@ -682,6 +685,7 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
       availableAt: r.available_at as Date,
       createdAt: r.created_at as Date,
       priority: Number(r.priority ?? 0),
+      ...(r.ordering_key === null || r.ordering_key === undefined ? {} : { orderingKey: String(r.ordering_key) }),
     }));
   }
   private waiting: WaitingStatements | undefined;

@@ -40,6 +40,7 @@ import {
   qualifiedTable,
   READY_INDEX_KEYS,
 } from './statements';
+import { ORDERING_INDEX_KEYS, ORDERING_KEY_COLUMN } from './ordering-sql';
 
 // The catalog row shapes and renderType moved to catalog-common.ts (shared with channel-verify.ts); re-exported
 // here so this module's public surface is unchanged.
@@ -101,6 +102,8 @@ const EXPECTED_COLUMNS: readonly ExpectedColumn[] = [
   { name: DEAD_LETTER_SOURCE_COLUMN, type: 'nvarchar(200)', nullable: true, collation: BIN2, computed: true, addedAfterVersionOne: true },
   // Job priority (issue 16 §4): added by migration 13 (and the store's own phase 1); the claim orders by it.
   { name: 'priority', type: 'smallint', nullable: false, defaults: ['((0))', '(0)'], addedAfterVersionOne: true },
+  // Ordering keys (migration 15 and phase 1): the claim compares it exactly, so BIN2 like the queue column.
+  { name: ORDERING_KEY_COLUMN, type: 'nvarchar(200)', nullable: true, collation: BIN2, addedAfterVersionOne: true },
 ];
 
 const EXPECTED_PRIMARY_KEY = ['id'];
@@ -161,9 +164,9 @@ export function evaluatePrimaryKey(keyColumns: readonly CatalogKeyColumnRow[], n
   return primaryKeyProblems(qualifiedTable(names), keyColumns, EXPECTED_PRIMARY_KEY);
 }
 
-/** Self-created path: both indexes must exist by name on this table with exactly the declared shape. */
+/** Self-created path: every index must exist by name on this table with exactly the declared shape. */
 export function evaluateIndexes(rows: readonly CatalogIndexRow[], names: TransportNames): string[] {
-  return declaredIndexProblems(
+  const problems = declaredIndexProblems(
     qualifiedTable(names),
     rows,
     [
@@ -173,12 +176,43 @@ export function evaluateIndexes(rows: readonly CatalogIndexRow[], names: Transpo
     ],
     'store',
   );
+  const ordering = orderingIndexProblem(rows, names);
+  return ordering ? [...problems, ordering] : problems;
+}
+
+/** The ordering index is filtered (keyed rows only), so the plain-index rule of the others does not apply to it. */
+function orderingIndexProblem(rows: readonly CatalogIndexRow[], names: TransportNames): string | null {
+  const table = qualifiedTable(names);
+  const found = groupIndexes(rows).find((i) => sameName(i.name, names.orderingIndex));
+  if (!found) return `expected the index [${names.orderingIndex}] on ${table} to exist after schema creation, but it does not.`;
+  if (usableOrderingIndex(found)) return null;
+  return (
+    `the index [${names.orderingIndex}] on ${table} cannot serve the claim's ordering-key probe: expected a rowstore index on ` +
+    `(${ORDERING_INDEX_KEYS.join(', ')}) WHERE ordering_key IS NOT NULL; found (${found.keys.join(', ')}). Drop it so the store recreates it, or rename it.`
+  );
+}
+
+const usableOrderingIndex = (i: ReturnType<typeof groupIndexes>[number]) =>
+  isRowstore(i.typeDesc) && !i.isDisabled && !i.isHypothetical && !i.isUnique && keysEqual(i.keys, ORDERING_INDEX_KEYS);
+
+/** Operator path: warn when no index serves the ordering-key probe (queue, ordering_key, created_at, id). */
+export function hasUsableOrderingIndex(rows: readonly CatalogIndexRow[]): boolean {
+  return groupIndexes(rows).some(usableOrderingIndex);
+}
+
+export function orderingIndexWarning(names: TransportNames): string {
+  const table = qualifiedTable(names);
+  return (
+    `${table} has no enabled index keyed (${ORDERING_INDEX_KEYS.join(', ')}), so every claim of a keyed row scans its key's rows. ` +
+    `Create it: CREATE INDEX [${names.orderingIndex}] ON ${table} (${ORDERING_INDEX_KEYS.join(', ')}) WHERE ordering_key IS NOT NULL ` +
+    'WITH (ONLINE = ON); -- omit WITH (ONLINE = ON) where the edition lacks it'
+  );
 }
 
 /** Names of the declared indexes not present (by name, on this table): what phase 2 must build. */
 export function missingIndexes(rows: readonly CatalogIndexRow[], names: TransportNames): string[] {
   const present = groupIndexes(rows);
-  return [names.readyIndex, names.createdIndex, names.deadLetterIndex].filter((name) => !present.some((i) => sameName(i.name, name)));
+  return [names.readyIndex, names.createdIndex, names.deadLetterIndex, names.orderingIndex].filter((name) => !present.some((i) => sameName(i.name, name)));
 }
 
 /** Operator path: warn (not fail) when no index under any name serves the claim's seek and order. */
@@ -246,6 +280,7 @@ export function evaluateTransportCatalog(
   else {
     if (!hasUsableDequeueIndex(catalog.indexes)) warnings.push(dequeueIndexWarning(names));
     if (!hasUsableDeadLetterIndex(catalog.indexes)) warnings.push(deadLetterIndexWarning(names));
+    if (!hasUsableOrderingIndex(catalog.indexes)) warnings.push(orderingIndexWarning(names));
   }
   return { status: 'present', problems, warnings };
 }

@@ -17,7 +17,7 @@ export function waitingStatements(names: TransportNames): WaitingStatements {
     const priorityDir = order === 'oldest' ? ' DESC' : '';
     return {
       text: [
-        'SELECT TOP (@top) id, payload_json, headers_json, attempts, available_at, created_at, priority',
+        'SELECT TOP (@top) id, payload_json, headers_json, attempts, available_at, created_at, priority, ordering_key',
         `FROM ${t}`,
         `WHERE ${exactQueueMatch('queue', 'queue')} AND ${bound}`,
         '  AND (locked_until IS NULL OR locked_until <= SYSUTCDATETIME())',

@@ -1,0 +1,109 @@
+// The claim with ordering keys stays an ordered read of the ready index; the head-of-key test is a probe of the
+// partial ordering index per candidate row (no Seq Scan, no sort of the key's rows), on a migrated schema; and the
+// publish stamps that order keys by (created_at, id) keep a batch's order and come after it.
+import { randomUUID } from 'node:crypto';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import type { OpenedStores } from '../../shared/stores/open';
+import { pgStatements } from '../../shared/stores/postgres/statements';
+import { transportNames } from '../../shared/sql/identifiers';
+import { announce } from './fixtures';
+import { closeSharedPglite, schemaDbFixtures, type SchemaDb } from './schema-fixtures';
+import { describeNode, nodes, type PlanNode } from './plan-nodes';
+
+afterAll(() => closeSharedPglite());
+
+const TABLE = 'asyncresponse_transport_messages';
+
+for (const fixture of schemaDbFixtures()) {
+  describe.skipIf(!announce(fixture))(`[${fixture.name}] ordering-key claim plan`, { timeout: 180_000 }, () => {
+    let d: SchemaDb | undefined;
+    let stores: OpenedStores | undefined;
+    afterEach(async () => {
+      await stores?.close();
+      await d?.close();
+      stores = d = undefined;
+    });
+
+    it('with 50k keyed rows (1,000 keys) a claim reads the ready index and probes the ordering index, never the whole table', async (ctx) => {
+      d = await fixture.create();
+      stores = await d.open(true);
+      await stores.migrator.apply();
+      const t = `"${d.schema}"."${TABLE}"`;
+      // 50 rows per key, created in key-round order: row g is the (g / 1000)th job of key g % 1000
+      await d.client.query(
+        `INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at, ordering_key)
+         SELECT gen_random_uuid(), 'work', '{"n":' || g || '}', '{}', now() - interval '1 hour' + g * interval '1 millisecond',
+                now() - interval '1 hour' + g * interval '1 millisecond', 'k' || (g % 1000)
+         FROM generate_series(0, 49999) AS g`,
+      );
+      await d.client.query(`ANALYZE ${t}`);
+      const names = transportNames(d.schema, TABLE, 'postgres');
+      const r = await d.client.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(`EXPLAIN (FORMAT JSON) ${pgStatements(names).claim}`, ['work', 100, 30_000, randomUUID()]);
+      const plan = nodes(r.rows[0]!['QUERY PLAN'][0]!.Plan);
+      const scans = plan.filter((n) => n['Relation Name'] === TABLE).map(describeNode);
+      console.log(`[${fixture.name}] keyed claim plan: ${plan.map(describeNode).join(' > ')}`);
+      if (fixture.name === 'pglite' && scans.some((s) => s.startsWith('Seq Scan'))) {
+        console.log(`[pglite] keyed claim plan check skipped: its planner chose ${scans.join(', ')}`);
+        ctx.skip();
+      }
+      expect(scans.some((s) => s.startsWith('Seq Scan')), scans.join(', ')).toBe(false);
+      expect(scans.some((s) => s.includes(names.readyIndex)), scans.join(', ')).toBe(true);
+      expect(scans.some((s) => s.includes(names.orderingIndex)), scans.join(', ')).toBe(true);
+      expect(plan.some((n) => n['Node Type'] === 'Sort'), plan.map(describeNode).join(', ')).toBe(false);
+
+      // and it claims the heads: the first 100 rows are the first jobs of keys 0..99
+      const claimed = await stores.transport.claim('work', 100, 30_000);
+      expect(claimed.map((c) => c.payloadJson)).toEqual(Array.from({ length: 100 }, (_, i) => `{"n":${i}}`));
+      // heads of keys 100..199 come next in the index; the leased heads and their successors are passed over
+      const next = await stores.transport.claim('work', 100, 30_000);
+      expect(next.map((c) => c.payloadJson)).toEqual(Array.from({ length: 100 }, (_, i) => `{"n":${i + 100}}`));
+      const analyzed = await d.client.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS) ${pgStatements(names).claim}`, ['work', 100, 30_000, randomUUID()]);
+      console.log(`[${fixture.name}] keyed claim, 200 heads leased, 100 more claimed:\n${analyzed.rows.map((x) => x['QUERY PLAN']).join('\n')}`);
+    });
+
+    it('a table without the ordering key: refused without AUTO_CREATE_SCHEMA (naming the column and version), completed with it', async () => {
+      d = await fixture.create();
+      stores = await d.open(true);
+      await stores.migrator.apply();
+      await d.client.query(`ALTER TABLE "${d.schema}"."${TABLE}" DROP COLUMN ordering_key`);
+      const operator = await d.open(false);
+      try {
+        await expect(operator.transport.publish([{ id: randomUUID(), queue: 'q', payloadJson: '{}', headers: {}, delayMs: 0 }])).rejects.toThrow(
+          /no column 'ordering_key' \(PostgreSQL schema version 13\)/,
+        );
+      } finally {
+        await operator.close();
+      }
+      const creator = await d.open(true);
+      try {
+        const [outcome] = await creator.transport.publish([{ id: randomUUID(), queue: 'q', payloadJson: '{}', headers: {}, delayMs: 0, orderingKey: 'a' }]);
+        expect(outcome!.inserted).toBe(true);
+        const idx = await d.client.query(`SELECT 1 FROM pg_indexes WHERE schemaname = $1 AND indexname = $2`, [d.schema, transportNames(d.schema, TABLE, 'postgres').orderingIndex]);
+        expect(idx.rows).toHaveLength(1);
+      } finally {
+        await creator.close();
+      }
+    });
+
+    it("a batch's rows are stamped 1 µs apart in batch order, and a publish right after it is stamped after its last row", async () => {
+      d = await fixture.create();
+      stores = await d.open(true);
+      await stores.migrator.apply();
+      const t = `"${d.schema}"."${TABLE}"`;
+      for (let round = 0; round < 10; round++) {
+        const batch = Array.from({ length: 1000 }, (_, i) => ({ id: randomUUID(), queue: `stamps${round}`, payloadJson: `{"i":${i}}`, headers: {}, delayMs: 0, orderingKey: 'a' }));
+        await stores.transport.publish(batch);
+        const next = { ...batch[0]!, id: randomUUID(), payloadJson: '{"i":1000}' };
+        await stores.transport.publish([next]);
+        const r = await d.client.query<{ ordered: boolean; after: boolean }>(
+          `SELECT bool_and(gap = interval '1 microsecond') AS ordered,
+                  (SELECT created_at FROM ${t} WHERE id = $2) > max(created_at) AS after
+           FROM (SELECT created_at, created_at - lag(created_at) OVER (ORDER BY (payload_json::jsonb ->> 'i')::int) AS gap
+                 FROM ${t} WHERE queue = $1 AND id <> $2) AS s`,
+          [`stamps${round}`, next.id],
+        );
+        expect(r.rows[0]).toEqual({ ordered: true, after: true });
+      }
+    });
+  });
+}
