@@ -142,6 +142,9 @@ export function fuzzCases(seed: number, count: number, setup: FuzzSetup): FuzzCa
         dedupKey: ['', big(201), 1, null, [], {}, 'a\nb', '\ud800'],
         dedupWindowSeconds: [-1, 0, 2592001, 1e308, '10', null, true, [], {}],
         dedupMode: ['', 'DROP', 'throttle', 1, null, [], {}],
+        priority: [32768, -32769, 1.5, '3', null, true, [], {}, 1e308],
+        // a topic publish refuses any ordering key (they belong to a queue publish)
+        orderingKey: ['', big(201), 1, null, [], {}, 'a\nb', '\ud800'],
         // the base body is delayed an hour: an expiry before then is refused as well
         expiresAt: ['2000-01-01T00:00:00Z', 'soon', '2100-01-01', '2100-01-01T00:00:00', 1, null, [], {}],
         ttlSeconds: [0, -1, 10, 315360001, 1e308, '10', null, true, [], {}],
