@@ -12,6 +12,7 @@ import { DEFAULT_TRANSPORT_TABLE } from '../../shared/stores/options';
 import { SqlServerTransportStore } from '../../shared/stores/sqlserver/store';
 import { hasGap, tdsEngine } from './engine-gaps';
 import type { TransportStore } from '../../shared/transport/types';
+import { dropSqlServerSchema } from './sqlserver-drop-schema';
 
 export interface SqlServerChannelHarness {
   store: ChannelStore;
@@ -53,7 +54,6 @@ export async function sqlServerChannelHarness(
   const admin = open(2);
   await admin.connect();
   const query = async <T,>(text: string): Promise<T[]> => (await admin.request().query(text)).recordset as unknown as T[];
-  const s = `[${schema}]`;
 
   const storePool = open(10);
   const store = storeOn(storePool, options.autoCreateSchema ?? true);
@@ -76,16 +76,7 @@ export async function sqlServerChannelHarness(
     openPeer: async (peer = {}) => storeOn(open(4), peer.autoCreateSchema ?? true),
     close: async () => {
       try {
-        await admin.request().query(
-          [
-            `DROP TABLE IF EXISTS ${s}.[${DEFAULT_TRANSPORT_TABLE}];`,
-            `DROP TABLE IF EXISTS ${s}.[${names.recoveryTable}];`,
-            `DROP TABLE IF EXISTS ${s}.[${names.messageTable}];`,
-            `DROP TABLE IF EXISTS ${s}.[${names.subscriberTable}];`,
-            `DROP SEQUENCE IF EXISTS ${s}.[${names.ackSequence}];`,
-            `IF SCHEMA_ID(N'${schema}') IS NOT NULL EXEC (N'DROP SCHEMA ${s}');`,
-          ].join('\n'),
-        );
+        await dropSqlServerSchema(admin, schema);
       } finally {
         for (const st of stores) await st.close().catch(() => undefined);
         for (const pool of pools) await pool.close().catch(() => undefined);

@@ -7,6 +7,7 @@ import { createSqlServerPool } from '../../shared/stores/sqlserver/connection';
 import { SqlServerTransportStore } from '../../shared/stores/sqlserver/store';
 import { hasGap, tdsEngine } from './engine-gaps';
 import type { Harness, RawOps } from './fixtures';
+import { dropSqlServerSchema } from './sqlserver-drop-schema';
 
 const TABLE = 'asyncresponse_transport_messages';
 const EXACT = "queue = @queue AND queue + N'.' = @queue + N'.' COLLATE Latin1_General_100_BIN2";
@@ -88,16 +89,7 @@ export async function sqlServerHarness(connectionString: string, schema: string,
     openWith: async (o) => storeOn(open(2), o.autoCreateSchema),
     close: async () => {
       try {
-        // every object the store or its migrations made in its schema (procedures and functions first: Babelfish
-        // refuses to drop a schema, or a table, something still depends on), then the schema itself. One statement
-        // per object: Babelfish's SELECT @s = @s + … keeps only the last row, so a concatenated batch dropped one.
-        const objects = await q(
-          `SELECT CASE RTRIM(o.type) WHEN 'P' THEN N'PROCEDURE' WHEN 'V' THEN N'VIEW' WHEN 'U' THEN N'TABLE' WHEN 'SO' THEN N'SEQUENCE' ELSE N'FUNCTION' END AS kind, o.name
-           FROM sys.objects AS o WHERE o.schema_id = SCHEMA_ID(N'${schema}') AND RTRIM(o.type) IN ('P', 'FN', 'IF', 'TF', 'V', 'U', 'SO')
-           ORDER BY CASE RTRIM(o.type) WHEN 'U' THEN 2 WHEN 'SO' THEN 3 ELSE 1 END`,
-        );
-        for (const o of objects.recordset as Array<{ kind: string; name: string }>) await q(`DROP ${o.kind} [${schema}].[${o.name}]`);
-        await q(`IF SCHEMA_ID(N'${schema}') IS NOT NULL EXEC (N'DROP SCHEMA [${schema}]');`);
+        await dropSqlServerSchema(admin, schema);
       } finally {
         for (const pool of pools) await pool.close().catch(() => undefined);
       }

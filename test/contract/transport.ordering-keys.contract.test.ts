@@ -19,7 +19,8 @@ for (const fixture of storeFixtures()) {
   describe.skipIf(!announce(fixture))(`[${fixture.name}] ordering keys`, () => {
     const h = openForDescribe(() => fixture.create());
 
-    it('a leased head holds its key back; other keys and unkeyed rows are claimed; the ack lets the next one run', async () => {
+    it('a leased head holds its key back; other keys and unkeyed rows are claimed; the ack lets the next one run', async (ctx) => {
+      await skipOnGap(fixture.name, ctx, 'updateThroughCte');
       const q = 'ord_leased';
       await h.store.publish([keyed(q, 'a', 1), keyed(q, 'a', 2), keyed(q, 'a', 3), keyed(q, 'b', 1), message(q, { seq: 0 }), message(q, { seq: 0 })]);
       const first = await h.store.claim(q, 10, LOCK);
@@ -32,7 +33,8 @@ for (const fixture of storeFixtures()) {
       expect(next.map((c) => `${keyOf(c)}${seqOf(c)}`)).toEqual(['a2']);
     });
 
-    it("a NAK'd head (due later) holds its key back until it runs again and succeeds", async () => {
+    it("a NAK'd head (due later) holds its key back until it runs again and succeeds", async (ctx) => {
+      await skipOnGap(fixture.name, ctx, 'updateThroughCte');
       const q = 'ord_nak';
       const [a1] = [keyed(q, 'a', 1)];
       await h.store.publish([a1!, keyed(q, 'a', 2)]);
@@ -47,7 +49,8 @@ for (const fixture of storeFixtures()) {
       expect((await h.store.claim(q, 10, LOCK)).map(seqOf)).toEqual([2]);
     });
 
-    it('a head whose lease lapsed is claimed again, never its successor', async () => {
+    it('a head whose lease lapsed is claimed again, never its successor', async (ctx) => {
+      await skipOnGap(fixture.name, ctx, 'updateThroughCte');
       const q = 'ord_lapse';
       const a1 = keyed(q, 'a', 1);
       await h.store.publish([a1, keyed(q, 'a', 2)]);
@@ -56,14 +59,16 @@ for (const fixture of storeFixtures()) {
       expect((await h.store.claim(q, 10, LOCK)).map(seqOf)).toEqual([1]);
     });
 
-    it('a delayed head holds back a successor that is due now', async () => {
+    it('a delayed head holds back a successor that is due now', async (ctx) => {
+      await skipOnGap(fixture.name, ctx, 'updateThroughCte');
       const q = 'ord_delay';
       await h.store.publish([message(q, { key: 'a', seq: 1 }, { orderingKey: 'a', delayMs: 60_000 })]);
       await h.store.publish([keyed(q, 'a', 2)]);
       expect(await h.store.claim(q, 10, LOCK)).toEqual([]);
     });
 
-    it('a reschedule moves only the due time: a head moved later holds its key, a successor moved earlier cannot overtake', async () => {
+    it('a reschedule moves only the due time: a head moved later holds its key, a successor moved earlier cannot overtake', async (ctx) => {
+      await skipOnGap(fixture.name, ctx, 'updateThroughCte');
       const q = 'ord_resched';
       const a1 = keyed(q, 'a', 1);
       const a2 = keyed(q, 'a', 2);
@@ -75,7 +80,8 @@ for (const fixture of storeFixtures()) {
       expect((await h.store.claim(q, 10, LOCK)).map(seqOf)).toEqual([1]);
     });
 
-    it('cancelling a waiting head lets its key go on', async () => {
+    it('cancelling a waiting head lets its key go on', async (ctx) => {
+      await skipOnGap(fixture.name, ctx, 'updateThroughCte');
       const q = 'ord_cancel';
       const a1 = keyed(q, 'a', 1);
       await h.store.publish([a1, keyed(q, 'a', 2)]);
@@ -83,7 +89,8 @@ for (const fixture of storeFixtures()) {
       expect((await h.store.claim(q, 10, LOCK)).map(seqOf)).toEqual([2]);
     });
 
-    it('a dead-lettered head lets the key go on; its requeue goes to the back of the key', async () => {
+    it('a dead-lettered head lets the key go on; its requeue goes to the back of the key', async (ctx) => {
+      await skipOnGap(fixture.name, ctx, 'updateThroughCte');
       const q = 'ord_dead';
       await h.store.publish([keyed(q, 'a', 1), keyed(q, 'a', 2), keyed(q, 'a', 3)]);
       const [head] = await h.store.claim(q, 10, LOCK);
@@ -111,7 +118,8 @@ for (const fixture of storeFixtures()) {
       expect(requeued.map((c) => [c.id, seqOf(c)])).toEqual([[newId, 1]]);
     });
 
-    it('one claim takes one row per key; a batch publish keeps its order within a key', async () => {
+    it('one claim takes one row per key; a batch publish keeps its order within a key', async (ctx) => {
+      await skipOnGap(fixture.name, ctx, 'updateThroughCte');
       const q = 'ord_batch';
       const rows = Array.from({ length: 100 }, (_, i) => keyed(q, i % 2 === 0 ? 'even' : 'odd', i));
       await h.store.publish(rows);
@@ -127,7 +135,8 @@ for (const fixture of storeFixtures()) {
       expect(seen.filter((n) => n % 2 === 1)).toEqual(Array.from({ length: 50 }, (_, i) => 2 * i + 1));
     });
 
-    it('the claim outlook calls a queue due only when a head can run: rows behind a running head are not due', async () => {
+    it('the claim outlook calls a queue due only when a head can run: rows behind a running head are not due', async (ctx) => {
+      await skipOnGap(fixture.name, ctx, 'updateThroughCte');
       const q = 'ord_outlook';
       await h.store.publish([keyed(q, 'a', 1), keyed(q, 'a', 2)]);
       expect((await h.store.claimOutlook(q)).due).toBe(true);
@@ -142,14 +151,16 @@ for (const fixture of storeFixtures()) {
       expect((await h.store.claimOutlook(q, { concurrency: 5 })).due).toBe(true);
     });
 
-    it('a limited claim honours ordering keys too', async () => {
+    it('a limited claim honours ordering keys too', async (ctx) => {
+      await skipOnGap(fixture.name, ctx, 'updateThroughCte');
       const q = 'ord_limited';
       await h.store.publish([keyed(q, 'a', 1), keyed(q, 'a', 2), keyed(q, 'b', 1)]);
       const c = await h.store.claimLimited(q, 10, LOCK, randomUUID(), { concurrency: 10 });
       expect(c.messages.map((m) => `${keyOf(m)}${seqOf(m)}`).sort()).toEqual(['a1', 'b1']);
     });
 
-    it('unkeyed rows are unaffected: one claim takes them all; claims take them in availability order', async () => {
+    it('unkeyed rows are unaffected: one claim takes them all; claims take them in availability order', async (ctx) => {
+      await skipOnGap(fixture.name, ctx, 'updateThroughCte');
       const q = 'ord_plain';
       await h.store.publish(Array.from({ length: 20 }, (_, i) => message(q, { seq: i })));
       expect((await h.store.claim(q, 50, LOCK)).map(seqOf).sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => i));
@@ -163,7 +174,9 @@ for (const fixture of storeFixtures()) {
     it('the ordering key is shown on the waiting list and the job view', async () => {
       const q = 'ord_view';
       const m = keyed(q, 'order-42', 1);
-      await h.store.publish([m, message(q, { seq: 2 })]);
+      // two publishes, not one batch: Babelfish keeps microseconds, so a batch's 100 ns steps tie there
+      await h.store.publish([m]);
+      await h.store.publish([message(q, { seq: 2 })]);
       const waiting = await h.store.listWaiting({ queue: q, state: 'ready', order: 'oldest', top: 10 });
       expect(waiting.map((w) => w.orderingKey)).toEqual(['order-42', undefined]);
       expect((await h.store.findJob(m.id, DLQ))?.orderingKey).toBe('order-42');
