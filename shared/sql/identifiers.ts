@@ -40,6 +40,11 @@ export interface TransportNames {
   table: string;
   /** The claim's index: (queue, priority DESC, available_at, created_at), PostgreSQL version 12 (SQL Server 14). */
   readyIndex: string;
+  /**
+   * PostgreSQL's claim index from version 14: (queue, (ordering_key IS NULL), priority DESC, available_at, created_at),
+   * replacing the ready index there, so unkeyed and keyed rows each have their own claim order (ordering-sql.ts).
+   */
+  claimIndex: string;
   /** The ready index before priorities, (queue, available_at, created_at): built by version 1, dropped by the priority version. */
   legacyReadyIndex: string;
   createdIndex: string;
@@ -58,6 +63,7 @@ export function transportNames(schema: string, table: string, dialect: Dialect):
     table,
     readyIndex: derivedName(table, '_priority_ready_idx', cap),
     legacyReadyIndex: derivedName(table, '_ready_idx', cap),
+    claimIndex: derivedName(table, '_claim_idx', cap),
     createdIndex: derivedName(table, '_created_idx', cap),
     deadLetterIndex: derivedName(table, '_dead_letter_idx', cap),
     orderingIndex: derivedName(table, '_ordering_idx', cap),
@@ -66,6 +72,7 @@ export function transportNames(schema: string, table: string, dialect: Dialect):
     ['transport table', names.table],
     ['ready index', names.readyIndex],
     ['legacy ready index', names.legacyReadyIndex],
+    ['claim index', names.claimIndex],
     ['created index', names.createdIndex],
     ['dead-letter index', names.deadLetterIndex],
     ['ordering index', names.orderingIndex],

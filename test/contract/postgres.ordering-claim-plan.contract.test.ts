@@ -1,9 +1,11 @@
-// The claim with ordering keys stays an ordered read of the ready index; the head-of-key test is a probe of the
-// partial ordering index per candidate row (no Seq Scan, no sort of the key's rows), on a migrated schema; and the
-// publish stamps that order keys by (created_at, id) keep a batch's order and come after it.
+// The claim with ordering keys reads the keyed half of the claim index in its order, a probe of the partial ordering
+// index per candidate row (no Seq Scan, no sort of the key's rows); once the front of the queue holds no head, it
+// walks the keys (one descent each) instead of the backlog; on a migrated schema. And the publish stamps that order
+// keys by (created_at, id) keep a batch's order and come after it.
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { OpenedStores } from '../../shared/stores/open';
+import type { ClaimedMessage } from '../../shared/transport/types';
 import { pgStatements } from '../../shared/stores/postgres/statements';
 import { transportNames } from '../../shared/sql/identifiers';
 import { announce } from './fixtures';
@@ -24,7 +26,7 @@ for (const fixture of schemaDbFixtures()) {
       stores = d = undefined;
     });
 
-    it('with 50k keyed rows (1,000 keys) a claim reads the ready index and probes the ordering index, never the whole table', async (ctx) => {
+    it('with 50k keyed rows (1,000 keys) a claim reads the claim index and probes the ordering index, never the whole table', async (ctx) => {
       d = await fixture.create();
       stores = await d.open(true);
       await stores.migrator.apply();
@@ -47,9 +49,12 @@ for (const fixture of schemaDbFixtures()) {
         ctx.skip();
       }
       expect(scans.some((s) => s.startsWith('Seq Scan')), scans.join(', ')).toBe(false);
-      expect(scans.some((s) => s.includes(names.readyIndex)), scans.join(', ')).toBe(true);
+      expect(scans.some((s) => s.includes(names.claimIndex)), scans.join(', ')).toBe(true);
       expect(scans.some((s) => s.includes(names.orderingIndex)), scans.join(', ')).toBe(true);
-      expect(plan.some((n) => n['Node Type'] === 'Sort'), plan.map(describeNode).join(', ')).toBe(false);
+      // the keyed front (the part that joins its window to the table) reads the index in claim order: no Sort there
+      const front = plan.filter((n) => n['Node Type'] === 'LockRows').map(nodes).find((sub) => sub.some((n) => n['Node Type'] === 'Nested Loop' && nodes(n).some((m) => m['Index Name'] === names.claimIndex)));
+      expect(front?.map(describeNode), plan.map(describeNode).join(' > ')).toBeDefined();
+      expect(front!.some((n) => /Sort/.test(n['Node Type'])), front!.map(describeNode).join(' > ')).toBe(false);
 
       // and it claims the heads: the first 100 rows are the first jobs of keys 0..99
       const claimed = await stores.transport.claim('work', 100, 30_000);
@@ -59,6 +64,51 @@ for (const fixture of schemaDbFixtures()) {
       expect(next.map((c) => c.payloadJson)).toEqual(Array.from({ length: 100 }, (_, i) => `{"n":${i + 100}}`));
       const analyzed = await d.client.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS) ${pgStatements(names).claim}`, ['work', 100, 30_000, randomUUID()]);
       console.log(`[${fixture.name}] keyed claim, 200 heads leased, 100 more claimed:\n${analyzed.rows.map((x) => x['QUERY PLAN']).join('\n')}`);
+    });
+
+    it('with every head leased and 49 rows behind each of 1,000 keys, a claim walks the keys, not the 49,000 rows behind them', async () => {
+      d = await fixture.create();
+      stores = await d.open(true);
+      await stores.migrator.apply();
+      const t = `"${d.schema}"."${TABLE}"`;
+      await d.client.query(
+        `INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at, ordering_key)
+         SELECT gen_random_uuid(), 'work', '{"n":' || g || '}', '{}', now() - interval '1 hour' + g * interval '1 millisecond',
+                now() - interval '1 hour' + g * interval '1 millisecond', 'k' || (g % 1000)
+         FROM generate_series(0, 49999) AS g`,
+      );
+      await d.client.query(`ANALYZE ${t}`);
+      const names = transportNames(d.schema, TABLE, 'postgres');
+      const heads: ClaimedMessage[] = [];
+      for (let i = 0; i < 10; i++) heads.push(...(await stores.transport.claim('work', 100, 60_000)));
+      expect(heads.map((h) => h.payloadJson)).toEqual(Array.from({ length: 1000 }, (_, i) => `{"n":${i}}`));
+      // nothing is claimable: every key's head is leased
+      expect(await stores.transport.claim('work', 100, 60_000)).toHaveLength(0);
+      // 300 heads succeed: their keys' second jobs are next, found behind the front
+      const done = heads.filter((_, i) => i % 10 < 3);
+      await stores.transport.ack(done);
+      // EXPLAIN ANALYZE runs the claim: in a transaction rolled back, so the store's claim below finds the same rows
+      type Analyzed = PlanNode & { 'Actual Rows'?: number; 'Actual Loops'?: number };
+      let root: Analyzed | undefined;
+      const rollback = new Error('roll the analyzed claim back');
+      await d.client
+        .transaction(async (tx) => {
+          const r = await tx.query<{ 'QUERY PLAN': Array<{ Plan: Analyzed }> }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${pgStatements(names).claim}`, ['work', 500, 60_000, randomUUID()]);
+          root = r.rows[0]!['QUERY PLAN'][0]!.Plan;
+          throw rollback;
+        })
+        .catch((err) => {
+          if (err !== rollback) throw err;
+        });
+      const plan = nodes(root!) as Analyzed[];
+      const read = plan.filter((n) => n['Relation Name'] === TABLE && n['Node Type'] !== 'ModifyTable').reduce((sum, n) => sum + (n['Actual Rows'] ?? 0) * (n['Actual Loops'] ?? 1), 0);
+      console.log(`[${fixture.name}] claim with every head leased, 300 acked: ${read} rows read by its scans (49,000 rows wait behind the heads)`);
+      expect(plan[0]!['Actual Rows'], 'the 300 successors are claimed').toBe(300);
+      expect(read, plan.map(describeNode).join(' > ')).toBeLessThan(10_000);
+      // and through the store: the successors, in claim order (the second job of each acked key), nothing else
+      const next = await stores.transport.claim('work', 500, 60_000);
+      const acked = new Set(done.map((h) => Number(JSON.parse(h.payloadJson).n) % 1000));
+      expect(next.map((c) => c.payloadJson)).toEqual([...acked].sort((a, b) => a - b).map((k) => `{"n":${1000 + k}}`));
     });
 
     it('a table without the ordering key: refused without AUTO_CREATE_SCHEMA (naming the column and version), completed with it', async () => {

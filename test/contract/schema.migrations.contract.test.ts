@@ -26,6 +26,7 @@ const VERSION_NAMES = [
   'transport table fillfactor',
   'job priority',
   'ordering keys',
+  'claim index',
 ];
 const LATEST = VERSION_NAMES.length;
 /** Versions from..LATEST. */

@@ -61,11 +61,33 @@ export function dropLegacyReadyIndexSql(n: TransportNames): string {
   return `DROP INDEX IF EXISTS ${quoteIdentifier(n.schema, 'postgres')}.${quoteIdentifier(n.legacyReadyIndex, 'postgres')}`;
 }
 
-/** The store's own index step (AUTO_CREATE_SCHEMA without migrations): today's indexes; the legacy ready index goes. */
+/**
+ * Version 14's claim index: the ready index's keys with `(ordering_key IS NULL)` after the queue, so the claim seeks
+ * a queue's unkeyed rows and its keyed rows apart, each in claim order (ordering-sql.ts pgClaimable). Statements
+ * that filter on the queue alone read it as they read the ready index (queue still leads).
+ */
+export const CLAIM_INDEX_KEYS = 'queue, (ordering_key IS NULL), priority DESC, available_at, created_at';
+/** How pg_get_indexdef prints CLAIM_INDEX_KEYS (it doubles the expression's parentheses). */
+export const CLAIM_INDEX_KEYS_PRINTED = 'queue, ((ordering_key IS NULL)), priority DESC, available_at, created_at';
+
+export function createClaimIndexSql(n: TransportNames): string {
+  return `CREATE INDEX IF NOT EXISTS ${quoteIdentifier(n.claimIndex, 'postgres')} ON ${qualified(n)} (${CLAIM_INDEX_KEYS})`;
+}
+
+export function dropReadyIndexSql(n: TransportNames): string {
+  return `DROP INDEX IF EXISTS ${quoteIdentifier(n.schema, 'postgres')}.${quoteIdentifier(n.readyIndex, 'postgres')}`;
+}
+
+/**
+ * The store's own index step (AUTO_CREATE_SCHEMA without migrations): today's indexes. The claim index needs the
+ * ordering-key column (catalog only, added here when an older table lacks it); the ready indexes go.
+ */
 export function createIndexesSql(n: TransportNames): string {
-  return `${createReadyIndexSql(n)};
+  return `ALTER TABLE ${qualified(n)} ADD COLUMN IF NOT EXISTS ordering_key text NULL;
+${createClaimIndexSql(n)};
 CREATE INDEX IF NOT EXISTS ${quoteIdentifier(n.createdIndex, 'postgres')} ON ${qualified(n)} (created_at);
-${dropLegacyReadyIndexSql(n)};`;
+${dropLegacyReadyIndexSql(n)};
+${dropReadyIndexSql(n)};`;
 }
 
 /** The script `npm run schema -- print --dialect postgres` prints. */
@@ -152,12 +174,12 @@ export async function inspectTransportTable(q: Queryable, n: TransportNames, mod
     [n.schema, n.table],
   );
   const warnings: string[] = [];
-  const hasReady = idx.rows.some((r) => r.valid && r.def.endsWith(`(${READY_INDEX_KEYS})`) && !/ WHERE /.test(r.def));
+  const hasReady = idx.rows.some((r) => r.valid && r.def.endsWith(`(${CLAIM_INDEX_KEYS_PRINTED})`) && !/ WHERE /.test(r.def));
   const hasCreated = idx.rows.some((r) => r.valid && /\(created_at\)$/.test(r.def) && !/ WHERE /.test(r.def));
   if (!hasReady) {
     warnings.push(
-      `${where} has no dequeue index (a valid, unfiltered index on (${READY_INDEX_KEYS})); every claim will sort the ready set. ` +
-        `Create it: ${createReadyIndexSql(n)}`,
+      `${where} has no claim index (a valid, unfiltered index on (${CLAIM_INDEX_KEYS}), PostgreSQL schema version 14); ` +
+        `every claim will sort the ready set. Create it: ${createClaimIndexSql(n)}`,
     );
   }
   const missingPriority = !cols.rows.some((r) => r.column_name === 'priority');

@@ -11,8 +11,7 @@
 import { quoteIdentifier, type TransportNames } from '../../sql/identifiers';
 import { queueStateTableName } from '../queue-state-names';
 import { CLAIM_TIMES } from './statements';
-import { CLAIM_ORDER } from './statements';
-import { pgHeadOfKey } from './ordering-sql';
+import { pgClaimable } from './ordering-sql';
 
 export interface PgLimitStatements {
   /** Locks the queue's state row ($1); no row = none yet (insert it with `ensureRow`, then lock again). */
@@ -27,7 +26,6 @@ export interface PgLimitStatements {
   backOff: string;
 }
 
-const UNLEASED = '(locked_until IS NULL OR locked_until <= now())';
 const MS = "* interval '1 millisecond'";
 
 export function pgLimitStatements(names: TransportNames): PgLimitStatements {
@@ -56,12 +54,7 @@ claimed AS (
   UPDATE ${t} AS m
   SET attempts = m.attempts + 1, locked_until = clock_timestamp() + $3::bigint ${MS}, lock_id = $4::uuid
   WHERE m.id = ANY(ARRAY(
-    SELECT id FROM ${t} AS c
-    WHERE queue = $1 AND available_at <= now() AND ${UNLEASED}
-      AND ${pgHeadOfKey(names, 'c', '$1')}
-    ORDER BY ${CLAIM_ORDER}
-    LIMIT (SELECT n FROM room)
-    FOR UPDATE SKIP LOCKED))
+    ${pgClaimable(names, { queueParam: '$1', n: '(SELECT n FROM room)' })}))
   RETURNING m.id, m.queue, m.payload_json, m.headers_json, m.attempts, m.lock_id, ${CLAIM_TIMES}, m.priority),
 spent AS (
   UPDATE ${s} SET rate_tokens = (SELECT tokens FROM room) - (SELECT count(*) FROM claimed), rate_refilled_at = clock_timestamp()

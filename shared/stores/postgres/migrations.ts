@@ -8,7 +8,7 @@ import type { SchemaNames } from '../schema-names';
 import { quoteIdentifier } from '../../sql/identifiers';
 import { channelDdl, channelTables } from './channel-statements';
 import { SOURCE_QUEUE } from './statements';
-import { addPriorityColumnSql, advisoryKey, createReadyIndexSql, createTableSql, createV1IndexesSql, dropLegacyReadyIndexSql, schemaLockResource } from './ddl';
+import { addPriorityColumnSql, advisoryKey, createClaimIndexSql, createReadyIndexSql, dropReadyIndexSql, createTableSql, createV1IndexesSql, dropLegacyReadyIndexSql, schemaLockResource } from './ddl';
 import { postgresOutboxStatements } from './outbox';
 import { flowStateDdl } from './flow-statements';
 import { pgScheduleDdl } from './schedule-statements';
@@ -157,6 +157,18 @@ export function postgresMigrations(n: SchemaNames): readonly Migration[] {
       statements: [
         { name: 'add transport ordering_key column', text: pgOrderingColumnDdl(n.transport) },
         { name: 'create transport ordering index', text: pgOrderingIndexDdl(n.transport) },
+      ],
+    },
+    {
+      // The claim index (issue 17 §1): the ready index's keys with (ordering_key IS NULL) after the queue, so a claim
+      // seeks a queue's unkeyed rows without reading its keyed backlog and walks keyed rows in claim order apart
+      // (ordering-sql.ts). Built before the ready index is dropped, under the same lock bound as version 12.
+      version: 14,
+      name: 'claim index',
+      statements: [
+        { name: 'bound the lock wait', text: `SET LOCAL lock_timeout = '5s'` },
+        { name: 'create transport claim index', text: createClaimIndexSql(n.transport) },
+        { name: 'drop transport priority ready index', text: dropReadyIndexSql(n.transport) },
       ],
     },
   ]);

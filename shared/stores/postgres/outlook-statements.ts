@@ -2,20 +2,19 @@
 // claimable now, and if none is, when does its earliest lease lapse (and when does a forward backoff end)? The SQL
 // Server twin is stores/sqlserver/outlook-statements.ts.
 //
-// Both halves seek the ready index (queue, priority DESC, available_at, created_at) on the queue: a leased row keeps
+// Both halves seek the claim index (queue, (ordering_key IS NULL), priority DESC, available_at, created_at) on the queue: a leased row keeps
 // the available_at it was claimed with (≤ now), so `available_at <= now()` selects the leased rows too. Since
 // priorities (PostgreSQL version 12) that bound is an index condition per priority rather than the end of a range: the
 // scan passes over the index entries of the queue's delayed rows (no heap reads for them). The lease half runs only
 // when nothing is due (a CASE evaluates its subquery lazily).
-// A keyed row counts as due only as the head of its key (ordering-sql.ts), as the claim takes it: rows held behind
-// a running or delayed head would make a drain that claims nothing, and then announce again (a loop).
+// A keyed row counts as due only as the head of its key (ordering-sql.ts pgClaimableExists), as the claim takes it:
+// rows held behind a running or delayed head would make a drain that claims nothing, and then announce again (a loop).
 
 import { quoteIdentifier, type TransportNames } from '../../sql/identifiers';
 import { queueStateTableName } from '../queue-state-names';
 import { pgJobControlStatements } from './job-control-statements';
-import { pgHeadOfKey } from './ordering-sql';
+import { pgClaimableExists } from './ordering-sql';
 
-const UNLEASED = '(locked_until IS NULL OR locked_until <= now())';
 
 const tables = (names: TransportNames) => ({
   t: `${quoteIdentifier(names.schema, 'postgres')}.${quoteIdentifier(names.table, 'postgres')}`,
@@ -34,7 +33,7 @@ export function pgClaimOutlookStatement(names: TransportNames): string {
     SELECT (EXTRACT(EPOCH FROM min(locked_until) - clock_timestamp()) * 1000)::float8 FROM ${t}
     WHERE queue = $1 AND available_at <= now() AND locked_until > now()) END AS lease_lapses_in_ms,
   CASE WHEN d.due THEN NULL ELSE (${backoffMs(s)}) END AS resumes_in_ms
-FROM (SELECT NOT ${paused} AND EXISTS (SELECT 1 FROM ${t} AS c WHERE queue = $1 AND available_at <= now() AND ${UNLEASED} AND ${pgHeadOfKey(names, 'c', '$1')}) AS due) AS d`;
+FROM (SELECT NOT ${paused} AND ${pgClaimableExists(names, '$1')} AS due) AS d`;
 }
 
 /**
@@ -44,7 +43,7 @@ FROM (SELECT NOT ${paused} AND EXISTS (SELECT 1 FROM ${t} AS c WHERE queue = $1 
  */
 export function pgLimitedOutlookStatement(names: TransportNames): string {
   const { t, s } = tables(names);
-  return `SELECT EXISTS (SELECT 1 FROM ${t} AS c WHERE queue = $1 AND available_at <= now() AND ${UNLEASED} AND ${pgHeadOfKey(names, 'c', '$1')}) AS ready,
+  return `SELECT ${pgClaimableExists(names, '$1')} AS ready,
   COALESCE((SELECT paused_at IS NOT NULL FROM ${s} WHERE queue = $1), false) AS paused,
   (${backoffMs(s)}) AS backoff_ms,
   CASE WHEN $3::float8 IS NULL THEN NULL ELSE (

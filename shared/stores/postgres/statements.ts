@@ -8,7 +8,7 @@ import { quoteIdentifier, type TransportNames } from '../../sql/identifiers';
 import { queueStateTableName } from '../queue-state-names';
 import { PG_CANCEL_REQUESTED, pgJobControlStatements } from './job-control-statements';
 import { TRANSPORT_NOTIFY_CHANNEL } from './notify-channel';
-import { pgHeadOfKey } from './ordering-sql';
+import { pgClaimable } from './ordering-sql';
 
 export interface PgStatements {
   publish: string;
@@ -48,7 +48,7 @@ const MS = "* interval '1 millisecond'";
  * expression into a Date (two per row were 15 % of a drain's allocations). Date has millisecond precision anyway.
  */
 export const CLAIM_TIMES = '(EXTRACT(EPOCH FROM m.created_at) * 1000)::float8 AS created_ms, (EXTRACT(EPOCH FROM m.available_at) * 1000)::float8 AS available_ms';
-/** The claim's order, the ready index's keys after the queue (ddl.ts READY_INDEX_KEYS): higher priority first. */
+/** The claim's order, the claim index's keys after the queue and the keyed flag (ddl.ts CLAIM_INDEX_KEYS): higher priority first. */
 export const CLAIM_ORDER = 'priority DESC, available_at, created_at';
 /**
  * created_at of a batch's rows: the statement's start (an InitPlan, evaluated once) plus one microsecond per row, so
@@ -83,12 +83,7 @@ SELECT id, available_at FROM ins, (SELECT count(*) FROM woken) AS n`,
     claim: `UPDATE ${t} AS m
 SET attempts = m.attempts + 1, locked_until = clock_timestamp() + $3::bigint ${MS}, lock_id = $4::uuid
 WHERE m.id = ANY(ARRAY(
-  SELECT id FROM ${t} AS c
-  WHERE queue = $1 AND available_at <= now() AND ${UNLEASED} AND NOT ${paused}
-    AND ${pgHeadOfKey(names, 'c', '$1')}
-  ORDER BY ${CLAIM_ORDER}
-  LIMIT $2
-  FOR UPDATE SKIP LOCKED))
+  ${pgClaimable(names, { queueParam: '$1', n: '$2', extraWhere: `NOT ${paused}` })}))
 RETURNING m.id, m.queue, m.payload_json, m.headers_json, m.attempts, m.lock_id, ${CLAIM_TIMES}, m.priority`,
     // `m.id = ANY($1)` beside the join: without it the planner hashes the whole table for a join with unnest's
     // 500 pairs once the table is a few hundred pages (a Seq Scan per ack, its cost growing with the backlog).
