@@ -40,25 +40,24 @@ const batchProbe = (text: string) => (cs: string) =>
 export const ENGINE_GAPS = {
   catalogViews: {
     what:
-      "catalog views differ from SQL Server's: sys.columns joined to sys.default_constraints on default_object_id fails " +
-      "('unrecognized node type: 30'), and collation names and default definitions read back in other forms, so " +
-      'catalog verification cannot pass; the harness turns it off there (verifyCatalog: false)',
+      "catalog views read back in other forms than SQL Server's: a BIN2 column's collation_name is bbf_unicode_bin2, " +
+      "a default's definition is a CAST (and on some builds sys.columns joined to sys.default_constraints fails with " +
+      "'unrecognized node type: 30'), so catalog verification cannot pass; the harness turns it off there (verifyCatalog: false)",
     probe: batchProbe(
       [
         'BEGIN TRY',
-        "    IF OBJECT_ID(N'dbo.gap_catalog', N'U') IS NULL CREATE TABLE dbo.gap_catalog (id int NOT NULL, h nvarchar(10) NOT NULL DEFAULT N'{}');",
-        // the catalog snapshot's form: the object id in a variable
-        "    DECLARE @object_id int = OBJECT_ID(N'dbo.gap_catalog', N'U');",
-        '    SELECT c.name, dc.definition FROM sys.columns AS c',
+        "    IF OBJECT_ID(N'dbo.gap_catalog_bin2', N'U') IS NULL CREATE TABLE dbo.gap_catalog_bin2 (id int NOT NULL, h nvarchar(10) COLLATE Latin1_General_100_BIN2 NOT NULL DEFAULT N'{}');",
+        // the catalog snapshot's form: the object id in a variable, the default joined
+        "    DECLARE @object_id int = OBJECT_ID(N'dbo.gap_catalog_bin2', N'U');",
+        '    SELECT c.collation_name AS outcome FROM sys.columns AS c',
         '    LEFT JOIN sys.default_constraints AS dc ON dc.object_id = c.default_object_id',
-        '    WHERE c.object_id = @object_id;',
-        "    SELECT N'catalog join runs' AS outcome;",
+        "    WHERE c.object_id = @object_id AND c.name = N'h';",
         'END TRY',
         "BEGIN CATCH SELECT N'fails' AS outcome; END CATCH;",
       ].join('\n'),
     ),
-    sqlServer: 'catalog join runs',
-    babelfish: 'fails',
+    sqlServer: 'Latin1_General_100_BIN2',
+    babelfish: 'bbf_unicode_bin2',
   },
   readPast: {
     what:
