@@ -26,12 +26,12 @@ for (const fixture of schemaDbFixtures()) {
       stores = d = undefined;
     });
 
-    it('with 50k keyed rows (1,000 keys) a claim reads the claim index and probes the ordering index, never the whole table', async (ctx) => {
+    /** A migrated schema with 50 jobs for each of 1,000 keys, created in key-round order (row g is key g % 1000's (g / 1000)th job). */
+    const seededKeys = async () => {
       d = await fixture.create();
       stores = await d.open(true);
       await stores.migrator.apply();
       const t = `"${d.schema}"."${TABLE}"`;
-      // 50 rows per key, created in key-round order: row g is the (g / 1000)th job of key g % 1000
       await d.client.query(
         `INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at, ordering_key)
          SELECT gen_random_uuid(), 'work', '{"n":' || g || '}', '{}', now() - interval '1 hour' + g * interval '1 millisecond',
@@ -39,7 +39,11 @@ for (const fixture of schemaDbFixtures()) {
          FROM generate_series(0, 49999) AS g`,
       );
       await d.client.query(`ANALYZE ${t}`);
-      const names = transportNames(d.schema, TABLE, 'postgres');
+      return { d, stores, names: transportNames(d.schema, TABLE, 'postgres') };
+    };
+
+    it('with 50k keyed rows (1,000 keys) a claim reads the claim index and probes the ordering index, never the whole table', async (ctx) => {
+      const { d, stores, names } = await seededKeys();
       const r = await d.client.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(`EXPLAIN (FORMAT JSON) ${pgStatements(names).claim}`, ['work', 100, 30_000, randomUUID()]);
       const plan = nodes(r.rows[0]!['QUERY PLAN'][0]!.Plan);
       const scans = plan.filter((n) => n['Relation Name'] === TABLE).map(describeNode);
@@ -67,18 +71,7 @@ for (const fixture of schemaDbFixtures()) {
     });
 
     it('with every head leased and 49 rows behind each of 1,000 keys, a claim walks the keys, not the 49,000 rows behind them', async () => {
-      d = await fixture.create();
-      stores = await d.open(true);
-      await stores.migrator.apply();
-      const t = `"${d.schema}"."${TABLE}"`;
-      await d.client.query(
-        `INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at, ordering_key)
-         SELECT gen_random_uuid(), 'work', '{"n":' || g || '}', '{}', now() - interval '1 hour' + g * interval '1 millisecond',
-                now() - interval '1 hour' + g * interval '1 millisecond', 'k' || (g % 1000)
-         FROM generate_series(0, 49999) AS g`,
-      );
-      await d.client.query(`ANALYZE ${t}`);
-      const names = transportNames(d.schema, TABLE, 'postgres');
+      const { d, stores, names } = await seededKeys();
       const heads: ClaimedMessage[] = [];
       for (let i = 0; i < 10; i++) heads.push(...(await stores.transport.claim('work', 100, 60_000)));
       expect(heads.map((h) => h.payloadJson)).toEqual(Array.from({ length: 1000 }, (_, i) => `{"n":${i}}`));
