@@ -15,21 +15,22 @@ export interface LimitState {
 const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 
 export function limitedClaimOf<M>(messages: M[], state: LimitState | undefined, max: number, limits: QueueLimits): LimitedClaim<M> {
-  if (messages.length >= Math.floor(max) || state === undefined) return { messages, limitedBy: null, retryInMs: null };
+  const before = state === undefined ? null : num(state.leased);
+  const leased = limits.concurrency === undefined || before === null ? null : before + messages.length;
+  if (messages.length >= Math.floor(max) || state === undefined) return { messages, limitedBy: null, retryInMs: null, leased };
   const backoff = num(state.backoff_ms);
   if (state.held === true || state.held === 1) {
-    return backoff === null ? { messages, limitedBy: null, retryInMs: null } : { messages, limitedBy: 'backoff', retryInMs: Math.max(0, Math.ceil(backoff)) };
+    return backoff === null ? { messages, limitedBy: null, retryInMs: null, leased } : { messages, limitedBy: 'backoff', retryInMs: Math.max(0, Math.ceil(backoff)), leased };
   }
-  const leased = num(state.leased) ?? 0;
-  if (limits.concurrency !== undefined && leased + messages.length >= limits.concurrency) {
+  if (limits.concurrency !== undefined && (before ?? 0) + messages.length >= limits.concurrency) {
     const lapse = num(state.lease_lapses_in_ms);
-    return { messages, limitedBy: 'concurrency', retryInMs: lapse === null ? null : Math.max(0, Math.ceil(lapse)) };
+    return { messages, limitedBy: 'concurrency', retryInMs: lapse === null ? null : Math.max(0, Math.ceil(lapse)), leased };
   }
   const tokens = num(state.tokens_left);
   if (limits.ratePerSecond !== undefined && tokens !== null && tokens < 1) {
-    return { messages, limitedBy: 'rate', retryInMs: nextTokenInMs(tokens, limits.ratePerSecond) };
+    return { messages, limitedBy: 'rate', retryInMs: nextTokenInMs(tokens, limits.ratePerSecond), leased };
   }
-  return { messages, limitedBy: null, retryInMs: null };
+  return { messages, limitedBy: null, retryInMs: null, leased };
 }
 
 export interface LimitedOutlookRow extends LimitState {

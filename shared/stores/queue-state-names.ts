@@ -15,3 +15,11 @@ export function dedupTableName(transport: TransportNames, dialect: Dialect): str
 export function dedupWindowIndexName(transport: TransportNames, dialect: Dialect): string {
   return derivedName(transport.table, '_dedup_window_idx', IDENTIFIER_CAP[dialect]);
 }
+
+/**
+ * The lease roster (issue 17 §2, the limit-statements.ts of each store): `{table}_leases`, one row per lease a limited claim
+ * handed out, so the concurrency limit counts a queue's running jobs without reading its ready backlog.
+ */
+export function leaseRosterTableName(transport: TransportNames, dialect: Dialect): string {
+  return derivedName(transport.table, '_leases', IDENTIFIER_CAP[dialect]);
+}

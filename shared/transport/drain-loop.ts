@@ -41,8 +41,9 @@ export interface DrainOptions {
   onDeadLettered?: DispatchDeps['onDeadLettered'];
   /**
    * The queue's limits across instances (transport/limits.ts): claims go through the store's limited claim, hold
-   * no prefetch (a held row would count against the limit while it waits), and a claim the limits held back waits
-   * for the next token, or polls while other instances hold the room.
+   * no prefetch (a held row would count against the limit while it waits) unless the queue's leases are far below
+   * its concurrency limit, and a claim the limits held back waits for the next token, or polls while other
+   * instances hold the room.
    */
   limits?: QueueLimits;
   /** Backoff per transient class after a failed claim; DEFAULT_RETRY_CLASSES when absent. */
@@ -126,9 +127,20 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
   };
   const inFlight = new Set<Promise<void>>();
   const limits = hasLimits(o.limits) ? o.limits : undefined;
-  const capacity = o.concurrency + (limits ? 0 : Math.max(0, o.prefetch ?? 0));
-  // Claim again once the buffer runs dry, or once a batch's worth of room (at most half the capacity) is free.
-  const refillAt = Math.max(1, Math.min(o.batchSize, Math.ceil(capacity / 2)));
+  const prefetch = Math.max(0, o.prefetch ?? 0);
+  // The queue's leases (all instances) the last limited claim reported; null until one did, or without a concurrency limit.
+  let limitLeased: number | null = null;
+  // A limited queue prefetches only far below its concurrency limit: held rows count against the limit, so near it
+  // they would hold slots that other instances could run. Far below, it keeps its acks batched too (the count need
+  // not see this drain's finished jobs gone). Never under a rate limit: tokens are spent at the claim, and rows held
+  // then started together would bunch the starts.
+  const farBelowLimit = () =>
+    limits !== undefined &&
+    limits.ratePerSecond === undefined &&
+    limits.concurrency !== undefined &&
+    limitLeased !== null &&
+    limitLeased + o.concurrency + prefetch <= limits.concurrency / 2;
+  const capacityNow = () => o.concurrency + (!limits || farBelowLimit() ? prefetch : 0);
   const buffer = new ClaimBuffer(o.lockTimeoutMs / 2);
   let lastActivity = now();
   let claimErrors = 0;
@@ -194,8 +206,9 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
   // A claim the limits held back waits: for the next token (rate), the backoff's end, or (concurrency) a poll while
   // other instances hold the room; a handler of this drain ending frees room at once (see the loop).
   const limitedClaim = async (rows: number, lockId: string, l: QueueLimits): Promise<ClaimedMessage[]> => {
-    await acks.drain(); // the count of leased rows must see this drain's finished jobs gone
+    if (!farBelowLimit()) await acks.drain(); // near the limit the count must see this drain's finished jobs gone
     const r = await o.store.claimLimited(o.queue, rows, o.lockTimeoutMs, lockId, l);
+    limitLeased = r.leased;
     heldBy = r.limitedBy;
     heldUntil = r.limitedBy === null ? 0 : now() + Math.max(1, Math.min(r.retryInMs ?? o.emptyPollDelayMs, o.emptyPollDelayMs));
     if (r.limitedBy === 'rate') lastActivity = now();
@@ -266,10 +279,15 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
     if (o.stopping?.aborted || now() >= claimDeadline) continue;
 
     const free = o.concurrency - inFlight.size;
+    const capacity = capacityNow();
+    // Claim again once the buffer runs dry, or once a batch's worth of room (at most half the capacity) is free.
+    const refillAt = Math.max(1, Math.min(o.batchSize, Math.ceil(capacity / 2)));
     const room = capacity - inFlight.size - buffer.size - claimingRows;
     // The queue looked empty a moment ago: wait for a wake or the poll delay before asking again.
     const pollAt = emptyAt === undefined ? 0 : emptyAt + o.emptyPollDelayMs;
-    const parallel = backlog && !limits ? MAX_PARALLEL_CLAIMS : 1; // a limited queue's claims are serialized anyway
+    // a limited queue near its limit claims one at a time (its claims serialize on the queue-state row anyway); far
+    // below, a second claim overlaps its round trips (BEGIN, lock wait) with the first
+    const parallel = backlog && (!limits || farBelowLimit()) ? MAX_PARALLEL_CLAIMS : 1;
     const wantClaim = claims.size < parallel && room > 0 && now() >= retryAt && now() >= heldUntil && (room >= refillAt || (buffer.size === 0 && free > 0));
     if (wantClaim && now() >= pollAt) {
       claimInBackground(Math.min(o.batchSize, room));

@@ -24,6 +24,11 @@ export interface LimitedClaim<M> {
    * queue's backoff, or the earliest live lease's lapse (concurrency: an ack frees room sooner); null when unknown.
    */
   retryInMs: number | null;
+  /**
+   * The queue's leases the concurrency limit counts once this claim committed (those before it plus its rows), on
+   * every instance together; null without a concurrency limit. The drain prefetches only while it is far below.
+   */
+  leased: number | null;
 }
 
 /** A bucket of a tenth of a second's starts (at least 1): claims stay close to the rate over any window. */

@@ -151,7 +151,8 @@ describe('[pglite] a limited queue and a backed-off queue → drain requests whe
     const e = await limitedEngine(announcer);
     await publishUnannounced(e, 'capped');
     await publishUnannounced(e, 'capped');
-    await rawStore(e).claim('capped', 1, 15_000); // a peer holds the only slot
+    // a peer with the same limit holds the only slot (limited claims count the leases limited claims enrolled)
+    expect((await rawStore(e).claimLimited('capped', 1, 15_000, randomUUID(), { concurrency: 1 })).messages).toHaveLength(1);
     calls.length = 0;
     const report = await e.drain('capped', { budgetMs: 3000, idleGraceMs: 0 });
     expect(report.claimed).toBe(0);

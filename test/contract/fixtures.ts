@@ -22,6 +22,8 @@ export interface RawOps {
   insert(id: string, queue: string, headersJson?: string): Promise<void>;
   row(id: string): Promise<RawRow | undefined>;
   countQueue(queue: string): Promise<number>;
+  /** Entries of the queue in the lease roster of limited claims ({table}_leases), live or not yet pruned. */
+  rosterSize(queue: string): Promise<number>;
   setLockId(id: string, lockId: string): Promise<void>;
   makeDue(id: string): Promise<void>;
   expireLease(id: string): Promise<void>;
@@ -74,6 +76,10 @@ function pgRaw(client: PgClient, schema: string, table = 'asyncresponse_transpor
     },
     countQueue: async (queue) => {
       const r = await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${t} WHERE queue = $1`, [queue]);
+      return r.rows[0]!.n;
+    },
+    rosterSize: async (queue) => {
+      const r = await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}"."${table}_leases" WHERE queue = $1`, [queue]);
       return r.rows[0]!.n;
     },
     setLockId: async (id, lockId) => {

@@ -27,6 +27,7 @@ const VERSION_NAMES = [
   'job priority',
   'ordering keys',
   'claim index',
+  'lease roster table',
 ];
 const LATEST = VERSION_NAMES.length;
 /** Versions from..LATEST. */

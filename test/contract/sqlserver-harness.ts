@@ -53,6 +53,10 @@ export async function sqlServerHarness(connectionString: string, schema: string,
       const r = await q(`SELECT COUNT(*) AS n FROM ${t} WHERE ${EXACT}`, { queue: [sql.NVarChar(200), queue] });
       return Number((r.recordset[0] as { n: number }).n);
     },
+    rosterSize: async (queue) => {
+      const r = await q(`SELECT COUNT(*) AS n FROM ${t.slice(0, -1)}_leases] WHERE ${EXACT}`, { queue: [sql.NVarChar(200), queue] });
+      return Number((r.recordset[0] as { n: number }).n);
+    },
     setLockId: async (rowId, lockId) => {
       await q(`UPDATE ${t} SET lock_id = @lock_id WHERE id = @id`, { id: id(rowId), lock_id: id(lockId) });
     },

@@ -5,7 +5,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import type { TransportStore } from '../../shared/transport/types';
+import type { ClaimedMessage, TransportStore } from '../../shared/transport/types';
 import { openForDescribe } from '../support/lifecycle';
 import { message } from '../support/messages';
 import { skipOnGap } from './engine-gaps';
@@ -49,6 +49,36 @@ for (const fixture of storeFixtures()) {
       expect(afterAck.messages).toHaveLength(1);
       await h.raw.expireLease(first.messages[1]!.id);
       expect((await h.store.claimLimited(q, 5, LOCK, randomUUID(), limits)).messages).toHaveLength(1);
+    });
+
+    it('the lease roster: a hand-back or a lapse frees the slot, a renewal keeps it, a re-claimed job counts once, and settled entries are pruned by the next claim', async (ctx) => {
+      await skipOnGap(fixture.name, ctx, 'updateThroughCte');
+      const q = 'lim-roster';
+      await publishMany(h.store, q, 8);
+      const limits = { concurrency: 4 };
+      const c = await h.store.claimLimited(q, 4, LOCK, randomUUID(), limits);
+      expect(c.messages).toHaveLength(4);
+      expect(c.leased).toBe(4);
+      expect(await h.raw.rosterSize(q)).toBe(4);
+      expect((await h.store.claimLimited(q, 4, LOCK, randomUUID(), limits)).messages).toHaveLength(0);
+      // a renewal keeps its lease (and its slot); an unstarted hand-back frees its slot
+      const [a, b, cc, d] = c.messages as [ClaimedMessage, ClaimedMessage, ClaimedMessage, ClaimedMessage];
+      expect(await h.store.renew(a, LOCK)).toBe(true);
+      await h.store.releaseUnstarted([b]);
+      const afterRelease = await h.store.claimLimited(q, 4, LOCK, randomUUID(), limits);
+      expect(afterRelease.messages).toHaveLength(1);
+      expect(afterRelease.leased).toBe(4);
+      // a lapsed lease frees its slot; the job claimed again holds one slot, under its new lock id
+      await h.raw.expireLease(cc.id);
+      const again = await h.store.claimLimited(q, 4, LOCK, randomUUID(), limits);
+      expect(again.messages).toHaveLength(1);
+      expect(again.leased).toBe(4);
+      // acks free their slots; the next claim prunes their entries (and the handed-back and lapsed ones)
+      expect(await h.store.ack([a, d, ...afterRelease.messages, ...again.messages])).toBe(4);
+      const last = await h.store.claimLimited(q, 4, LOCK, randomUUID(), limits);
+      expect(last.messages).toHaveLength(4);
+      expect(last.leased).toBe(4);
+      expect(await h.raw.rosterSize(q)).toBe(4);
     });
 
     it('rows of one limited claim carry the caller lock id; releaseLostClaim hands them back with their attempt', async (ctx) => {

@@ -87,7 +87,8 @@ export class MemoryStore implements Pick<TransportStore, 'publish' | 'claim' | '
     this.calls2.claimLimited++;
     const now = Date.now();
     const backoff = this.backoffUntil.get(queue) ?? 0;
-    if (backoff > now) return { messages: [], limitedBy: 'backoff', retryInMs: backoff - now };
+    const leasedNow = () => (limits.concurrency === undefined ? null : [...this.rows.values()].filter((r) => r.queue === queue && r.lockedUntil !== null && r.lockedUntil > Date.now()).length);
+    if (backoff > now) return { messages: [], limitedBy: 'backoff', retryInMs: backoff - now, leased: leasedNow() };
     const leased = [...this.rows.values()].filter((r) => r.queue === queue && r.lockedUntil !== null && r.lockedUntil > now).length;
     const size = bucketSize(limits);
     const b = this.buckets.get(queue);
@@ -95,10 +96,11 @@ export class MemoryStore implements Pick<TransportStore, 'publish' | 'claim' | '
     const room = limitedRoom(max, limits, leased, tokens);
     const messages = await this.claim(queue, room, lockTimeoutMs, lockId);
     if (tokens !== null) this.buckets.set(queue, { tokens: tokens - messages.length, at: now });
-    if (messages.length >= max) return { messages, limitedBy: null, retryInMs: null };
-    if (limits.concurrency !== undefined && leased + messages.length >= limits.concurrency) return { messages, limitedBy: 'concurrency', retryInMs: lockTimeoutMs };
-    if (tokens !== null && tokens - messages.length < 1) return { messages, limitedBy: 'rate', retryInMs: nextTokenInMs(tokens - messages.length, limits.ratePerSecond!) };
-    return { messages, limitedBy: null, retryInMs: null };
+    const after = leasedNow();
+    if (messages.length >= max) return { messages, limitedBy: null, retryInMs: null, leased: after };
+    if (limits.concurrency !== undefined && leased + messages.length >= limits.concurrency) return { messages, limitedBy: 'concurrency', retryInMs: lockTimeoutMs, leased: after };
+    if (tokens !== null && tokens - messages.length < 1) return { messages, limitedBy: 'rate', retryInMs: nextTokenInMs(tokens - messages.length, limits.ratePerSecond!), leased: after };
+    return { messages, limitedBy: null, retryInMs: null, leased: after };
   }
 
   async releaseLostClaim(queue: string, lockId: string) {

@@ -1,6 +1,7 @@
 // Pins the T-SQL of queue limits (issue 17 §2; no SQL Server here, the T-SQL grammar check parses them too): the
-// limited claim is one batch and one transaction that takes the queue's state row first, counts leased rows,
-// refills and spends the bucket, and claims with today's claim hints; the backoff keeps the later end.
+// limited claim is one batch and one transaction that takes the queue's state row first, prunes and counts the
+// queue's lease roster, refills and spends the bucket, claims with today's claim hints and enrols what it claimed;
+// the backoff keeps the later end.
 
 import { describe, expect, it } from 'vitest';
 import { transportNames } from '../../shared/sql/identifiers';
@@ -12,6 +13,8 @@ const BIN2 = 'Latin1_General_100_BIN2';
 const names = transportNames('dbo', 'jobs', 'sqlserver');
 const EXACT = `queue = @queue AND queue + N'.' = @queue + N'.' COLLATE ${BIN2}`;
 const LEASED = `FROM [dbo].[jobs] WHERE ${EXACT} AND available_at <= SYSUTCDATETIME() AND locked_until > SYSUTCDATETIME()`;
+const LEASE_EXACT = EXACT.replaceAll('queue', 'lease.queue').replace('@lease.queue', '@queue').replace('@lease.queue', '@queue');
+const LIVE = `FROM [dbo].[jobs_leases] AS lease INNER JOIN [dbo].[jobs] AS m ON m.id = lease.id AND m.lock_id = lease.lock_id AND m.locked_until > SYSUTCDATETIME() WHERE ${LEASE_EXACT}`;
 
 describe('SQL Server limit statement shapes', () => {
   const c = claimLimited(names);
@@ -29,12 +32,30 @@ describe('SQL Server limit statement shapes', () => {
     expect(lines.filter((l) => l === 'COMMIT;')).toHaveLength(1);
   });
 
-  it('counts leased rows over the ready index, stopping at the limit; a pause or backoff leaves no room', () => {
-    expect(c.text).toContain(`    SELECT @leased = COUNT(*) FROM (SELECT TOP (@concurrency) 1 AS leased ${LEASED}) AS l;`);
+  it('counts the live leases of its roster (entries whose row no longer holds the lease deleted first); a pause or backoff leaves no room', () => {
+    expect(LEASE_EXACT).toBe(`lease.queue = @queue AND lease.queue + N'.' = @queue + N'.' COLLATE ${BIN2}`);
+    expect(c.text).toContain(
+      [
+        'IF @concurrency IS NOT NULL',
+        'BEGIN',
+        `    DELETE lease FROM [dbo].[jobs_leases] AS lease WHERE ${LEASE_EXACT}`,
+        '        AND NOT EXISTS (SELECT 1 FROM [dbo].[jobs] AS m WHERE m.id = lease.id AND m.lock_id = lease.lock_id AND m.locked_until > SYSUTCDATETIME());',
+        `    SELECT @leased = COUNT(*) FROM [dbo].[jobs_leases] AS lease WHERE ${LEASE_EXACT};`,
+        'END',
+      ].join('\n'),
+    );
+    expect(c.text).not.toContain(LEASED); // the transport table's backlog is never read to count
     expect(c.text).toContain('SELECT @held = CASE WHEN paused_at IS NOT NULL OR backoff_until > SYSUTCDATETIME() THEN 1 ELSE 0 END,');
     expect(c.text).toContain('SET @room = CASE WHEN @held = 1 THEN 0 ELSE @n END;');
     expect(c.text).toContain('IF @concurrency IS NOT NULL AND @concurrency - @leased < @room SET @room = @concurrency - @leased;');
     expect(c.text).toContain('IF @rate IS NOT NULL AND FLOOR(@tokens) < @room SET @room = FLOOR(@tokens);');
+  });
+
+  it('enrols the rows it claimed: their ids OUTPUT INTO a table variable beside the rows, then one roster insert under the lock id', () => {
+    expect(c.text).toContain('DECLARE @enrolled TABLE (id uniqueidentifier NOT NULL PRIMARY KEY);');
+    expect(c.text).toContain('OUTPUT inserted.id INTO @enrolled (id)\nOUTPUT inserted.id, inserted.queue,');
+    expect(c.text).toContain('SET @claimed = @@ROWCOUNT;\nIF @concurrency IS NOT NULL\n    INSERT INTO [dbo].[jobs_leases] (queue, id, lock_id) SELECT @queue, id, @lock_id FROM @enrolled;');
+    expect(at('INSERT INTO [dbo].[jobs_leases]')).toBeLessThan(at('COMMIT;'));
   });
 
   it("claims with today's claim (hints, order, lease, the caller's lock id) and TOP (@room)", () => {
@@ -44,7 +65,8 @@ describe('SQL Server limit statement shapes', () => {
     // the pause test is the state row read above (held): the rest of the claim is today's, line for line
     expect(c.text).toContain(body.replace(`${pauseLine}\n`, ''));
     expect(c.text).toContain('    SELECT TOP (@room) id, queue, payload_json, headers_json, attempts, locked_until, lock_id, created_at, available_at');
-    expect(c.text).toContain(today.slice(today.indexOf('UPDATE next'), today.indexOf('inserted.available_at;') + 'inserted.available_at;'.length));
+    const update = today.slice(today.indexOf('UPDATE next'), today.indexOf('inserted.priority;') + 'inserted.priority;'.length);
+    expect(c.text).toContain(update.replace('OUTPUT inserted.id, inserted.queue', 'OUTPUT inserted.id INTO @enrolled (id)\nOUTPUT inserted.id, inserted.queue'));
   });
 
   it('refills the bucket on the database clock (a bucket never used is full), spends what was claimed, and answers a summary', () => {
@@ -53,7 +75,7 @@ describe('SQL Server limit statement shapes', () => {
     );
     expect(c.text).toContain(`    UPDATE [dbo].[jobs_queue_state] SET rate_tokens = @tokens - @claimed, rate_refilled_at = SYSUTCDATETIME() WHERE ${EXACT};`);
     expect(lines.at(-2)).toBe('SELECT @held AS held, @backoff_ms AS backoff_ms, CASE WHEN @rate IS NULL THEN NULL ELSE @tokens - @claimed END AS tokens_left,');
-    expect(c.text).toContain(`    SELECT @lapse_ms = DATEDIFF_BIG(MILLISECOND, SYSUTCDATETIME(), MIN(locked_until)) ${LEASED};`);
+    expect(c.text).toContain(`    SELECT @lapse_ms = DATEDIFF_BIG(MILLISECOND, SYSUTCDATETIME(), MIN(m.locked_until)) ${LIVE};`);
   });
 
   it('typed parameters: queue NVarChar(200), counts Int, lease BigInt ms, lock id UniqueIdentifier, rate and burst Float', () => {
@@ -71,10 +93,11 @@ describe('SQL Server limit statement shapes', () => {
     expect([typeName(b, 'ms'), typeName(b, 'queue')]).toEqual(['BigInt', 'NVarChar']);
   });
 
-  it('the limited outlook reads without locks: ready, pause, backoff, tokens, leased up to the limit, the earliest lapse', () => {
+  it('the limited outlook reads without locks: ready, pause, backoff, tokens, the live leases, the earliest lapse', () => {
     const o = limitedOutlook(names).text;
     expect(o).not.toMatch(/UPDATE|DELETE|INSERT|UPDLOCK|HOLDLOCK/);
-    expect(o).toContain(`(SELECT COUNT(*) FROM (SELECT TOP (@concurrency) 1 AS leased ${LEASED}) AS l) END AS leased,`);
-    expect(o).toContain(`(SELECT DATEDIFF_BIG(MILLISECOND, SYSUTCDATETIME(), MIN(locked_until)) ${LEASED}) AS lease_lapses_in_ms;`);
+    expect(o).toContain(`    CASE WHEN @concurrency IS NULL THEN 0 ELSE (SELECT COUNT(*) ${LIVE}) END AS leased,`);
+    expect(o).toContain(`    CASE WHEN @concurrency IS NOT NULL THEN (SELECT DATEDIFF_BIG(MILLISECOND, SYSUTCDATETIME(), MIN(m.locked_until)) ${LIVE})`);
+    expect(o).toContain(`         ELSE (SELECT DATEDIFF_BIG(MILLISECOND, SYSUTCDATETIME(), MIN(locked_until)) ${LEASED}) END AS lease_lapses_in_ms;`);
   });
 });

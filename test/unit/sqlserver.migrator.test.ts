@@ -81,6 +81,7 @@ describe('SQL Server migration runner', () => {
       // the ordering key's column commits (its Sch-M ends) before version 16 builds its index
       'lock', 'ensure table', 'read versions', 'v15: add transport ordering_key column', 'record',
       'lock', 'ensure table', 'read versions', 'v16: create transport ordering index', 'record',
+      'lock', 'ensure table', 'read versions', 'v17: create lease roster table', 'record',
       'lock', 'ensure table', 'read versions',
     ]);
     expect(records).toEqual([
@@ -100,6 +101,7 @@ describe('SQL Server migration runner', () => {
       { version: 14, name: 'job priority ready index' },
       { version: 15, name: 'ordering key column' },
       { version: 16, name: 'ordering index' },
+      { version: 17, name: 'lease roster table' },
     ]);
     // the lock batch outlives its own 60 s applock wait; migration batches get the index-build hour
     const lock = pool.calls.find((c) => c.text === r.lock.text)!;

@@ -48,7 +48,7 @@ describe('limit arithmetic', () => {
 
   it("a claim's summary says which limit held it back and when room may appear", () => {
     const three = [1, 2, 3];
-    expect(limitedClaimOf(three, { held: false, leased: 0 }, 3, { concurrency: 5 })).toEqual({ messages: three, limitedBy: null, retryInMs: null });
+    expect(limitedClaimOf(three, { held: false, leased: 0 }, 3, { concurrency: 5 })).toEqual({ messages: three, limitedBy: null, retryInMs: null, leased: 3 });
     expect(limitedClaimOf([1], { held: false, leased: 4, lease_lapses_in_ms: '900' }, 3, { concurrency: 5 })).toMatchObject({ limitedBy: 'concurrency', retryInMs: 900 });
     expect(limitedClaimOf([], { held: true, backoff_ms: 1200.2 }, 3, { concurrency: 5 })).toMatchObject({ limitedBy: 'backoff', retryInMs: 1201 });
     expect(limitedClaimOf([], { held: 1, backoff_ms: null }, 3, { concurrency: 5 })).toMatchObject({ limitedBy: null }); // paused
@@ -85,6 +85,44 @@ describe('drain loop with limits', () => {
     expect(reports.every((r) => r.released === 0)).toBe(true); // no prefetch on a limited queue: nothing handed back
     // a claim held back waits for a handler or a poll: no spinning (40 jobs in batches of at most 3 rows)
     expect(store.calls2.claimLimited).toBeLessThan(150);
+  });
+
+  /** Each limited claim's row count asked, and the most handlers run at once, draining 60 jobs under `limits`. */
+  const claimSizes = async (limits: DrainOptions['limits']) => {
+    const store = new MemoryStore();
+    await store.publish(Array.from({ length: 60 }, (_, i) => message('q', i)));
+    const asked: number[] = [];
+    const claim = store.claimLimited.bind(store);
+    store.claimLimited = (queue, max, ...rest) => {
+      asked.push(max);
+      return claim(queue, max, ...rest);
+    };
+    let running = 0;
+    let most = 0;
+    const handler = async () => {
+      most = Math.max(most, ++running);
+      await sleep(2);
+      running--;
+    };
+    const report = await drainQueue(options(store, { handler, limits, concurrency: 2, batchSize: 8, prefetch: 16 }));
+    return { asked, most, report };
+  };
+
+  it('far below its concurrency limit a drain prefetches; near it, or under a rate limit, it asks for its free slots only', async () => {
+    // limit 1,000: the first claim asks for the free slots; once a claim reported the leases (2) far below, the buffer refills
+    const far = await claimSizes({ concurrency: 1000 });
+    expect(far.report.completed).toBe(60);
+    expect(far.asked[0]).toBe(2);
+    expect(Math.max(...far.asked)).toBe(8); // a batch beyond the 2 handler slots
+    expect(far.most).toBe(2);
+    // limit 30: 2 handlers + 16 prefetched would pass half the limit: never more than the free slots
+    const near = await claimSizes({ concurrency: 30 });
+    expect(near.report.completed).toBe(60);
+    expect(Math.max(...near.asked)).toBeLessThanOrEqual(2);
+    // a rate limit (with a high concurrency limit beside it) never prefetches
+    const rate = await claimSizes({ concurrency: 1000, ratePerSecond: 2000, burst: 50 });
+    expect(rate.report.completed).toBe(60);
+    expect(Math.max(...rate.asked)).toBeLessThanOrEqual(2);
   });
 
   it('a rate-limited drain waits for the next token and keeps draining instead of ending idle', async () => {

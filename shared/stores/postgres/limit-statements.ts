@@ -4,12 +4,20 @@
 // A limited claim is one short transaction: `lock` takes the queue's queue-state row FOR UPDATE as a statement of
 // its own (in READ COMMITTED a statement's snapshot is taken when it starts, so counting leased rows in the
 // statement that waited for the lock would miss what the previous holder committed meanwhile), then `claim` runs on
-// a fresh snapshot: it counts the queue's leased rows (claimed rows count as running), refills the token bucket on
+// a fresh snapshot: it counts the queue's leases (claimed rows count as running), refills the token bucket on
 // the database clock, claims at most the room, and spends the tokens — one statement. Claimers of one limited queue
 // therefore run one after another; other queues and unlimited queues never touch that row lock.
+//
+// The leases are counted from the lease roster ({table}_leases, schema version 15), not from the transport table:
+// a limited claim enrols each row it leases as (queue, id, lock_id), and an entry counts while its row still holds
+// that lease (same lock id, locked_until in the future). Counting the transport table's leased rows read the queue's
+// whole ready backlog on every claim (a lease changes no indexed column, so no index can find leased rows without
+// ending HOT claims): 1,000 jobs/s against 28,000 unlimited. The roster holds the live leases plus those settled
+// since the last limited claim, which prunes them; acks, NAKs and renewals never touch it. Only limited claims
+// enrol, so rows an instance without the limit claimed are not counted (such an instance ignores the limit anyway).
 
 import { quoteIdentifier, type TransportNames } from '../../sql/identifiers';
-import { queueStateTableName } from '../queue-state-names';
+import { leaseRosterTableName, queueStateTableName } from '../queue-state-names';
 import { CLAIM_TIMES } from './statements';
 import { pgClaimable } from './ordering-sql';
 
@@ -31,20 +39,20 @@ const MS = "* interval '1 millisecond'";
 export function pgLimitStatements(names: TransportNames): PgLimitStatements {
   const t = `${quoteIdentifier(names.schema, 'postgres')}.${quoteIdentifier(names.table, 'postgres')}`;
   const s = `${quoteIdentifier(names.schema, 'postgres')}.${quoteIdentifier(queueStateTableName(names, 'postgres'), 'postgres')}`;
-  // The leased rows of the queue: the ready index's entries of the queue with available_at ≤ now, as claimOutlook
-  // reads them (a leased row keeps the available_at it was claimed with). LIMIT stops the count once the limit is reached.
-  const leased = `SELECT 1 FROM ${t} WHERE queue = $1 AND available_at <= now() AND locked_until > now() LIMIT $5::int`;
+  const r = qualifiedLeaseRoster(names);
   const elapsedS = 'GREATEST(0, EXTRACT(EPOCH FROM clock_timestamp() - q.rate_refilled_at))';
   return {
     lock: `SELECT 1 AS locked FROM ${s} WHERE queue = $1 FOR UPDATE`,
     ensureRow: `INSERT INTO ${s} (queue) VALUES ($1) ON CONFLICT (queue) DO NOTHING`,
-    claim: `WITH st AS (
+    claim: `WITH roster AS (
+  ${rosterRows(r, t, '$1')} AND $5::int IS NOT NULL),
+st AS (
   SELECT (q.paused_at IS NOT NULL OR COALESCE(q.backoff_until > clock_timestamp(), false)) AS held,
          CASE WHEN q.backoff_until > clock_timestamp() THEN (EXTRACT(EPOCH FROM q.backoff_until - clock_timestamp()) * 1000)::float8 END AS backoff_ms,
          CASE WHEN $6::float8 IS NULL THEN NULL
               WHEN q.rate_tokens IS NULL OR q.rate_refilled_at IS NULL THEN $7::float8
               ELSE LEAST($7::float8, q.rate_tokens + ${elapsedS} * $6::float8) END AS tokens,
-         CASE WHEN $5::int IS NULL THEN 0 ELSE (SELECT count(*) FROM (${leased}) AS l) END::int AS leased
+         (SELECT count(x.live_until) FROM roster AS x)::int AS leased
   FROM ${s} AS q WHERE q.queue = $1),
 room AS (
   SELECT st.*, CASE WHEN st.held THEN 0 ELSE GREATEST(0, LEAST($2::int,
@@ -56,6 +64,13 @@ claimed AS (
   WHERE m.id = ANY(ARRAY(
     ${pgClaimable(names, { queueParam: '$1', n: '(SELECT n FROM room)' })}))
   RETURNING m.id, m.queue, m.payload_json, m.headers_json, m.attempts, m.lock_id, ${CLAIM_TIMES}, m.priority),
+pruned AS (
+  DELETE FROM ${r} AS l USING roster AS x
+  WHERE l.queue = $1 AND l.id = x.id AND l.lock_id = x.lock_id AND x.live_until IS NULL
+  RETURNING 1),
+enrolled AS (
+  INSERT INTO ${r} (queue, id, lock_id) SELECT $1, c.id, c.lock_id FROM claimed AS c WHERE $5::int IS NOT NULL
+  RETURNING 1),
 spent AS (
   UPDATE ${s} SET rate_tokens = (SELECT tokens FROM room) - (SELECT count(*) FROM claimed), rate_refilled_at = clock_timestamp()
   WHERE queue = $1 AND $6::float8 IS NOT NULL
@@ -64,12 +79,11 @@ SELECT 'job' AS kind, c.id, c.queue, c.payload_json, c.headers_json, c.attempts,
        NULL::boolean AS held, NULL::float8 AS backoff_ms, NULL::float8 AS tokens_left, NULL::int AS leased, NULL::float8 AS lease_lapses_in_ms
 FROM claimed AS c
 UNION ALL
-SELECT 'state', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, r.held, r.backoff_ms,
-       (SELECT rate_tokens FROM spent), r.leased,
-       CASE WHEN $5::int IS NOT NULL AND r.leased >= $5::int THEN (
-         SELECT (EXTRACT(EPOCH FROM min(locked_until) - clock_timestamp()) * 1000)::float8 FROM ${t}
-         WHERE queue = $1 AND available_at <= now() AND locked_until > now()) END
-FROM room AS r`,
+SELECT 'state', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, o.held, o.backoff_ms,
+       (SELECT rate_tokens FROM spent), o.leased,
+       CASE WHEN $5::int IS NOT NULL AND o.leased >= $5::int THEN (
+         SELECT (EXTRACT(EPOCH FROM min(x.live_until) - clock_timestamp()) * 1000)::float8 FROM roster AS x) END
+FROM room AS o`,
     backOff: `INSERT INTO ${s} AS q (queue, backoff_until, updated_at) VALUES ($1, clock_timestamp() + $2::bigint ${MS}, clock_timestamp())
 ON CONFLICT (queue) DO UPDATE SET
   backoff_until = GREATEST(COALESCE(q.backoff_until, EXCLUDED.backoff_until), EXCLUDED.backoff_until),
@@ -84,4 +98,27 @@ export function pgLimitColumnsDdl(schema: string, queueStateTable: string): stri
     ADD COLUMN IF NOT EXISTS backoff_until timestamptz NULL,
     ADD COLUMN IF NOT EXISTS rate_tokens float8 NULL,
     ADD COLUMN IF NOT EXISTS rate_refilled_at timestamptz NULL`;
+}
+
+export function qualifiedLeaseRoster(names: TransportNames): string {
+  return `${quoteIdentifier(names.schema, 'postgres')}.${quoteIdentifier(leaseRosterTableName(names, 'postgres'), 'postgres')}`;
+}
+
+/**
+ * The roster's entries of queue `queueParam`, each with live_until: its row's lease end while the row still holds
+ * that lease, NULL once it was settled, handed back, re-claimed or lapsed (a primary-key probe per entry).
+ */
+export function rosterRows(roster: string, transport: string, queueParam: string): string {
+  return `SELECT l.id, l.lock_id, m.locked_until AS live_until FROM ${roster} AS l
+  LEFT JOIN ${transport} AS m ON m.id = l.id AND m.lock_id = l.lock_id AND m.locked_until > now()
+  WHERE l.queue = ${queueParam}`;
+}
+
+/** Migration (version 15) and a store's own schema: the lease roster, keyed as limited claims look it up. */
+export function pgLeaseRosterDdl(names: TransportNames): string {
+  return `CREATE TABLE IF NOT EXISTS ${qualifiedLeaseRoster(names)} (
+    queue text COLLATE "C" NOT NULL,
+    id uuid NOT NULL,
+    lock_id uuid NOT NULL,
+    PRIMARY KEY (queue, id, lock_id))`;
 }

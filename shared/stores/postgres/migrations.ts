@@ -16,7 +16,7 @@ import { pgQueueStateTableDdl } from './job-control-statements';
 import { pgDedupDdl } from './dedup-statements';
 import { queueStateTableName } from '../queue-state-names';
 import { pgHistoryDdl } from './history-statements';
-import { pgLimitColumnsDdl } from './limit-statements';
+import { pgLeaseRosterDdl, pgLimitColumnsDdl } from './limit-statements';
 import { pgOrderingColumnDdl, pgOrderingIndexDdl } from './ordering-sql';
 
 const q = (n: string) => quoteIdentifier(n, 'postgres');
@@ -170,6 +170,13 @@ export function postgresMigrations(n: SchemaNames): readonly Migration[] {
         { name: 'create transport claim index', text: createClaimIndexSql(n.transport) },
         { name: 'drop transport priority ready index', text: dropReadyIndexSql(n.transport) },
       ],
+    },
+    {
+      // The lease roster (issue 17 §2): a new table built empty, so limited claims count a queue's leases without
+      // reading its ready backlog (limit-statements.ts). SQL Server's twin is its version 17.
+      version: 15,
+      name: 'lease roster table',
+      statements: [{ name: 'create lease roster table', text: pgLeaseRosterDdl(n.transport) }],
     },
   ]);
 }

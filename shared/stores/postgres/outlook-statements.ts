@@ -14,6 +14,7 @@ import { quoteIdentifier, type TransportNames } from '../../sql/identifiers';
 import { queueStateTableName } from '../queue-state-names';
 import { pgJobControlStatements } from './job-control-statements';
 import { pgClaimableExists } from './ordering-sql';
+import { qualifiedLeaseRoster, rosterRows } from './limit-statements';
 
 
 const tables = (names: TransportNames) => ({
@@ -38,19 +39,23 @@ FROM (SELECT NOT ${paused} AND ${pgClaimableExists(names, '$1')} AS due) AS d`;
 
 /**
  * A limited queue's outlook ($1 queue, $2 concurrency limit or NULL, $3 rate or NULL, $4 bucket size): the facts
- * limitedOutlookOf (stores/limited-claim.ts) weighs — ready rows, pause, backoff, leased rows (counted up to the
- * limit), the bucket's tokens now (read only: NULL = a full bucket), the earliest lease lapse.
+ * limitedOutlookOf (stores/limited-claim.ts) weighs — ready rows, pause, backoff, live leases of the lease roster
+ * (as the limited claim counts them), the bucket's tokens now (read only: NULL = a full bucket), and when nothing
+ * can be claimed now, the earliest lease lapse: of the roster's leases when the limit is reached, else of any leased
+ * row of the queue (a lapse makes that row claimable again).
  */
 export function pgLimitedOutlookStatement(names: TransportNames): string {
   const { t, s } = tables(names);
-  return `SELECT ${pgClaimableExists(names, '$1')} AS ready,
+  const roster = `(${rosterRows(qualifiedLeaseRoster(names), t, '$1')} AND $2::int IS NOT NULL)`;
+  return `SELECT f.*, CASE
+    WHEN $2::int IS NOT NULL AND f.leased >= $2::int THEN (SELECT (EXTRACT(EPOCH FROM min(x.live_until) - clock_timestamp()) * 1000)::float8 FROM ${roster} AS x)
+    WHEN NOT f.ready THEN (SELECT (EXTRACT(EPOCH FROM min(locked_until) - clock_timestamp()) * 1000)::float8 FROM ${t}
+      WHERE queue = $1 AND available_at <= now() AND locked_until > now()) END AS lease_lapses_in_ms
+FROM (SELECT ${pgClaimableExists(names, '$1')} AS ready,
   COALESCE((SELECT paused_at IS NOT NULL FROM ${s} WHERE queue = $1), false) AS paused,
   (${backoffMs(s)}) AS backoff_ms,
   CASE WHEN $3::float8 IS NULL THEN NULL ELSE (
     SELECT LEAST($4::float8, rate_tokens + GREATEST(0, EXTRACT(EPOCH FROM clock_timestamp() - rate_refilled_at)) * $3::float8)
     FROM ${s} WHERE queue = $1) END AS tokens,
-  CASE WHEN $2::int IS NULL THEN 0 ELSE (
-    SELECT count(*) FROM (SELECT 1 FROM ${t} WHERE queue = $1 AND available_at <= now() AND locked_until > now() LIMIT $2::int) AS l) END::int AS leased,
-  (SELECT (EXTRACT(EPOCH FROM min(locked_until) - clock_timestamp()) * 1000)::float8 FROM ${t}
-    WHERE queue = $1 AND available_at <= now() AND locked_until > now()) AS lease_lapses_in_ms`;
+  (SELECT count(x.live_until) FROM ${roster} AS x)::int AS leased) AS f`;
 }

@@ -39,7 +39,7 @@ import { pgJobControlStatements, pgQueueStateTableDdl, type PgJobControlStatemen
 import { dedupTableName, queueStateTableName } from '../queue-state-names';
 import type { CancelOutcome, QueueState, RenewResult, RescheduleOutcome, RescheduleTime } from '../../transport/job-control';
 import { pgWaitingStatements, type PgWaitingStatements } from './waiting-statements';
-import { pgLimitColumnsDdl, pgLimitStatements, type PgLimitStatements } from './limit-statements';
+import { pgLeaseRosterDdl, pgLimitColumnsDdl, pgLimitStatements, qualifiedLeaseRoster, type PgLimitStatements } from './limit-statements';
 import { bucketSize, hasLimits, type LimitedClaim, type QueueLimits } from '../../transport/limits';
 import { limitedClaimOf, limitedOutlookOf, type LimitedOutlookRow } from '../limited-claim';
 import type { WaitingJob, WaitingQuery } from '../../transport/waiting';
@@ -192,16 +192,17 @@ export class PostgresTransportStore implements TransportStore {
   }
 
   /**
-   * The claim reads the queue-state table (pause) and a keyed publish the dedup table, so a store that creates its
-   * own table creates those too (migrations 7, 8 and 10 do the same for migrated schemas); under the schema lock, as a
+   * The claim reads the queue-state table (pause), a keyed publish the dedup table and a limited claim the lease
+   * roster, so a store that creates its own table creates those too (migrations 7, 8, 10 and 15 do the same for
+   * migrated schemas); under the schema lock, as a
    * no-op when they are there.
    */
   private async ensureQueueStateTable(): Promise<void> {
     const n = this.names;
     const present = await this.client.query<{ present: boolean }>(
-      `SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL
+      `SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL AND to_regclass($5) IS NOT NULL
          AND EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = $3 AND table_name = $4 AND column_name = 'backoff_until') AS present`,
-      [`"${n.schema}"."${this.queueStateTable}"`, `"${n.schema}"."${dedupTableName(n, 'postgres')}"`, n.schema, this.queueStateTable],
+      [`"${n.schema}"."${this.queueStateTable}"`, `"${n.schema}"."${dedupTableName(n, 'postgres')}"`, n.schema, this.queueStateTable, qualifiedLeaseRoster(n)],
     );
     if (present.rows[0]?.present) return;
     await this.client.transaction(async (tx) => {
@@ -210,6 +211,7 @@ export class PostgresTransportStore implements TransportStore {
       await tx.query(pgQueueStateTableDdl(n.schema, this.queueStateTable));
       // the limit and backoff columns (migration 10 adds them to migrated schemas)
       await tx.query(pgLimitColumnsDdl(n.schema, this.queueStateTable));
+      await tx.query(pgLeaseRosterDdl(n)); // migration 15's table: limited claims count leases there
       for (const stmt of pgDedupDdl(n)) await tx.query(stmt.text);
     });
   }

@@ -8,10 +8,15 @@
 // most the room is claimed with the claim of today (UPDLOCK, ROWLOCK, READPAST) and the tokens are spent. Each
 // statement after the lock reads what the previous holder committed (READ COMMITTED, with or without RCSI: a new
 // statement reads the latest committed versions).
+//
+// Leases are counted from the lease roster ({table}_leases, schema version 17), as on PostgreSQL: the claim's OUTPUT
+// enrols each row it leases as (queue, id, lock_id); entries whose row no longer holds that lease (settled, handed
+// back, re-claimed, lapsed) are deleted first, and the rest are counted. Counting the transport table's leased rows
+// read the queue's whole ready backlog on every claim.
 
 import * as sql from 'mssql';
 import type { TransportNames } from '../../sql/identifiers';
-import { qualifiedQueueStateTable } from './queue-state-sql';
+import { qualifiedLeaseRoster, qualifiedQueueStateTable } from './queue-state-sql';
 import { claimLines, exactQueueMatch, qualifiedTable, dbClockPlus, type Statement } from './statements';
 import { headOfKeyLines } from './ordering-sql';
 
@@ -26,6 +31,10 @@ const types = {
 const leasedWhere = (names: TransportNames) =>
   `FROM ${qualifiedTable(names)} WHERE ${exactQueueMatch('queue', 'queue')} AND available_at <= SYSUTCDATETIME() AND locked_until > SYSUTCDATETIME()`;
 
+/** The roster's entries of @queue whose row still holds that lease (a primary-key probe per entry). */
+const liveLeases = (names: TransportNames) =>
+  `FROM ${qualifiedLeaseRoster(names)} AS lease INNER JOIN ${qualifiedTable(names)} AS m ON m.id = lease.id AND m.lock_id = lease.lock_id AND m.locked_until > SYSUTCDATETIME() WHERE ${exactQueueMatch('lease.queue', 'queue')}`;
+
 /** Token arithmetic shared by the claim and the outlook: the bucket now (NULL tokens = a bucket never used = full). */
 const refilled = (tokens: string, refilledAt: string) =>
   `CASE WHEN ${tokens} IS NULL OR ${refilledAt} IS NULL THEN @burst ` +
@@ -39,12 +48,14 @@ const refilled = (tokens: string, refilledAt: string) =>
  */
 export function claimLimited(names: TransportNames): Statement<'n' | 'queue' | 'lock_timeout_ms' | 'lock_id' | 'concurrency' | 'rate' | 'burst'> {
   const s = qualifiedQueueStateTable(names);
+  const roster = qualifiedLeaseRoster(names);
   const match = exactQueueMatch('queue', 'queue');
   return {
     text: [
       'SET XACT_ABORT ON;',
       'SET NOCOUNT ON;',
       'DECLARE @held bit = 0, @backoff_ms bigint, @tokens float, @refilled_at datetime2, @leased int = 0, @room int, @claimed int, @lapse_ms bigint;',
+      'DECLARE @enrolled TABLE (id uniqueidentifier NOT NULL PRIMARY KEY);',
       'BEGIN TRANSACTION;',
       'SELECT @held = CASE WHEN paused_at IS NOT NULL OR backoff_until > SYSUTCDATETIME() THEN 1 ELSE 0 END,',
       '       @backoff_ms = CASE WHEN backoff_until > SYSUTCDATETIME() THEN DATEDIFF_BIG(MILLISECOND, SYSUTCDATETIME(), backoff_until) END,',
@@ -53,18 +64,24 @@ export function claimLimited(names: TransportNames): Statement<'n' | 'queue' | '
       'IF @@ROWCOUNT = 0',
       `    INSERT INTO ${s} (queue) VALUES (@queue);`,
       'IF @concurrency IS NOT NULL',
-      `    SELECT @leased = COUNT(*) FROM (SELECT TOP (@concurrency) 1 AS leased ${leasedWhere(names)}) AS l;`,
+      'BEGIN',
+      `    DELETE lease FROM ${roster} AS lease WHERE ${exactQueueMatch('lease.queue', 'queue')}`,
+      `        AND NOT EXISTS (SELECT 1 FROM ${qualifiedTable(names)} AS m WHERE m.id = lease.id AND m.lock_id = lease.lock_id AND m.locked_until > SYSUTCDATETIME());`,
+      `    SELECT @leased = COUNT(*) FROM ${roster} AS lease WHERE ${exactQueueMatch('lease.queue', 'queue')};`,
+      'END',
       `IF @rate IS NOT NULL SET @tokens = ${refilled('@tokens', '@refilled_at')};`,
       'SET @room = CASE WHEN @held = 1 THEN 0 ELSE @n END;',
       'IF @concurrency IS NOT NULL AND @concurrency - @leased < @room SET @room = @concurrency - @leased;',
       'IF @rate IS NOT NULL AND FLOOR(@tokens) < @room SET @room = FLOOR(@tokens);',
       'IF @room < 0 SET @room = 0;',
-      ...claimLines(names, '@room'),
+      ...claimLines(names, '@room', [], '@enrolled'),
       'SET @claimed = @@ROWCOUNT;',
+      'IF @concurrency IS NOT NULL',
+      `    INSERT INTO ${roster} (queue, id, lock_id) SELECT @queue, id, @lock_id FROM @enrolled;`,
       'IF @rate IS NOT NULL',
       `    UPDATE ${s} SET rate_tokens = @tokens - @claimed, rate_refilled_at = SYSUTCDATETIME() WHERE ${match};`,
       'IF @concurrency IS NOT NULL AND @leased >= @concurrency',
-      `    SELECT @lapse_ms = DATEDIFF_BIG(MILLISECOND, SYSUTCDATETIME(), MIN(locked_until)) ${leasedWhere(names)};`,
+      `    SELECT @lapse_ms = DATEDIFF_BIG(MILLISECOND, SYSUTCDATETIME(), MIN(m.locked_until)) ${liveLeases(names)};`,
       'COMMIT;',
       'SELECT @held AS held, @backoff_ms AS backoff_ms, CASE WHEN @rate IS NULL THEN NULL ELSE @tokens - @claimed END AS tokens_left,',
       '       @leased AS leased, @lapse_ms AS lease_lapses_in_ms;',
@@ -113,8 +130,11 @@ export function limitedOutlook(names: TransportNames): Statement<'queue' | 'conc
       `    CAST(CASE WHEN EXISTS (SELECT 1 FROM ${s} WHERE ${match} AND paused_at IS NOT NULL) THEN 1 ELSE 0 END AS bit) AS paused,`,
       `    (SELECT DATEDIFF_BIG(MILLISECOND, SYSUTCDATETIME(), backoff_until) FROM ${s} WHERE ${match} AND backoff_until > SYSUTCDATETIME()) AS backoff_ms,`,
       `    CASE WHEN @rate IS NULL THEN NULL ELSE (SELECT ${refilled('rate_tokens', 'rate_refilled_at')} FROM ${s} WHERE ${match}) END AS tokens,`,
-      `    CASE WHEN @concurrency IS NULL THEN 0 ELSE (SELECT COUNT(*) FROM (SELECT TOP (@concurrency) 1 AS leased ${leasedWhere(names)}) AS l) END AS leased,`,
-      `    (SELECT DATEDIFF_BIG(MILLISECOND, SYSUTCDATETIME(), MIN(locked_until)) ${leasedWhere(names)}) AS lease_lapses_in_ms;`,
+      `    CASE WHEN @concurrency IS NULL THEN 0 ELSE (SELECT COUNT(*) ${liveLeases(names)}) END AS leased,`,
+      // the earliest lapse that would make room: of the roster's leases under a concurrency limit, else of any
+      // leased row of the queue (a lapse makes that row claimable again)
+      `    CASE WHEN @concurrency IS NOT NULL THEN (SELECT DATEDIFF_BIG(MILLISECOND, SYSUTCDATETIME(), MIN(m.locked_until)) ${liveLeases(names)})`,
+      `         ELSE (SELECT DATEDIFF_BIG(MILLISECOND, SYSUTCDATETIME(), MIN(locked_until)) ${leasedWhere(names)}) END AS lease_lapses_in_ms;`,
     ].join('\n'),
     params: { queue: types.queue(), concurrency: types.count(), rate: types.rate(), burst: types.rate() },
   };

@@ -41,7 +41,7 @@ import {
 import { qualifiedQueueStateTable, queueStateTableBody } from './job-control-statements';
 import { dedupDdl } from './dedup-statements';
 import { historyDdl } from './history-statements';
-import { addLimitColumnsIfMissing } from './queue-state-sql';
+import { addLimitColumnsIfMissing, leaseRosterTableBody, qualifiedLeaseRoster } from './queue-state-sql';
 import { addOrderingKeyIfMissing, ORDERING_INDEX_FILTER, ORDERING_INDEX_KEYS } from './ordering-sql';
 
 const q = (n: string) => quoteIdentifier(n, 'sqlserver');
@@ -207,6 +207,13 @@ export function sqlServerMigrations(n: SchemaNames): readonly Migration[] {
           ...createIndexOnlineIfMissing(transport, n.transport.orderingIndex, ORDERING_INDEX_KEYS, ORDERING_INDEX_FILTER),
         ]),
       ],
+    },
+    {
+      // The lease roster (issue 17 §2): a new table built empty, so limited claims count a queue's leases without
+      // reading its ready backlog (limit-statements.ts). PostgreSQL's twin is its version 15.
+      version: 17,
+      name: 'lease roster table',
+      statements: [batch('create lease roster table', createTableIfMissing(qualifiedLeaseRoster(n.transport), leaseRosterTableBody()))],
     },
   ]);
 }

@@ -4,7 +4,7 @@
 
 import { quoteIdentifier, type TransportNames } from '../../sql/identifiers';
 import { CANCEL_MARK_PREFIX } from '../../transport/job-control';
-import { queueStateTableName } from '../queue-state-names';
+import { leaseRosterTableName, queueStateTableName } from '../queue-state-names';
 import { BIN2, exactQueueMatch } from './queue-match';
 
 export function qualifiedQueueStateTable(names: TransportNames): string {
@@ -47,4 +47,19 @@ export function addLimitColumnsIfMissing(qualifiedStateTable: string): string[] 
     `IF COL_LENGTH(N'${qualifiedStateTable}', N'${column}') IS NULL`,
     `    ALTER TABLE ${qualifiedStateTable} ADD ${column} ${type};`,
   ]);
+}
+
+/** The lease roster of limited claims (limit-statements.ts), `{table}_leases`: schema version 17 and the store's phase 1. */
+export function qualifiedLeaseRoster(names: TransportNames): string {
+  return `${quoteIdentifier(names.schema, 'sqlserver')}.${quoteIdentifier(leaseRosterTableName(names, 'sqlserver'), 'sqlserver')}`;
+}
+
+/** One row per lease a limited claim handed out, keyed as the claims look it up (queue first, compared byte-wise). */
+export function leaseRosterTableBody(): string {
+  return [
+    `    queue nvarchar(200) COLLATE ${BIN2} NOT NULL,`,
+    '    id uniqueidentifier NOT NULL,',
+    '    lock_id uniqueidentifier NOT NULL,',
+    '    PRIMARY KEY (queue, id, lock_id)',
+  ].join('\n');
 }

@@ -8,7 +8,7 @@ import { quoteIdentifier, type TransportNames } from '../../sql/identifiers';
 import { DEAD_LETTER_REASON_HEADER, DEAD_LETTER_SOURCE_HEADER } from '../../transport/types';
 import { BIN2, exactQueueMatch, exactTextMatch } from './queue-match';
 import { cancelRequestedTest, pausedTest, qualifiedQueueStateTable, queueStateTableBody } from './queue-state-sql';
-import { addLimitColumnsIfMissing } from './queue-state-sql';
+import { addLimitColumnsIfMissing, leaseRosterTableBody, qualifiedLeaseRoster } from './queue-state-sql';
 import {
   DDL_SCHEMA_LOCK_TIMEOUT_MS,
   DDL_TABLE_LOCK_TIMEOUT_MS,
@@ -268,7 +268,7 @@ export function claimBatch(names: TransportNames): Statement<'n' | 'queue' | 'lo
  * claim (limit-statements.ts) share it. A keyed row is taken only as the head of its key (ordering-sql.ts: the
  * probe has no READPAST, so a locked older row of the key is never skipped).
  */
-export function claimLines(names: TransportNames, top: string, extraWhere: readonly string[] = []): string[] {
+export function claimLines(names: TransportNames, top: string, extraWhere: readonly string[] = [], outputIdsInto?: string): string[] {
   return [
     'WITH next AS (',
     `    SELECT TOP (${top}) id, queue, payload_json, headers_json, attempts, locked_until, lock_id, created_at, available_at, priority`,
@@ -284,6 +284,8 @@ export function claimLines(names: TransportNames, top: string, extraWhere: reado
     'SET attempts = attempts + 1,',
     `    locked_until = ${dbClockPlus('@lock_timeout_ms')},`,
     '    lock_id = @lock_id',
+    // a limited claim enrols the ids in its lease roster: OUTPUT … INTO a table variable beside the rows' OUTPUT
+    ...(outputIdsInto ? [`OUTPUT inserted.id INTO ${outputIdsInto} (id)`] : []),
     'OUTPUT inserted.id, inserted.queue, inserted.payload_json, inserted.headers_json, inserted.attempts,',
     '       inserted.lock_id, inserted.created_at, inserted.available_at, inserted.priority;',
   ];
@@ -552,6 +554,8 @@ export function ddlPhase1(names: TransportNames): Statement<never> {
       ...createTableIfMissing(qualifiedDedupTable(names), dedupTableBody()),
       // its limit and backoff columns (normally version 12 adds them first); a small table's Sch-M, briefly
       ...addLimitColumnsIfMissing(qualifiedQueueStateTable(names)),
+      // a limited claim counts leases there (normally version 17 creates it first)
+      ...createTableIfMissing(qualifiedLeaseRoster(names), leaseRosterTableBody()),
       // a table that lacks the column (normally version 4 adds it first): its Sch-M wait is bounded, so it cannot
       // queue all table traffic behind it for the request timeout; a 1222 fails this attempt and the next retries
       `SET LOCK_TIMEOUT ${DDL_TABLE_LOCK_TIMEOUT_MS};`,
