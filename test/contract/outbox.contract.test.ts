@@ -6,7 +6,10 @@ import { Client } from 'pg';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Queryable } from '../../shared/stores/postgres/client';
 import type { OpenedStores } from '../../shared/stores/open';
-import { PG_PUBLISH_INVALID, PG_PUBLISH_TOO_LARGE, SQL_PUBLISH_MAX_PAYLOAD_BYTES } from '../../shared/stores/postgres/outbox';
+import { DEFAULT_CHANNEL_TABLES } from '../../shared/channel/types';
+import { channelNames, transportNames } from '../../shared/sql/identifiers';
+import { PG_PUBLISH_INVALID, PG_PUBLISH_TOO_LARGE, postgresOutboxJobFieldsStatements, postgresOutboxStatements, SQL_PUBLISH_MAX_PAYLOAD_BYTES } from '../../shared/stores/postgres/outbox';
+import { schemaNames } from '../../shared/stores/schema-names';
 import { notifyPrefix, TRANSPORT_NOTIFY_CHANNEL } from '../../shared/stores/postgres/statements';
 import { idTimestamp } from '../../shared/transport/ids';
 import { subscriptionQueue, topicCopyId } from '../../shared/transport/topic-names';
@@ -86,6 +89,74 @@ for (const fixture of schemaDbFixtures()) {
       expect(available.rows[0]!.s).toBeCloseTo(60, 1);
     });
 
+    it('priority and ordering_key (version 16) are stored as the HTTP publish stores them: one key\'s jobs run one at a time in publish order', async () => {
+      const keyed = (payload: string) => `SELECT * FROM ${fn('publish')}(queue => 'keyed', payload => '${payload}', ordering_key => 'order-42')`;
+      await d.client.transaction(async (tx) => {
+        for (const n of [1, 2, 3]) await tx.query(keyed(`{"n":${n}}`));
+        await tx.query(`SELECT * FROM ${fn('publish')}(queue => 'keyed', payload => '{"n":9}', priority => 5)`);
+      });
+      const stored = await d.client.query<{ payload_json: string; priority: number; ordering_key: string | null }>(
+        `SELECT payload_json, priority, ordering_key FROM "${d.schema}"."${TABLE}" WHERE queue = 'keyed' ORDER BY created_at, id`,
+      );
+      expect(stored.rows).toEqual([
+        { payload_json: '{"n":1}', priority: 0, ordering_key: 'order-42' },
+        { payload_json: '{"n":2}', priority: 0, ordering_key: 'order-42' },
+        { payload_json: '{"n":3}', priority: 0, ordering_key: 'order-42' },
+        { payload_json: '{"n":9}', priority: 5, ordering_key: null },
+      ]);
+      // the priority job first, then only the head of the key; its successor once it is acked
+      const first = await stores.transport.claim('keyed', 10, 30_000);
+      expect(first.map((c) => [c.payloadJson, c.priority])).toEqual([['{"n":9}', 5], ['{"n":1}', 0]]);
+      await stores.transport.ack(first);
+      expect((await stores.transport.claim('keyed', 10, 30_000)).map((c) => c.payloadJson)).toEqual(['{"n":2}']);
+      // a topic publish takes a priority for every copy, and no ordering key (ordering keys belong to a queue publish)
+      await d.client.query(`INSERT INTO "${d.schema}"."${TABLE}_subscriptions" (topic, subscription) VALUES ('events', 'audit')`);
+      const copies = await d.client.query<{ copies: number }>(`SELECT * FROM ${fn('publish_topic')}(topic => 'events', payload => '1', priority => 3)`);
+      expect(copies.rows[0]!.copies).toBe(1);
+      expect((await stores.transport.claim('events:audit', 10, 30_000)).map((c) => c.priority)).toEqual([3]);
+      await expect(d.client.query(`SELECT * FROM ${fn('publish_topic')}(topic => 'events', payload => '1', ordering_key => 'k')`)).rejects.toMatchObject({ code: '42883' });
+    });
+
+    it('version 16 carries the grants over: a role granted EXECUTE on version 3\'s publish function can call the new one', async () => {
+      const names = schemaNames(transportNames(d.schema, TABLE, 'postgres'), channelNames(d.schema, DEFAULT_CHANNEL_TABLES, 'postgres'), 'postgres');
+      const role = `${d.schema}_upgraded`;
+      await d.client.query(`CREATE ROLE "${role}" NOLOGIN`);
+      try {
+        // a database at version 15: version 3's wrapper, granted to a caller as the README says
+        await d.client.query(`DROP FUNCTION ${fn('publish')}(text, text, text, text, text, double precision, integer, text)`);
+        const v3 = postgresOutboxStatements(names);
+        await d.client.query(v3.find((st) => st.name === 'create enqueue function')!.text);
+        await d.client.query(v3.find((st) => st.name === 'create publish function')!.text);
+        await d.client.query(`REVOKE ALL ON FUNCTION ${fn('publish')}(text, text, text, text, text, double precision) FROM PUBLIC`);
+        await d.client.query(`GRANT USAGE ON SCHEMA "${d.schema}" TO "${role}"`);
+        await d.client.query(`GRANT EXECUTE ON FUNCTION ${fn('publish')}(text, text, text, text, text, double precision) TO "${role}"`);
+        // version 16's statements, as the migrator runs them
+        await d.client.transaction(async (tx) => {
+          for (const st of postgresOutboxJobFieldsStatements(names)) await tx.query(st.text);
+        });
+        const as = <T>(work: (tx: Queryable) => Promise<T>) =>
+          d.client.transaction(async (tx) => {
+            await tx.query(`SET LOCAL ROLE "${role}"`);
+            return work(tx);
+          });
+        const r = await as((tx) => tx.query<{ inserted: boolean }>(`SELECT * FROM ${fn('publish')}(queue => 'granted', payload => '1', ordering_key => 'k', priority => 2)`));
+        expect(r.rows[0]!.inserted).toBe(true);
+        expect(await rows('granted')).toHaveLength(1);
+        // only the new signature exists, still closed to PUBLIC
+        const fns = await d.client.query<{ args: number; public_execute: boolean }>(
+          `SELECT p.pronargs::int AS args, has_function_privilege('public', p.oid, 'EXECUTE') AS public_execute
+           FROM pg_proc AS p JOIN pg_namespace AS s ON s.oid = p.pronamespace WHERE s.nspname = $1 AND p.proname IN ($2, $3) ORDER BY p.proname`,
+          [d.schema, `${TABLE}_publish`, `${TABLE}_enqueue`],
+        );
+        expect(fns.rows).toHaveLength(2);
+        expect(fns.rows.every((f) => !f.public_execute)).toBe(true);
+        expect(fns.rows.map((f) => f.args)).toEqual([9, 8]); // enqueue (kind + 8), publish: version 3's arguments + 2
+      } finally {
+        await d.client.query(`DROP OWNED BY "${role}"`);
+        await d.client.query(`DROP ROLE "${role}"`);
+      }
+    });
+
     it('a duplicate id writes no second row and reports inserted = false', async () => {
       const id = '0190a000-0000-7000-8000-0000000000aa';
       expect((await publishIn(d.client, ['dup', '{"n":1}', id])).rows[0]!.inserted).toBe(true);
@@ -122,11 +193,16 @@ for (const fixture of schemaDbFixtures()) {
       ['delay negative', ['q', '1', null, null, null, -1], PG_PUBLISH_INVALID, /delay_seconds must be a number from 0 to 315360000/],
       ['delay too long', ['q', '1', null, null, null, 315360001], PG_PUBLISH_INVALID, /delay_seconds/],
       ['delay NaN', ['q', '1', null, null, null, 'NaN'], PG_PUBLISH_INVALID, /delay_seconds/],
+      ['priority too high', ['q', '1', null, null, null, 0, 32768], PG_PUBLISH_INVALID, /priority must be an integer from -32768 to 32767/],
+      ['priority too low', ['q', '1', null, null, null, 0, -32769], PG_PUBLISH_INVALID, /priority must be an integer from -32768 to 32767/],
+      ['ordering key empty', ['q', '1', null, null, null, 0, null, ''], PG_PUBLISH_INVALID, /ordering_key must be 1 to 200 characters/],
+      ['ordering key too long', ['q', '1', null, null, null, 0, null, 'k'.repeat(201)], PG_PUBLISH_INVALID, /ordering_key must be 1 to 200 characters/],
+      ['ordering key with a control character', ['q', '1', null, null, null, 0, null, 'a\u0001b'], PG_PUBLISH_INVALID, /ordering_key must not contain control characters/],
     ];
 
     it('every validation error raises its SQLSTATE and writes nothing, alone or inside the caller\'s transaction', async () => {
       for (const [label, args, code, why] of invalid) {
-        const padded = [...args, ...Array(6 - args.length).fill(null)];
+        const padded = [...args, ...Array(Math.max(0, 6 - args.length)).fill(null)];
         padded[5] ??= 0;
         await expect(publishIn(d.client, padded), label).rejects.toMatchObject({ code, message: expect.stringMatching(why) });
         await expect(
@@ -140,7 +216,8 @@ for (const fixture of schemaDbFixtures()) {
       }
       // the edges the rules allow are accepted
       await publishIn(d.client, ['q'.repeat(200), JSON.stringify('é'.repeat(SQL_PUBLISH_MAX_PAYLOAD_BYTES / 2 - 1)), null, 'c'.repeat(400), JSON.stringify({ big: 'x'.repeat(16 * 1024 - 10) }), 315360000]);
-      expect(await total()).toBe(1);
+      await publishIn(d.client, ['q', '1', null, null, null, 0, -32768, 'k'.repeat(200)]);
+      expect(await total()).toBe(2);
     });
 
     it('a topic publish copies the message onto each subscription queue with topicCopyId ids, non-ASCII names included', async () => {
@@ -185,7 +262,7 @@ for (const fixture of schemaDbFixtures()) {
       await d.client.query(`CREATE ROLE "${role}" NOLOGIN`);
       try {
         await d.client.query(`GRANT USAGE ON SCHEMA "${d.schema}" TO "${role}"`);
-        await d.client.query(`GRANT EXECUTE ON FUNCTION ${fn('publish')}(text, text, text, text, text, double precision) TO "${role}"`);
+        await d.client.query(`GRANT EXECUTE ON FUNCTION ${fn('publish')}(text, text, text, text, text, double precision, integer, text) TO "${role}"`);
         const as = <T>(work: (tx: Queryable) => Promise<T>) =>
           d.client.transaction(async (tx) => {
             await tx.query(`SET LOCAL ROLE "${role}"`);
@@ -197,7 +274,7 @@ for (const fixture of schemaDbFixtures()) {
         await expect(as((tx) => tx.query(`INSERT INTO "${d.schema}"."${TABLE}" (id, queue, payload_json) VALUES (gen_random_uuid(), 'x', '1')`))).rejects.toMatchObject({ code: '42501' });
         await expect(as((tx) => tx.query(`SELECT count(*) FROM "${d.schema}"."${TABLE}"`))).rejects.toMatchObject({ code: '42501' });
         await expect(as((tx) => tx.query(`SELECT * FROM ${fn('publish_topic')}('t', '1')`))).rejects.toMatchObject({ code: '42501' });
-        await expect(as((tx) => tx.query(`SELECT * FROM ${fn('enqueue')}('queue', 'x', '1', NULL, NULL, NULL, 0)`))).rejects.toMatchObject({ code: '42501' });
+        await expect(as((tx) => tx.query(`SELECT * FROM ${fn('enqueue')}('queue', 'x', '1', NULL, NULL, NULL, 0, 0, NULL)`))).rejects.toMatchObject({ code: '42501' });
       } finally {
         await d.client.query(`DROP OWNED BY "${role}"`);
         await d.client.query(`DROP ROLE "${role}"`);

@@ -28,6 +28,7 @@ const VERSION_NAMES = [
   'ordering keys',
   'claim index',
   'lease roster table',
+  'publish functions: priority and ordering key',
 ];
 const LATEST = VERSION_NAMES.length;
 /** Versions from..LATEST. */

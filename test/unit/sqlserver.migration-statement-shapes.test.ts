@@ -25,7 +25,7 @@ import { length, typeName } from '../support/sqlserver-statements';
 
 const names = schemaNames(transportNames('dbo', 'jobs', 'sqlserver'), channelNames('dbo', DEFAULT_CHANNEL_TABLES, 'sqlserver'), 'sqlserver');
 const r = sqlServerRunnerStatements(names);
-const [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17] = sqlServerMigrations(names);
+const [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18] = sqlServerMigrations(names);
 
 describe('SQL Server schema-version statement shapes', () => {
   it('names: the migrations and subscriptions tables take the transport table as their base', () => {
@@ -246,7 +246,7 @@ describe('SQL Server schema-version statement shapes', () => {
       'runner: recordedVersions',
       'runner: recordVersion',
     ]);
-    expect(all).toHaveLength(6 + [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17].reduce((sum, v) => sum + v!.statements.length, 0));
+    expect(all).toHaveLength(6 + [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18].reduce((sum, v) => sum + v!.statements.length, 0));
     expect(all).toContainEqual({ name: 'v2: create subscriptions table', text: v2!.statements[0]!.text });
     expect(all).toContainEqual({ name: 'v3: create publish topic procedure', text: v3!.statements[2]!.text });
     expect(all).toContainEqual({ name: 'v5: create transport dead-letter index', text: v5!.statements[0]!.text });
@@ -257,12 +257,13 @@ describe('SQL Server schema-version statement shapes', () => {
     expect(all).toContainEqual({ name: 'v13: add transport priority column', text: v13!.statements[0]!.text });
     expect(all).toContainEqual({ name: 'v14: drop transport legacy ready index', text: v14!.statements[1]!.text });
     expect(all).toContainEqual({ name: 'v16: create transport ordering index', text: v16!.statements[0]!.text });
-    expect(all.at(-1)).toEqual({ name: 'v17: create lease roster table', text: v17!.statements[0]!.text });
+    expect(all).toContainEqual({ name: 'v17: create lease roster table', text: v17!.statements[0]!.text });
+    expect(all.at(-1)).toEqual({ name: 'v18: alter publish topic procedure: job fields', text: v18!.statements[2]!.text });
   });
 
   it('the printed script: one transaction per version under the applock, each recorded if not yet', () => {
     const script = printSqlServerMigrations(names);
-    expect(script.match(/BEGIN TRANSACTION;\nSET XACT_ABORT ON;/g)).toHaveLength(17);
+    expect(script.match(/BEGIN TRANSACTION;\nSET XACT_ABORT ON;/g)).toHaveLength(18);
     expect(script).toContain("IF NOT EXISTS (SELECT 1 FROM [dbo].[jobs_migrations] WHERE version = 2)\n    INSERT INTO [dbo].[jobs_migrations] (version, name) VALUES (2, N'topic subscriptions table');\nCOMMIT;\nGO");
     expect(script.indexOf('-- version 1:')).toBeLessThan(script.indexOf('-- version 2:'));
     expect(script.indexOf('-- version 2:')).toBeLessThan(script.indexOf('-- version 3: publish procedures (outbox)'));

@@ -14,7 +14,7 @@ import { catalogRecordsets, FakePool, isCatalogQuery, specCatalog, type FakeCall
 const names = schemaNames(transportNames('dbo', 'jobs', 'sqlserver'), channelNames('dbo', DEFAULT_CHANNEL_TABLES, 'sqlserver'), 'sqlserver');
 const r = sqlServerRunnerStatements(names);
 const versions = sqlServerMigrations(names);
-const [v1, v2, v3, v4, v5, v6, , , , , v11] = versions;
+const [v1, v2, v3, v4, v5, v6, , , , , v11, , , , , , , v18] = versions;
 const LATEST = versions.length;
 const ALL = versions.map((v) => v.version);
 const recordsFrom = (from: number) => versions.filter((v) => v.version >= from).map((v) => ({ version: v.version, name: v.name }));
@@ -82,6 +82,7 @@ describe('SQL Server migration runner', () => {
       'lock', 'ensure table', 'read versions', 'v15: add transport ordering_key column', 'record',
       'lock', 'ensure table', 'read versions', 'v16: create transport ordering index', 'record',
       'lock', 'ensure table', 'read versions', 'v17: create lease roster table', 'record',
+      'lock', 'ensure table', 'read versions', ...v18!.statements.map((s) => `v18: ${s.name}`), 'record',
       'lock', 'ensure table', 'read versions',
     ]);
     expect(records).toEqual([
@@ -102,6 +103,7 @@ describe('SQL Server migration runner', () => {
       { version: 15, name: 'ordering key column' },
       { version: 16, name: 'ordering index' },
       { version: 17, name: 'lease roster table' },
+      { version: 18, name: 'publish procedures: priority and ordering key' },
     ]);
     // the lock batch outlives its own 60 s applock wait; migration batches get the index-build hour
     const lock = pool.calls.find((c) => c.text === r.lock.text)!;

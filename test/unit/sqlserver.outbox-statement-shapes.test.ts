@@ -180,6 +180,35 @@ describe('SQL Server outbox (schema version 3) statement shapes', () => {
     expect(v6.statements).toEqual(sqlServerMigrations(names)[2]!.statements);
   });
 
+  it('version 18 alters the three procedures: @priority and @ordering_key last and defaulted, checked by the HTTP rules, written with the row', () => {
+    const v18 = sqlServerMigrations(names)[17]!;
+    expect([v18.version, v18.name]).toEqual([18, 'publish procedures: priority and ordering key']);
+    const [e18, p18, t18] = v18.statements.map((st) => st.text) as [string, string, string];
+    expect([e18, p18, t18].map((t) => t.split('\n')[0])).toEqual([
+      'CREATE OR ALTER PROCEDURE [dbo].[jobs_enqueue]',
+      'CREATE OR ALTER PROCEDURE [dbo].[jobs_publish]',
+      'CREATE OR ALTER PROCEDURE [dbo].[jobs_publish_topic]',
+    ]);
+    // version 3's parameters unchanged, the new ones after the OUTPUT parameters: existing calls bind as before
+    expect(p18).toContain(publish!.slice(0, publish!.indexOf('    @inserted bit = NULL OUTPUT')));
+    expect(p18).toContain('    @inserted bit = NULL OUTPUT,\n    @priority int = 0,\n    @ordering_key nvarchar(max) = NULL\nAS');
+    expect(t18).toContain('    @copies int = NULL OUTPUT,\n    @priority int = 0\nAS');
+    expect(t18).not.toContain('@ordering_key');
+    expect(p18).toContain('@message_id OUTPUT, @copies OUTPUT, @priority, @ordering_key;');
+    expect(t18).toContain('@message_id OUTPUT, @copies OUTPUT, @priority, NULL;');
+    expect(e18).toContain('    @copies int OUTPUT,\n    @priority int = 0,\n    @ordering_key nvarchar(max) = NULL\nAS');
+    // the rules, before the applock and the one write
+    expect(e18).toContain("    IF @priority IS NOT NULL AND (@priority < -32768 OR @priority > 32767)\n        THROW 50400, N'AsyncResponse publish: @priority must be an integer from -32768 to 32767 (higher is claimed first)', 1;");
+    expect(e18).toContain("        IF @kind <> N'queue'\n            THROW 50400, N'AsyncResponse publish: ordering keys belong to a queue publish', 1;");
+    expect(e18).toContain("        IF DATALENGTH(@ordering_key) = 0 OR DATALENGTH(@ordering_key) / 2 > 200\n            THROW 50400, N'AsyncResponse publish: @ordering_key must be 1 to 200 characters', 1;");
+    expect(e18).toMatch(/IF \(@ordering_key COLLATE Latin1_General_100_BIN2 LIKE N'%\[' \+ NCHAR\(1\) \+ N'-' \+ NCHAR\(31\) \+ NCHAR\(127\) \+ N'\]%'/);
+    expect(e18.indexOf('@ordering_key must not contain control characters')).toBeLessThan(e18.indexOf('sp_getapplock'));
+    expect(e18).toContain('    INSERT INTO [dbo].[jobs] (id, queue, payload_json, headers_json, created_at, available_at, priority, ordering_key)');
+    expect(e18).toContain('           CAST(ISNULL(@priority, 0) AS smallint), CAST(@ordering_key AS nvarchar(200))');
+    // everything else is version 6's body
+    expect(e18.replace(/\n {4}-- priority:[\s\S]*?\n {4}END;\n/, '\n')).toContain(enqueue!.slice(enqueue!.indexOf('AS\nBEGIN'), enqueue!.indexOf('    INSERT INTO')));
+  });
+
   it("generated ids: the SQL Server layout of ids.ts (timestamp in the last group, version 8) built from text", () => {
     expect(enqueue).toContain('SET @random = CONVERT(char(36), NEWID());');
     expect(enqueue).toContain(

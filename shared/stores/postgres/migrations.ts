@@ -9,7 +9,7 @@ import { quoteIdentifier } from '../../sql/identifiers';
 import { channelDdl, channelTables } from './channel-statements';
 import { SOURCE_QUEUE } from './statements';
 import { addPriorityColumnSql, advisoryKey, createClaimIndexSql, createReadyIndexSql, dropReadyIndexSql, createTableSql, createV1IndexesSql, dropLegacyReadyIndexSql, schemaLockResource } from './ddl';
-import { postgresOutboxStatements } from './outbox';
+import { postgresOutboxJobFieldsStatements, postgresOutboxStatements } from './outbox';
 import { flowStateDdl } from './flow-statements';
 import { pgScheduleDdl } from './schedule-statements';
 import { pgQueueStateTableDdl } from './job-control-statements';
@@ -177,6 +177,13 @@ export function postgresMigrations(n: SchemaNames): readonly Migration[] {
       version: 15,
       name: 'lease roster table',
       statements: [{ name: 'create lease roster table', text: pgLeaseRosterDdl(n.transport) }],
+    },
+    {
+      // Priority and ordering keys from SQL (issue 17 §1): the publish functions gain `priority` and `ordering_key`.
+      // Functions only (no table is touched); the wrappers' EXECUTE grants carry over. SQL Server's twin is its version 18.
+      version: 16,
+      name: 'publish functions: priority and ordering key',
+      statements: postgresOutboxJobFieldsStatements(n),
     },
   ]);
 }

@@ -12,7 +12,7 @@
 import type { MigrationStatement } from '../migration-plan';
 import type { SchemaNames } from '../schema-names';
 import { quoteIdentifier } from '../../sql/identifiers';
-import { MAX_DELAY_SECONDS, MAX_HEADERS_BYTES } from '../../transport/publish-request';
+import { MAX_DELAY_SECONDS, MAX_HEADERS_BYTES, MAX_ORDERING_KEY_CHARS, MAX_PRIORITY, MIN_PRIORITY } from '../../transport/publish-request';
 import { CORRELATION_ID_HEADER } from '../../transport/types';
 import { notifyPrefix, TRANSPORT_NOTIFY_CHANNEL } from './statements';
 
@@ -36,14 +36,19 @@ export function postgresOutboxNames(n: SchemaNames) {
 
 const SIGNATURE = 'text, text, text, text, text, double precision';
 
-function enqueueFunction(n: SchemaNames): string {
+/** Version 16's signatures: the job fields (priority; an ordering key for a queue publish) after version 3's. */
+const SIGNATURE_16 = `${SIGNATURE}, integer, text`;
+const TOPIC_SIGNATURE_16 = `${SIGNATURE}, integer`;
+
+/** The shared body: version 3's, or version 16's with priority and an ordering key (HTTP's rules for both). */
+function enqueueFunction(n: SchemaNames, jobFields = false): string {
   const f = postgresOutboxNames(n);
   const t = `${q(n.schema)}.${q(n.transport.table)}`;
   const subs = `${q(n.schema)}.${q(n.subscriptionsTable)}`;
   const invalid = (message: string) => `RAISE EXCEPTION USING ERRCODE = '${PG_PUBLISH_INVALID}', MESSAGE = ${message}`;
   const tooLarge = (message: string) => `RAISE EXCEPTION USING ERRCODE = '${PG_PUBLISH_TOO_LARGE}', MESSAGE = ${message}`;
   return `CREATE OR REPLACE FUNCTION ${f.enqueue}(
-    p_kind text, p_name text, p_payload text, p_id text, p_correlation_id text, p_headers text, p_delay_seconds double precision,
+    p_kind text, p_name text, p_payload text, p_id text, p_correlation_id text, p_headers text, p_delay_seconds double precision,${jobFields ? '\n    p_priority integer, p_ordering_key text,' : ''}
     OUT message_id uuid, OUT copies integer)
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -151,7 +156,7 @@ BEGIN
   IF p_delay_seconds IS NOT NULL AND NOT (p_delay_seconds >= 0 AND p_delay_seconds <= ${MAX_DELAY_SECONDS}) THEN
     ${invalid(`'AsyncResponse publish: delay_seconds must be a number from 0 to ${MAX_DELAY_SECONDS} (3650 days)'`)};
   END IF;
-  v_delay_ms := floor(coalesce(p_delay_seconds, 0) * 1000 + 0.5)::bigint;
+  v_delay_ms := floor(coalesce(p_delay_seconds, 0) * 1000 + 0.5)::bigint;${jobFields ? jobFieldRules(invalid) : ''}
   IF p_kind = 'topic' AND EXISTS (SELECT 1 FROM ${subs} AS s WHERE s.topic = p_name AND char_length(s.topic || ':' || s.subscription) > 200) THEN
     ${invalid(`'AsyncResponse publish: a subscription queue name of this topic is longer than 200 characters'`)};
   END IF;
@@ -165,9 +170,9 @@ BEGIN
     CROSS JOIN LATERAL (SELECT substring(sha256(convert_to(lower(message_id::text) || E'\\n' || c.queue, 'UTF8')) FROM 1 FOR 16) AS h) AS d
   ),
   ins AS (
-    INSERT INTO ${t} AS m (id, queue, payload_json, headers_json, created_at, available_at)
+    INSERT INTO ${t} AS m (id, queue, payload_json, headers_json, created_at, available_at${jobFields ? ', priority, ordering_key' : ''})
     SELECT target.id, target.queue, p_payload, v_headers::text, clock_timestamp(),
-           CASE WHEN v_delay_ms > 0 THEN clock_timestamp() + v_delay_ms * interval '1 millisecond' ELSE clock_timestamp() END
+           CASE WHEN v_delay_ms > 0 THEN clock_timestamp() + v_delay_ms * interval '1 millisecond' ELSE clock_timestamp() END${jobFields ? ',\n           coalesce(p_priority, 0)::smallint, p_ordering_key' : ''}
     FROM target
     ORDER BY target.queue
     ON CONFLICT (id) DO NOTHING
@@ -177,6 +182,27 @@ BEGIN
   SELECT (SELECT count(*) FROM ins)::integer, (SELECT count(*) FROM woken) INTO copies, v_woken;
 END
 $fn$`;
+}
+
+/** Version 16's checks of priority and the ordering key: publish-request.ts's rules, with its messages. */
+function jobFieldRules(invalid: (message: string) => string): string {
+  return `
+  -- priority: a smallint (NULL = 0), higher is claimed first
+  IF p_priority IS NOT NULL AND (p_priority < ${MIN_PRIORITY} OR p_priority > ${MAX_PRIORITY}) THEN
+    ${invalid(`'AsyncResponse publish: priority must be an integer from ${MIN_PRIORITY} to ${MAX_PRIORITY} (higher is claimed first)'`)};
+  END IF;
+  -- ordering key: a queue publish's only; 1 to ${MAX_ORDERING_KEY_CHARS} characters, no control characters, compared exactly
+  IF p_ordering_key IS NOT NULL THEN
+    IF p_kind <> 'queue' THEN
+      ${invalid(`'AsyncResponse publish: ordering keys belong to a queue publish'`)};
+    END IF;
+    IF char_length(p_ordering_key) = 0 OR char_length(p_ordering_key) > ${MAX_ORDERING_KEY_CHARS} THEN
+      ${invalid(`'AsyncResponse publish: ordering_key must be 1 to ${MAX_ORDERING_KEY_CHARS} characters'`)};
+    END IF;
+    IF p_ordering_key ~ '[\\u0001-\\u001f\\u007f]' THEN
+      ${invalid(`'AsyncResponse publish: ordering_key must not contain control characters'`)};
+    END IF;
+  END IF;`;
 }
 
 function wrapper(n: SchemaNames, kind: 'queue' | 'topic'): string {
@@ -206,5 +232,74 @@ export function postgresOutboxStatements(n: SchemaNames): MigrationStatement[] {
       name: 'revoke execute from public',
       text: `REVOKE ALL ON FUNCTION ${f.enqueue}(text, ${SIGNATURE}), ${f.publish}(${SIGNATURE}), ${f.publishTopic}(${SIGNATURE}) FROM PUBLIC`,
     },
+  ];
+}
+
+/** Version 16's wrappers: version 3's parameters, then `priority` (both) and `ordering_key` (queue), defaulted. */
+function wrapper16(n: SchemaNames, kind: 'queue' | 'topic'): string {
+  const f = postgresOutboxNames(n);
+  const name = kind === 'queue' ? f.publish : f.publishTopic;
+  const result = kind === 'queue' ? 'OUT inserted boolean' : 'OUT copies integer';
+  const pick = kind === 'queue' ? 'e.copies > 0' : 'e.copies';
+  const extra = kind === 'queue' ? ', priority integer DEFAULT 0, ordering_key text DEFAULT NULL' : ', priority integer DEFAULT 0';
+  const pass = kind === 'queue' ? '$7, $8' : '$7, NULL';
+  return `CREATE FUNCTION ${name}(
+    ${kind} text, payload text, id text DEFAULT NULL, correlation_id text DEFAULT NULL, headers text DEFAULT NULL,
+    delay_seconds double precision DEFAULT 0${extra},
+    OUT message_id uuid, ${result})
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+  SELECT e.message_id, ${pick} FROM ${f.enqueue}('${kind}', $1, $2, $3, $4, $5, $6, ${pass}) AS e
+$fn$`;
+}
+
+/**
+ * A wrapper replaced with a longer signature: PostgreSQL cannot add parameters in place (CREATE OR REPLACE would make
+ * an overload, and a call with version 3's arguments would be ambiguous), so the old one is dropped and the new one
+ * created in one DO block, and every role that held EXECUTE on the old one gets it on the new one (EXECUTE stays
+ * revoked from PUBLIC): a caller granted as the README says keeps publishing across the upgrade.
+ */
+function replaceWrapper(n: SchemaNames, kind: 'queue' | 'topic'): string {
+  const f = postgresOutboxNames(n);
+  const name = kind === 'queue' ? f.publish : f.publishTopic;
+  const newSignature = `${name}(${kind === 'queue' ? SIGNATURE_16 : TOPIC_SIGNATURE_16})`;
+  const literal = (text: string) => `'${text.replace(/'/g, "''")}'`;
+  return `DO $migrate$
+DECLARE
+  v_old regprocedure := to_regprocedure(${literal(`${name}(${SIGNATURE})`)});
+  v_grantees text[] := '{}';
+  v_grantee text;
+BEGIN
+  IF v_old IS NOT NULL THEN
+    SELECT coalesce(array_agg(DISTINCT a.grantee::regrole::text), '{}') INTO v_grantees
+    FROM pg_catalog.pg_proc AS p CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) AS a
+    WHERE p.oid = v_old AND a.privilege_type = 'EXECUTE' AND a.grantee <> 0 AND a.grantee <> p.proowner;
+    EXECUTE format('DROP FUNCTION %s', v_old);
+  END IF;
+  IF to_regprocedure(${literal(newSignature)}) IS NULL THEN
+    EXECUTE ${literal(wrapper16(n, kind))};
+  END IF;
+  EXECUTE ${literal(`REVOKE ALL ON FUNCTION ${newSignature} FROM PUBLIC`)};
+  FOREACH v_grantee IN ARRAY v_grantees LOOP
+    EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %s', ${literal(newSignature)}, v_grantee);
+  END LOOP;
+END
+$migrate$`;
+}
+
+/**
+ * Version 16: priority and ordering keys from SQL (issue 17 §1). The shared body gains both (version 3's stays until
+ * its wrappers are replaced, then goes), the wrappers gain `priority` and (queue) `ordering_key`, defaulted, with
+ * their grants carried over.
+ */
+export function postgresOutboxJobFieldsStatements(n: SchemaNames): MigrationStatement[] {
+  const f = postgresOutboxNames(n);
+  return [
+    { name: 'create enqueue function with job fields', text: enqueueFunction(n, true) },
+    { name: 'replace publish function', text: replaceWrapper(n, 'queue') },
+    { name: 'replace publish topic function', text: replaceWrapper(n, 'topic') },
+    { name: 'drop version 3 enqueue function', text: `DROP FUNCTION IF EXISTS ${f.enqueue}(text, ${SIGNATURE})` },
+    { name: 'revoke execute on enqueue from public', text: `REVOKE ALL ON FUNCTION ${f.enqueue}(text, ${SIGNATURE_16}) FROM PUBLIC` },
   ];
 }

@@ -9,7 +9,7 @@ import * as sql from 'mssql';
 import { quoteIdentifier } from '../../sql/identifiers';
 import { checkMigrations, type Migration, type MigrationStatement } from '../migration-plan';
 import type { SchemaNames } from '../schema-names';
-import { sqlServerOutboxStatements } from './outbox';
+import { sqlServerOutboxJobFieldsStatements, sqlServerOutboxStatements } from './outbox';
 import { flowStateDdl } from './flow-statements';
 import { scheduleDdl } from './schedule-statements';
 import {
@@ -214,6 +214,13 @@ export function sqlServerMigrations(n: SchemaNames): readonly Migration[] {
       version: 17,
       name: 'lease roster table',
       statements: [batch('create lease roster table', createTableIfMissing(qualifiedLeaseRoster(n.transport), leaseRosterTableBody()))],
+    },
+    {
+      // Priority and ordering keys from SQL (issue 17 §1): the publish procedures gain @priority and @ordering_key,
+      // last and defaulted; CREATE OR ALTER keeps their grants. PostgreSQL's twin is its version 16.
+      version: 18,
+      name: 'publish procedures: priority and ordering key',
+      statements: sqlServerOutboxJobFieldsStatements(n),
     },
   ]);
 }

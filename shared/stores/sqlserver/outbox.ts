@@ -18,7 +18,7 @@
 import type { MigrationStatement } from '../migration-plan';
 import type { SchemaNames } from '../schema-names';
 import { quoteIdentifier } from '../../sql/identifiers';
-import { MAX_DELAY_SECONDS, MAX_HEADERS_BYTES } from '../../transport/publish-request';
+import { MAX_DELAY_SECONDS, MAX_HEADERS_BYTES, MAX_ORDERING_KEY_CHARS, MAX_PRIORITY, MIN_PRIORITY } from '../../transport/publish-request';
 import { CORRELATION_ID_HEADER } from '../../transport/types';
 import { BIN2, dbClockPlus, exactQueueMatch } from './statements';
 
@@ -69,7 +69,8 @@ export function copyIdExpression(messageId: string, queue: string): { apply: str
   };
 }
 
-function enqueueProcedure(n: SchemaNames): string {
+/** The shared body: version 3's (and 6's), or version 18's with @priority and @ordering_key (HTTP's rules for both). */
+function enqueueProcedure(n: SchemaNames, jobFields = false): string {
   const f = sqlServerOutboxNames(n);
   const t = `${q(n.schema)}.${q(n.transport.table)}`;
   const subs = `${q(n.schema)}.${q(n.subscriptionsTable)}`;
@@ -85,7 +86,9 @@ function enqueueProcedure(n: SchemaNames): string {
     '    @headers nvarchar(max),',
     '    @delay_seconds float,',
     '    @message_id uniqueidentifier OUTPUT,',
-    '    @copies int OUTPUT',
+    jobFields ? '    @copies int OUTPUT,' : '    @copies int OUTPUT',
+    // version 18: after the OUTPUT parameters, defaulted, so a positional call of version 3's shape still binds
+    ...(jobFields ? ['    @priority int = 0,', '    @ordering_key nvarchar(max) = NULL'] : []),
     'AS',
     'BEGIN',
     '    SET NOCOUNT ON;',
@@ -186,6 +189,7 @@ function enqueueProcedure(n: SchemaNames): string {
     `    IF @delay_seconds IS NOT NULL AND NOT (@delay_seconds >= 0 AND @delay_seconds <= ${MAX_DELAY_SECONDS})`,
     `        ${throwInvalid(msg(`@delay_seconds must be a number from 0 to ${MAX_DELAY_SECONDS} (3650 days)`))}`,
     '    SET @delay_ms = CAST(FLOOR(ISNULL(@delay_seconds, 0) * 1000 + 0.5) AS bigint);',
+    ...(jobFields ? jobFieldRules(msg) : []),
     `    IF @kind = N'topic' AND EXISTS (SELECT 1 FROM ${subs} AS s WHERE ${exactQueueMatch('s.topic', 'name')} AND DATALENGTH(s.topic + N':' + s.subscription) / 2 > 200)`,
     `        ${throwInvalid(msg('a subscription queue name of this topic is longer than 200 characters'))}`,
     '    -- one publisher of this message id (and so of its copies) at a time, until the outermost transaction',
@@ -201,9 +205,10 @@ function enqueueProcedure(n: SchemaNames): string {
     '    -- one statement: the message on its queue, or one copy per subscription with the id topicCopyId() derives;',
     '    -- ids already stored are skipped',
     '    SET @now = SYSUTCDATETIME();',
-    `    INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at)`,
+    `    INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at${jobFields ? ', priority, ordering_key' : ''})`,
     '    SELECT target.id, target.queue, @payload, @stored_headers, @now,',
-    `           CASE WHEN @delay_ms > 0 THEN ${dbClockPlus('@delay_ms', '@now')} ELSE @now END`,
+    `           CASE WHEN @delay_ms > 0 THEN ${dbClockPlus('@delay_ms', '@now')} ELSE @now END${jobFields ? ',' : ''}`,
+    ...(jobFields ? ["           CAST(ISNULL(@priority, 0) AS smallint), CAST(@ordering_key AS nvarchar(200))"] : []),
     '    FROM (',
     "        SELECT @message_id AS id, CAST(@name AS nvarchar(200)) AS queue WHERE @kind = N'queue'",
     '        UNION ALL',
@@ -219,8 +224,31 @@ function enqueueProcedure(n: SchemaNames): string {
   ].join('\n');
 }
 
-function wrapper(n: SchemaNames, kind: 'queue' | 'topic'): string {
+/** Version 18's checks of @priority and @ordering_key: publish-request.ts's rules, THROW 50400 like the others. */
+function jobFieldRules(msg: (text: string) => string): string[] {
+  return [
+    '    -- priority: a smallint (NULL = 0), higher is claimed first',
+    `    IF @priority IS NOT NULL AND (@priority < ${MIN_PRIORITY} OR @priority > ${MAX_PRIORITY})`,
+    `        ${throwInvalid(msg(`@priority must be an integer from ${MIN_PRIORITY} to ${MAX_PRIORITY} (higher is claimed first)`))}`,
+    `    -- ordering key: a queue publish's only; 1 to ${MAX_ORDERING_KEY_CHARS} characters (UTF-16 units), no control characters`,
+    '    IF @ordering_key IS NOT NULL',
+    '    BEGIN',
+    "        IF @kind <> N'queue'",
+    `            ${throwInvalid(msg('ordering keys belong to a queue publish'))}`,
+    `        IF DATALENGTH(@ordering_key) = 0 OR DATALENGTH(@ordering_key) / 2 > ${MAX_ORDERING_KEY_CHARS}`,
+    `            ${throwInvalid(msg(`@ordering_key must be 1 to ${MAX_ORDERING_KEY_CHARS} characters`))}`,
+    `        IF ${hasCodePoints('@ordering_key', [[1, 31], [127, 127]])}`,
+    `            ${throwInvalid(msg('@ordering_key must not contain control characters'))}`,
+    '    END;',
+  ];
+}
+
+function wrapper(n: SchemaNames, kind: 'queue' | 'topic', jobFields = false): string {
   const f = sqlServerOutboxNames(n);
+  const output = kind === 'queue' ? '    @inserted bit = NULL OUTPUT' : '    @copies int = NULL OUTPUT';
+  // version 18's parameters come last, defaulted: callers of version 3's shape (positional or named) are unchanged
+  const added = kind === 'queue' ? ['    @priority int = 0,', '    @ordering_key nvarchar(max) = NULL'] : ['    @priority int = 0'];
+  const passed = kind === 'queue' ? ', @priority, @ordering_key' : ', @priority, NULL';
   return [
     `CREATE OR ALTER PROCEDURE ${kind === 'queue' ? f.publish : f.publishTopic}`,
     `    @${kind} nvarchar(max),`,
@@ -230,12 +258,12 @@ function wrapper(n: SchemaNames, kind: 'queue' | 'topic'): string {
     '    @headers nvarchar(max) = NULL,',
     '    @delay_seconds float = 0,',
     '    @message_id uniqueidentifier = NULL OUTPUT,',
-    kind === 'queue' ? '    @inserted bit = NULL OUTPUT' : '    @copies int = NULL OUTPUT',
+    ...(jobFields ? [`${output},`, ...added] : [output]),
     'AS',
     'BEGIN',
     '    SET NOCOUNT ON;',
     ...(kind === 'queue' ? ['    DECLARE @copies int;'] : []),
-    `    EXEC ${f.enqueue} N'${kind}', @${kind}, @payload, @id, @correlation_id, @headers, @delay_seconds, @message_id OUTPUT, @copies OUTPUT;`,
+    `    EXEC ${f.enqueue} N'${kind}', @${kind}, @payload, @id, @correlation_id, @headers, @delay_seconds, @message_id OUTPUT, @copies OUTPUT${jobFields ? passed : ''};`,
     ...(kind === 'queue' ? ['    SET @inserted = CASE WHEN @copies > 0 THEN 1 ELSE 0 END;'] : []),
     'END',
   ].join('\n');
@@ -247,5 +275,17 @@ export function sqlServerOutboxStatements(n: SchemaNames): MigrationStatement[] 
     { name: 'create enqueue procedure', text: enqueueProcedure(n) },
     { name: 'create publish procedure', text: wrapper(n, 'queue') },
     { name: 'create publish topic procedure', text: wrapper(n, 'topic') },
+  ];
+}
+
+/**
+ * Version 18: priority and ordering keys from SQL (issue 17 §1). CREATE OR ALTER keeps each procedure's grants; the
+ * new parameters come last with defaults, so existing calls bind as before.
+ */
+export function sqlServerOutboxJobFieldsStatements(n: SchemaNames): MigrationStatement[] {
+  return [
+    { name: 'alter enqueue procedure: job fields', text: enqueueProcedure(n, true) },
+    { name: 'alter publish procedure: job fields', text: wrapper(n, 'queue', true) },
+    { name: 'alter publish topic procedure: job fields', text: wrapper(n, 'topic', true) },
   ];
 }
