@@ -623,8 +623,8 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
           availableAt: { type: ['string', 'null'], format: 'date-time', description: 'When it became (or becomes) claimable; null for a dead letter.' },
           completedAt: { type: ['string', 'null'], format: 'date-time', description: 'When its ack moved it to history; null unless completed.' },
           lastError: { type: ['string', 'null'], description: 'The dead-letter reason; null where none is known (a retried delivery\'s error is not stored).' },
-          priority: { type: 'integer', minimum: -32768, maximum: 32767, description: 'Higher is claimed first; absent for a completed job (history keeps none).' },
-          orderingKey: { type: 'string', description: 'The ordering key it was published with, while it is in the queue table (history does not keep it).' },
+          priority: { type: 'integer', minimum: -32768, maximum: 32767, description: 'Higher is claimed first; absent for a job completed before history kept it (schema version 19 / PostgreSQL 17).' },
+          orderingKey: { type: 'string', description: 'The ordering key it was published with, if any (kept in history from schema version 19 / PostgreSQL 17).' },
         }),
         CorrelationId: {
           type: 'string',

@@ -23,6 +23,9 @@ export interface HistoryRowShape {
   created_at: Date;
   available_at: Date;
   completed_at: Date;
+  /** NULL for rows moved to history before it kept them (schema version 19 / PostgreSQL 17). */
+  priority?: number | null;
+  ordering_key?: string | null;
   /** completed_at as ISO text at the database's precision (the cursor's key). */
   completed_key: string;
 }
@@ -44,6 +47,8 @@ export function historyRow(r: HistoryRowShape): HistoryRow {
     availableAt: r.available_at,
     completedAt: r.completed_at,
     lastError: null,
+    ...(r.priority == null ? {} : { priority: Number(r.priority) }),
+    ...(r.ordering_key == null ? {} : { orderingKey: String(r.ordering_key) }),
     key: { completedAt: isoKey(String(r.completed_key)), id },
   };
 }

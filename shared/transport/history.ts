@@ -31,9 +31,9 @@ export interface JobRecord {
   completedAt: Date | null;
   /** The dead-letter reason; null where none is known (a retried delivery's error is not stored). */
   lastError: string | null;
-  /** The job's priority (higher first); absent for a completed job (history keeps none). */
+  /** The job's priority (higher first); absent for a job completed before history kept it (schema version 19 / PostgreSQL 17). */
   priority?: number;
-  /** Its ordering key, while the job is in the queue table (waiting, leased, dead-lettered); history does not keep it. */
+  /** Its ordering key, when it was published with one (history keeps it from schema version 19 / PostgreSQL 17). */
   orderingKey?: string;
 }
 
@@ -52,7 +52,7 @@ export interface StoredJobRow {
   /** available_at > database clock. */
   delayed: boolean;
   deadLetterReason: string | null;
-  /** The live row's priority column (history rows have none). */
+  /** The row's priority column (NULL in history rows moved before it was kept: absent). */
   priority?: number;
   orderingKey?: string | null;
 }
@@ -95,10 +95,11 @@ export function jobRecord(row: StoredJobRow, deadLetterQueue: string, sourceHead
     id: row.id,
     correlationId: row.headers[correlationHeader] ?? null,
     createdAt: row.createdAt,
-    ...(row.orderingKey != null && row.source === 'queue' ? { orderingKey: row.orderingKey } : {}),
+    ...(row.orderingKey != null ? { orderingKey: row.orderingKey } : {}),
   };
   if (row.source === 'history') {
-    return { ...base, state: 'completed', queue: row.queue, attempts: row.attempts, availableAt: row.availableAt, completedAt: row.completedAt, lastError: null };
+    const priority = row.priority !== undefined ? { priority: row.priority } : {};
+    return { ...base, state: 'completed', queue: row.queue, attempts: row.attempts, availableAt: row.availableAt, completedAt: row.completedAt, lastError: null, ...priority };
   }
   return { ...liveRecord(row, base, deadLetterQueue, sourceHeader), ...(row.priority !== undefined ? { priority: row.priority } : {}) };
 }

@@ -29,6 +29,7 @@ const VERSION_NAMES = [
   'claim index',
   'lease roster table',
   'publish functions: priority and ordering key',
+  'history priority and ordering key',
 ];
 const LATEST = VERSION_NAMES.length;
 /** Versions from..LATEST. */

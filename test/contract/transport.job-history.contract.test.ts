@@ -66,6 +66,25 @@ for (const fixture of storeFixtures()) {
       expect(job!.availableAt!.getTime()).toBeLessThanOrEqual(job!.completedAt!.getTime());
     });
 
+    it("history keeps the job's priority and ordering key: the lookup and both searches show them; an unkeyed job shows priority 0 and no key", async (ctx) => {
+      await skipOnGap(fixture.name, ctx, 'updateThroughCte');
+      const q = 'history-fields';
+      const keyed = message(q, { k: 1 }, { priority: 7, orderingKey: 'acct-9', headers: { [CORRELATION_ID_HEADER]: 'hf-1' } });
+      const plain = message(q, { k: 2 });
+      await h.store.publish([keyed, plain]);
+      const claimed = await h.store.claim(q, 10, 60_000);
+      expect(claimed.map((c) => c.id)).toEqual([keyed.id, plain.id]);
+      expect(await h.store.ackToHistory(claimed)).toBe(2);
+      expect(await h.store.findJob(keyed.id, DLQ)).toMatchObject({ state: 'completed', priority: 7, orderingKey: 'acct-9' });
+      const unkeyed = await h.store.findJob(plain.id, DLQ);
+      expect(unkeyed).toMatchObject({ state: 'completed', priority: 0 });
+      expect(unkeyed).not.toHaveProperty('orderingKey');
+      const byQueue = await h.store.searchHistory({ queue: q, top: 10 });
+      expect(byQueue.items.find((i) => i.id === keyed.id)).toMatchObject({ priority: 7, orderingKey: 'acct-9' });
+      expect(byQueue.items.find((i) => i.id === plain.id)).toMatchObject({ priority: 0 });
+      expect((await h.store.searchHistory({ correlationId: 'hf-1', top: 10 })).items).toMatchObject([{ id: keyed.id, priority: 7, orderingKey: 'acct-9' }]);
+    });
+
     it('the move is fenced like the ack: a stale lock id moves nothing; the plain ack keeps no history', async (ctx) => {
       await skipOnGap(fixture.name, ctx, 'updateThroughCte');
       const q = 'history-fence';

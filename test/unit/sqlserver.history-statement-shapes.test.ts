@@ -26,8 +26,9 @@ describe('SQL Server job-history statement shapes', () => {
       'DECLARE @completed_at datetime2 = SYSUTCDATETIME();',
       'DELETE target',
       `OUTPUT deleted.id, deleted.queue, N'completed', CASE WHEN ISJSON(deleted.headers_json) = 1 THEN CASE WHEN LEN(${CORRELATION}) <= 400 THEN ${CORRELATION} END END,`,
-      '       deleted.payload_json, deleted.headers_json, deleted.attempts, deleted.created_at, deleted.available_at, @completed_at',
-      'INTO [dbo].[jobs_history] (id, queue, state, correlation_id, payload_json, headers_json, attempts, created_at, available_at, completed_at)',
+      '       deleted.payload_json, deleted.headers_json, deleted.attempts, deleted.created_at, deleted.available_at, @completed_at,',
+      '       deleted.priority, deleted.ordering_key',
+      'INTO [dbo].[jobs_history] (id, queue, state, correlation_id, payload_json, headers_json, attempts, created_at, available_at, completed_at, priority, ordering_key)',
       ...SETTLED,
     ]);
     // with history off the ack is today's statement, untouched
@@ -43,7 +44,7 @@ describe('SQL Server job-history statement shapes', () => {
       '       CAST(CASE WHEN available_at > SYSUTCDATETIME() THEN 1 ELSE 0 END AS bit) AS delayed, dead_letter_reason, priority, ordering_key',
       'FROM [dbo].[jobs] WHERE id = @id',
       'UNION ALL',
-      "SELECT N'history', id, queue, attempts, headers_json, created_at, available_at, completed_at, CAST(0 AS bit), CAST(0 AS bit), NULL, NULL, NULL",
+      "SELECT N'history', id, queue, attempts, headers_json, created_at, available_at, completed_at, CAST(0 AS bit), CAST(0 AS bit), NULL, priority, ordering_key",
       'FROM [dbo].[jobs_history] WHERE id = @id;',
     ]);
     expect(typeName(s.findJob, 'id')).toBe('UniqueIdentifier');
@@ -57,7 +58,7 @@ describe('SQL Server job-history statement shapes', () => {
       'ORDER BY completed_at DESC, id DESC;',
     ];
     const head = [
-      'SELECT TOP (@top) id, queue, state, attempts, correlation_id, created_at, available_at, completed_at,',
+      'SELECT TOP (@top) id, queue, state, attempts, correlation_id, created_at, available_at, completed_at, priority, ordering_key,',
       '       CONVERT(nvarchar(33), completed_at, 126) AS completed_key',
       'FROM [dbo].[jobs_history]',
     ];

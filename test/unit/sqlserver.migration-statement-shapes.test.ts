@@ -25,7 +25,7 @@ import { length, typeName } from '../support/sqlserver-statements';
 
 const names = schemaNames(transportNames('dbo', 'jobs', 'sqlserver'), channelNames('dbo', DEFAULT_CHANNEL_TABLES, 'sqlserver'), 'sqlserver');
 const r = sqlServerRunnerStatements(names);
-const [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18] = sqlServerMigrations(names);
+const [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18, v19] = sqlServerMigrations(names);
 
 describe('SQL Server schema-version statement shapes', () => {
   it('names: the migrations and subscriptions tables take the transport table as their base', () => {
@@ -148,6 +148,19 @@ describe('SQL Server schema-version statement shapes', () => {
     expect(v16!.statements[0]!.text).toContain('WHERE ordering_key IS NOT NULL');
   });
 
+  it('version 19: the history columns priority (smallint) and ordering_key (nvarchar(200) BIN2), nullable, each behind its guard, the Sch-M wait bounded', () => {
+    expect(v19).toMatchObject({ version: 19, name: 'history priority and ordering key' });
+    expect(v19!.statements[0]!.text).toBe(
+      [
+        'SET LOCK_TIMEOUT 5000;',
+        "IF COL_LENGTH(N'[dbo].[jobs_history]', N'priority') IS NULL",
+        '    ALTER TABLE [dbo].[jobs_history] ADD priority smallint NULL;',
+        "IF COL_LENGTH(N'[dbo].[jobs_history]', N'ordering_key') IS NULL",
+        '    ALTER TABLE [dbo].[jobs_history] ADD ordering_key nvarchar(200) COLLATE Latin1_General_100_BIN2 NULL;',
+      ].join('\n'),
+    );
+  });
+
   it('version 17: the lease roster, a new table keyed (queue BIN2, id, lock_id), built empty behind its guard', () => {
     expect(v17).toMatchObject({ version: 17, name: 'lease roster table' });
     expect(v17!.statements[0]!.text).toBe(
@@ -246,7 +259,7 @@ describe('SQL Server schema-version statement shapes', () => {
       'runner: recordedVersions',
       'runner: recordVersion',
     ]);
-    expect(all).toHaveLength(6 + [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18].reduce((sum, v) => sum + v!.statements.length, 0));
+    expect(all).toHaveLength(6 + [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18, v19].reduce((sum, v) => sum + v!.statements.length, 0));
     expect(all).toContainEqual({ name: 'v2: create subscriptions table', text: v2!.statements[0]!.text });
     expect(all).toContainEqual({ name: 'v3: create publish topic procedure', text: v3!.statements[2]!.text });
     expect(all).toContainEqual({ name: 'v5: create transport dead-letter index', text: v5!.statements[0]!.text });
@@ -258,12 +271,13 @@ describe('SQL Server schema-version statement shapes', () => {
     expect(all).toContainEqual({ name: 'v14: drop transport legacy ready index', text: v14!.statements[1]!.text });
     expect(all).toContainEqual({ name: 'v16: create transport ordering index', text: v16!.statements[0]!.text });
     expect(all).toContainEqual({ name: 'v17: create lease roster table', text: v17!.statements[0]!.text });
-    expect(all.at(-1)).toEqual({ name: 'v18: alter publish topic procedure: job fields', text: v18!.statements[2]!.text });
+    expect(all).toContainEqual({ name: 'v18: alter publish topic procedure: job fields', text: v18!.statements[2]!.text });
+    expect(all.at(-1)).toEqual({ name: 'v19: add history priority and ordering key columns', text: v19!.statements[0]!.text });
   });
 
   it('the printed script: one transaction per version under the applock, each recorded if not yet', () => {
     const script = printSqlServerMigrations(names);
-    expect(script.match(/BEGIN TRANSACTION;\nSET XACT_ABORT ON;/g)).toHaveLength(18);
+    expect(script.match(/BEGIN TRANSACTION;\nSET XACT_ABORT ON;/g)).toHaveLength(19);
     expect(script).toContain("IF NOT EXISTS (SELECT 1 FROM [dbo].[jobs_migrations] WHERE version = 2)\n    INSERT INTO [dbo].[jobs_migrations] (version, name) VALUES (2, N'topic subscriptions table');\nCOMMIT;\nGO");
     expect(script.indexOf('-- version 1:')).toBeLessThan(script.indexOf('-- version 2:'));
     expect(script.indexOf('-- version 2:')).toBeLessThan(script.indexOf('-- version 3: publish procedures (outbox)'));

@@ -83,6 +83,7 @@ describe('SQL Server migration runner', () => {
       'lock', 'ensure table', 'read versions', 'v16: create transport ordering index', 'record',
       'lock', 'ensure table', 'read versions', 'v17: create lease roster table', 'record',
       'lock', 'ensure table', 'read versions', ...v18!.statements.map((s) => `v18: ${s.name}`), 'record',
+      'lock', 'ensure table', 'read versions', 'v19: add history priority and ordering key columns', 'record',
       'lock', 'ensure table', 'read versions',
     ]);
     expect(records).toEqual([
@@ -104,6 +105,7 @@ describe('SQL Server migration runner', () => {
       { version: 16, name: 'ordering index' },
       { version: 17, name: 'lease roster table' },
       { version: 18, name: 'publish procedures: priority and ordering key' },
+      { version: 19, name: 'history priority and ordering key' },
     ]);
     // the lock batch outlives its own 60 s applock wait; migration batches get the index-build hour
     const lock = pool.calls.find((c) => c.text === r.lock.text)!;

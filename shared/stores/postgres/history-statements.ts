@@ -25,7 +25,7 @@ const CORRELATION = `(CASE WHEN left(ltrim(m.headers_json), 1) = '{' AND m.heade
 
 /** completed_at as ISO text at the column's precision (µs), the cursor's key. */
 const COMPLETED_KEY = `to_char(h.completed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS completed_key`;
-const ROW = `h.id, h.queue, h.state, h.attempts, h.correlation_id, h.created_at, h.available_at, h.completed_at, ${COMPLETED_KEY}`;
+const ROW = `h.id, h.queue, h.state, h.attempts, h.correlation_id, h.created_at, h.available_at, h.completed_at, h.priority, h.ordering_key, ${COMPLETED_KEY}`;
 
 export function pgHistoryStatements(names: TransportNames): PgHistoryStatements {
   const t = `${q(names.schema)}.${q(names.table)}`;
@@ -43,15 +43,15 @@ LIMIT $7`;
     ackToHistory: `WITH done AS (
   DELETE FROM ${t} AS m USING unnest($1::uuid[], $2::uuid[]) AS s(id, lock_id)
   WHERE m.id = ANY($1::uuid[]) AND m.id = s.id AND m.lock_id = s.lock_id
-  RETURNING m.id, m.queue, m.payload_json, m.headers_json, m.attempts, m.created_at, m.available_at, ${CORRELATION} AS correlation_id)
-INSERT INTO ${h} (id, queue, state, correlation_id, payload_json, headers_json, attempts, created_at, available_at, completed_at)
-SELECT id, queue, 'completed', correlation_id, payload_json, headers_json, attempts, created_at, available_at, clock_timestamp() FROM done`,
+  RETURNING m.id, m.queue, m.payload_json, m.headers_json, m.attempts, m.created_at, m.available_at, ${CORRELATION} AS correlation_id, m.priority, m.ordering_key)
+INSERT INTO ${h} (id, queue, state, correlation_id, payload_json, headers_json, attempts, created_at, available_at, completed_at, priority, ordering_key)
+SELECT id, queue, 'completed', correlation_id, payload_json, headers_json, attempts, created_at, available_at, clock_timestamp(), priority, ordering_key FROM done`,
     // The live row (primary key) and the history rows (id index) of one id, with the lease read on the database clock.
     findJob: `SELECT 'queue' AS source, id, queue, attempts, headers_json, created_at, available_at, NULL::timestamptz AS completed_at,
        COALESCE(locked_until > now(), false) AS leased, available_at > now() AS delayed, dead_letter_reason, priority, ordering_key
 FROM ${t} WHERE id = $1
 UNION ALL
-SELECT 'history', id, queue, attempts, headers_json, created_at, available_at, completed_at, false, false, NULL, NULL, NULL
+SELECT 'history', id, queue, attempts, headers_json, created_at, available_at, completed_at, false, false, NULL, priority, ordering_key
 FROM ${h} WHERE id = $1`,
     searchByQueue: search('queue'),
     searchByCorrelation: search('correlation_id'),
@@ -88,4 +88,13 @@ export function pgHistoryDdl(names: TransportNames): Array<{ name: string; text:
       text: `CREATE INDEX IF NOT EXISTS ${q(n.correlationIndex)} ON ${h} (correlation_id, completed_at, id) WHERE correlation_id IS NOT NULL`,
     },
   ];
+}
+
+/**
+ * Migration 17 (and the store's own schema step): the job's priority and ordering key kept in history, nullable (a
+ * catalog-only change; rows moved before it show neither).
+ */
+export function pgHistoryJobFieldsDdl(names: TransportNames): string {
+  const h = `${q(names.schema)}.${q(historyNames(names, 'postgres').table)}`;
+  return `ALTER TABLE ${h} ADD COLUMN IF NOT EXISTS priority smallint NULL, ADD COLUMN IF NOT EXISTS ordering_key text NULL`;
 }

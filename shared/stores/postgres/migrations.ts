@@ -15,7 +15,7 @@ import { pgScheduleDdl } from './schedule-statements';
 import { pgQueueStateTableDdl } from './job-control-statements';
 import { pgDedupDdl } from './dedup-statements';
 import { queueStateTableName } from '../queue-state-names';
-import { pgHistoryDdl } from './history-statements';
+import { pgHistoryDdl, pgHistoryJobFieldsDdl } from './history-statements';
 import { pgLeaseRosterDdl, pgLimitColumnsDdl } from './limit-statements';
 import { pgOrderingColumnDdl, pgOrderingIndexDdl } from './ordering-sql';
 
@@ -184,6 +184,16 @@ export function postgresMigrations(n: SchemaNames): readonly Migration[] {
       version: 16,
       name: 'publish functions: priority and ordering key',
       statements: postgresOutboxJobFieldsStatements(n),
+    },
+    {
+      // The job's priority and ordering key kept in job history (issue 17 §1): two nullable columns, catalog only
+      // (no rewrite). SQL Server's twin is its version 19.
+      version: 17,
+      name: 'history priority and ordering key',
+      statements: [
+        { name: 'bound the lock wait', text: `SET LOCAL lock_timeout = '5s'` },
+        { name: 'add history priority and ordering key columns', text: pgHistoryJobFieldsDdl(n.transport) },
+      ],
     },
   ]);
 }

@@ -45,7 +45,7 @@ import { limitedClaimOf, limitedOutlookOf, type LimitedOutlookRow } from '../lim
 import type { WaitingJob, WaitingQuery } from '../../transport/waiting';
 import type { HistoryPage, HistoryQuery, JobRecord } from '../../transport/history';
 import { historyPage, readJob, searchKey, type HistoryRowShape } from '../../transport/history-rows';
-import { pgHistoryDdl, pgHistoryStatements, type PgHistoryStatements } from './history-statements';
+import { pgHistoryDdl, pgHistoryJobFieldsDdl, pgHistoryStatements, type PgHistoryStatements } from './history-statements';
 import { ORDERING_KEY_COLUMN, pgOrderingColumnDdl, pgOrderingIndexDdl } from './ordering-sql';
 
 /** The limited claim's summary row (limit-statements.ts). */
@@ -238,19 +238,21 @@ export class PostgresTransportStore implements TransportStore {
     });
   }
 
-  /** The job-history table and its indexes (migration 9 for migrated schemas), under the schema lock, as a no-op when there. */
+  /** The job-history table, its indexes and its job-field columns (migrations 9 and 17), under the schema lock, as a no-op when there. */
   private async ensureHistoryTable(): Promise<void> {
     const n = this.names;
     const ddl = pgHistoryDdl(n);
     const present = await this.client.query<{ present: boolean }>(
-      `SELECT count(*) = $2 AS present FROM pg_class AS c JOIN pg_namespace AS s ON s.oid = c.relnamespace WHERE s.nspname = $1 AND c.relname = ANY($3::text[])`,
-      [n.schema, ddl.length, Object.values(historyNames(n, 'postgres'))],
+      `SELECT count(*) = $2 AND EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = $1 AND table_name = $4 AND column_name = 'ordering_key') AS present
+       FROM pg_class AS c JOIN pg_namespace AS s ON s.oid = c.relnamespace WHERE s.nspname = $1 AND c.relname = ANY($3::text[])`,
+      [n.schema, ddl.length, Object.values(historyNames(n, 'postgres')), historyNames(n, 'postgres').table],
     );
     if (present.rows[0]?.present) return;
     await this.client.transaction(async (tx) => {
       await tx.query(`SET LOCAL lock_timeout = '60s'`);
       await tx.query('SELECT pg_advisory_xact_lock($1::bigint)', [advisoryKey(schemaLockResource(n.schema))]);
       for (const s of ddl) await tx.query(s.text);
+      await tx.query(pgHistoryJobFieldsDdl(n)); // migration 17's columns
     });
   }
 

@@ -55,8 +55,9 @@ export function ackToHistory(names: TransportNames): Statement<'settlements'> {
       'DECLARE @completed_at datetime2 = SYSUTCDATETIME();',
       'DELETE target',
       `OUTPUT deleted.id, deleted.queue, N'completed', ${CORRELATION},`,
-      '       deleted.payload_json, deleted.headers_json, deleted.attempts, deleted.created_at, deleted.available_at, @completed_at',
-      `INTO ${qualifiedHistoryTable(names)} (id, queue, state, correlation_id, payload_json, headers_json, attempts, created_at, available_at, completed_at)`,
+      '       deleted.payload_json, deleted.headers_json, deleted.attempts, deleted.created_at, deleted.available_at, @completed_at,',
+      '       deleted.priority, deleted.ordering_key',
+      `INTO ${qualifiedHistoryTable(names)} (id, queue, state, correlation_id, payload_json, headers_json, attempts, created_at, available_at, completed_at, priority, ordering_key)`,
       ...settledRows(names),
       'SELECT @@ROWCOUNT AS affected;',
     ].join('\n'),
@@ -73,7 +74,7 @@ export function findJob(names: TransportNames): Statement<'id'> {
       '       CAST(CASE WHEN available_at > SYSUTCDATETIME() THEN 1 ELSE 0 END AS bit) AS delayed, dead_letter_reason, priority, ordering_key',
       `FROM ${qualifiedTable(names)} WHERE id = @id`,
       'UNION ALL',
-      "SELECT N'history', id, queue, attempts, headers_json, created_at, available_at, completed_at, CAST(0 AS bit), CAST(0 AS bit), NULL, NULL, NULL",
+      "SELECT N'history', id, queue, attempts, headers_json, created_at, available_at, completed_at, CAST(0 AS bit), CAST(0 AS bit), NULL, priority, ordering_key",
       `FROM ${qualifiedHistoryTable(names)} WHERE id = @id;`,
     ].join('\n'),
     params: { id: types.id() },
@@ -90,7 +91,7 @@ function search(names: TransportNames, key: 'queue' | 'correlation_id'): Stateme
   const match = key === 'queue' ? exactQueueMatch('queue', 'key') : `correlation_id = @key AND ${exactTextMatch('correlation_id', 'key')}`;
   return {
     text: [
-      "SELECT TOP (@top) id, queue, state, attempts, correlation_id, created_at, available_at, completed_at,",
+      "SELECT TOP (@top) id, queue, state, attempts, correlation_id, created_at, available_at, completed_at, priority, ordering_key,",
       '       CONVERT(nvarchar(33), completed_at, 126) AS completed_key',
       `FROM ${qualifiedHistoryTable(names)}`,
       `WHERE ${match}`,
@@ -128,11 +129,26 @@ export function historyStatements(names: TransportNames) {
 }
 
 /**
- * AUTO_CREATE_SCHEMA: the history table and its indexes in one transaction under the schema applock, after the
- * transport's phase 1 (migrated schemas get them from version 11). Each step is guarded: a no-op once they exist.
+ * AUTO_CREATE_SCHEMA: the history table, its indexes and its job-field columns in one transaction under the schema
+ * applock, after the transport's phase 1 (migrated schemas get them from versions 11 and 19). Each step is guarded:
+ * a no-op once they exist.
  */
 export function historyDdlPhase(names: TransportNames): Statement<never> {
-  return { text: [...schemaApplockLines(names.schema, 'transport history'), ...historyDdl(names).flatMap((b) => b.lines)].join('\n'), params: {} };
+  const lines = [...historyDdl(names).flatMap((b) => b.lines), ...addHistoryJobFieldsIfMissing(qualifiedHistoryTable(names))];
+  return { text: [...schemaApplockLines(names.schema, 'transport history'), ...lines].join('\n'), params: {} };
+}
+
+/**
+ * Schema version 19 (and the store's phase): the job's priority and ordering key kept in history, nullable (a
+ * metadata-only add; rows moved before it show neither), each behind its guard. PostgreSQL: ADD COLUMN IF NOT EXISTS.
+ */
+export function addHistoryJobFieldsIfMissing(qualifiedHistory: string): string[] {
+  return (
+    [
+      ['priority', 'smallint NULL'],
+      ['ordering_key', `nvarchar(200) COLLATE ${BIN2} NULL`],
+    ] as const
+  ).flatMap(([column, type]) => [`IF COL_LENGTH(N'${qualifiedHistory}', N'${column}') IS NULL`, `    ALTER TABLE ${qualifiedHistory} ADD ${column} ${type};`]);
 }
 
 /** The history table's columns (schema version 11 and the store's phase 1). */

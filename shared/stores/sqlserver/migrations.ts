@@ -40,7 +40,7 @@ import {
 } from './statements';
 import { qualifiedQueueStateTable, queueStateTableBody } from './job-control-statements';
 import { dedupDdl } from './dedup-statements';
-import { historyDdl } from './history-statements';
+import { addHistoryJobFieldsIfMissing, historyDdl, qualifiedHistoryTable } from './history-statements';
 import { addLimitColumnsIfMissing, leaseRosterTableBody, qualifiedLeaseRoster } from './queue-state-sql';
 import { addOrderingKeyIfMissing, ORDERING_INDEX_FILTER, ORDERING_INDEX_KEYS } from './ordering-sql';
 
@@ -221,6 +221,18 @@ export function sqlServerMigrations(n: SchemaNames): readonly Migration[] {
       version: 18,
       name: 'publish procedures: priority and ordering key',
       statements: sqlServerOutboxJobFieldsStatements(n),
+    },
+    {
+      // The job's priority and ordering key kept in job history (issue 17 §1): two nullable columns (metadata-only
+      // adds), the Sch-M wait bounded. PostgreSQL's twin is its version 17.
+      version: 19,
+      name: 'history priority and ordering key',
+      statements: [
+        batch('add history priority and ordering key columns', [
+          `SET LOCK_TIMEOUT ${MIGRATION_LOCK_TIMEOUT_MS};`,
+          ...addHistoryJobFieldsIfMissing(qualifiedHistoryTable(n.transport)),
+        ]),
+      ],
     },
   ]);
 }
