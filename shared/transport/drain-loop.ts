@@ -8,7 +8,7 @@ import type { DeliveryPolicy } from './delivery-policy';
 import { dispatchDelivery, type DeliveryOutcome, type DispatchDeps } from './dispatcher';
 import { HeartbeatGroup } from './lease-heartbeat';
 import type { JobHandler } from './job';
-import type { ClaimedMessage, Settlement, TransportStore } from './types';
+import type { ClaimedMessage, ClaimHint, Settlement, TransportStore } from './types';
 import type { WakeSignal } from './wake';
 import { hasLimits, type LimitedClaim, type QueueLimits } from './limits';
 
@@ -97,7 +97,18 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
   const started = now();
   const claimDeadline = started + o.budgetMs;
   // Acks may be resent for a while after claiming stops: settling what was done beats redelivering it.
-  const ack = o.keepHistory ? (b: readonly Settlement[]) => o.store.ackToHistory(b) : (b: readonly Settlement[]) => o.store.ack(b);
+  const settle = o.keepHistory ? (b: readonly Settlement[]) => o.store.ackToHistory(b) : (b: readonly Settlement[]) => o.store.ack(b);
+  // Ordering keys whose head an ack of this drain removed: the next claim is told (ClaimHint), so it finds their
+  // successors directly instead of among the rows of keys still held. Added once the ack committed.
+  const freedKeys = new Set<string>();
+  const ack = async (b: readonly Settlement[]) => {
+    const n = await settle(b);
+    for (const s of b) {
+      const key = (s as Partial<ClaimedMessage>).orderingKey;
+      if (key !== undefined) freedKeys.add(key);
+    }
+    return n;
+  };
   const acks = new AckBatcher(ack, Math.max(o.batchSize, 16), o.logger, {
     policy: o.claimRetry ?? DEFAULT_RETRY_CLASSES,
     maxAttempts: 3,
@@ -214,12 +225,22 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
     if (r.limitedBy === 'rate') lastActivity = now();
     return r.messages;
   };
+  const takeFreedKeys = (rows: number): ClaimHint | undefined => {
+    if (freedKeys.size === 0) return undefined;
+    const keys: string[] = [];
+    for (const key of freedKeys) {
+      if (keys.length >= rows) break;
+      keys.push(key);
+      freedKeys.delete(key);
+    }
+    return { freedKeys: keys };
+  };
   const claimInBackground = (rows: number) => {
     const claimedAt = now();
     const lockId = randomUUID();
     const done = (async () => {
       try {
-        const batch = limits ? await limitedClaim(rows, lockId, limits) : await o.store.claim(o.queue, rows, o.lockTimeoutMs, lockId);
+        const batch = limits ? await limitedClaim(rows, lockId, limits) : await o.store.claim(o.queue, rows, o.lockTimeoutMs, lockId, takeFreedKeys(rows));
         claimErrors = 0;
         backlog = batch.length === rows;
         // a claim the rate held back is no sign of an empty queue: the next token is due soon

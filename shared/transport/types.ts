@@ -76,6 +76,17 @@ export interface ClaimedMessage extends Settlement {
   createdAt: Date;
   /** The job's priority (claims take higher first); absent where a store does not read it. */
   priority?: number;
+  /** The job's ordering key; absent when it has none, or where a store does not read it (SQL Server). */
+  orderingKey?: string;
+}
+
+/**
+ * What a drain tells a claim (optional; a store may ignore it). freedKeys: ordering keys whose head this drain's
+ * acks just removed, so their successors are likely heads now; PostgreSQL looks them up first (one descent per key)
+ * instead of finding them among the rows of keys still held (stores/postgres/ordering-sql.ts).
+ */
+export interface ClaimHint {
+  freedKeys: readonly string[];
 }
 
 export interface DeadLetterMove {
@@ -181,7 +192,7 @@ export interface TransportStore {
    * Claims up to `max` ready rows of exactly `queue` in availability order, in one statement. Every row of one
    * claim gets `lockId` (a fresh uuid when absent), so a claim whose answer was lost can be handed back by it.
    */
-  claim(queue: string, max: number, lockTimeoutMs: number, lockId?: string): Promise<ClaimedMessage[]>;
+  claim(queue: string, max: number, lockTimeoutMs: number, lockId?: string, hint?: ClaimHint): Promise<ClaimedMessage[]>;
   /**
    * A limited queue's claim (transport/limits.ts): at most the room its concurrency limit and token bucket leave,
    * decided in one short transaction holding the queue's queue-state row, so the limits hold across instances.

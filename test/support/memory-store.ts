@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import type { ClaimedMessage, DeadLetterMove, OutgoingMessage, Settlement, TransportStore } from '../../shared/transport/types';
+import type { ClaimedMessage, ClaimHint, DeadLetterMove, OutgoingMessage, Settlement, TransportStore } from '../../shared/transport/types';
 import { bucketSize, limitedRoom, nextTokenInMs, refill, type LimitedClaim, type QueueLimits } from '../../shared/transport/limits';
 
 interface Row {
   id: string;
   queue: string;
   payloadJson: string;
+  orderingKey?: string;
   headers: Record<string, string>;
   availableAt: number;
   lockedUntil: number | null;
@@ -53,8 +54,12 @@ export class MemoryStore implements Pick<TransportStore, 'publish' | 'claim' | '
     });
   }
 
-  async claim(queue: string, max: number, lockTimeoutMs: number, lockId: string = randomUUID()): Promise<ClaimedMessage[]> {
+  /** The freed keys each claim was told (ClaimHint), in claim order; [] for a claim without a hint. */
+  claimHints: Array<readonly string[]> = [];
+
+  async claim(queue: string, max: number, lockTimeoutMs: number, lockId: string = randomUUID(), hint?: ClaimHint): Promise<ClaimedMessage[]> {
     this.calls.claim++;
+    this.claimHints.push(hint?.freedKeys ?? []);
     if (this.failClaims > 0) {
       this.failClaims--;
       throw this.claimError;
@@ -68,7 +73,7 @@ export class MemoryStore implements Pick<TransportStore, 'publish' | 'claim' | '
       r.attempts++;
       r.lockedUntil = now + lockTimeoutMs;
       r.lockId = lockId;
-      return { id: r.id, lockId, queue, payloadJson: r.payloadJson, headers: r.headers, attempt: r.attempts, createdAt: new Date(r.createdAt) };
+      return { id: r.id, lockId, queue, payloadJson: r.payloadJson, headers: r.headers, attempt: r.attempts, createdAt: new Date(r.createdAt), ...(r.orderingKey ? { orderingKey: r.orderingKey } : {}) };
     });
     if (this.loseClaimAnswers > 0) {
       this.loseClaimAnswers--;

@@ -63,7 +63,7 @@ claimed AS (
   SET attempts = m.attempts + 1, locked_until = clock_timestamp() + $3::bigint ${MS}, lock_id = $4::uuid
   WHERE m.id = ANY(ARRAY(
     ${pgClaimable(names, { queueParam: '$1', n: '(SELECT n FROM room)' })}))
-  RETURNING m.id, m.queue, m.payload_json, m.headers_json, m.attempts, m.lock_id, ${CLAIM_TIMES}, m.priority),
+  RETURNING m.id, m.queue, m.payload_json, m.headers_json, m.attempts, m.lock_id, ${CLAIM_TIMES}, m.priority, m.ordering_key),
 pruned AS (
   DELETE FROM ${r} AS l USING roster AS x
   WHERE l.queue = $1 AND l.id = x.id AND l.lock_id = x.lock_id AND x.live_until IS NULL
@@ -75,11 +75,11 @@ spent AS (
   UPDATE ${s} SET rate_tokens = (SELECT tokens FROM room) - (SELECT count(*) FROM claimed), rate_refilled_at = clock_timestamp()
   WHERE queue = $1 AND $6::float8 IS NOT NULL
   RETURNING rate_tokens)
-SELECT 'job' AS kind, c.id, c.queue, c.payload_json, c.headers_json, c.attempts, c.lock_id, c.created_ms, c.available_ms, c.priority,
+SELECT 'job' AS kind, c.id, c.queue, c.payload_json, c.headers_json, c.attempts, c.lock_id, c.created_ms, c.available_ms, c.priority, c.ordering_key,
        NULL::boolean AS held, NULL::float8 AS backoff_ms, NULL::float8 AS tokens_left, NULL::int AS leased, NULL::float8 AS lease_lapses_in_ms
 FROM claimed AS c
 UNION ALL
-SELECT 'state', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, o.held, o.backoff_ms,
+SELECT 'state', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, o.held, o.backoff_ms,
        (SELECT rate_tokens FROM spent), o.leased,
        CASE WHEN $5::int IS NOT NULL AND o.leased >= $5::int THEN (
          SELECT (EXTRACT(EPOCH FROM min(x.live_until) - clock_timestamp()) * 1000)::float8 FROM roster AS x) END

@@ -64,6 +64,11 @@ export interface ClaimableOptions {
   n: string;
   /** Extra conditions on the candidate row `c` (e.g. the queue's pause test). */
   extraWhere?: string;
+  /**
+   * A text[] parameter of keys whose head the caller just settled (a drain's acks): their successors are likely
+   * heads now, found by one descent per key (`keyed_freed`) before the front is walked. See pgClaimable.
+   */
+  freedKeysParam?: string;
 }
 
 /** The claim order (the claim index's keys after the queue and the keyed flag), over a table alias. */
@@ -93,13 +98,32 @@ export function pgClaimable(names: TransportNames, o: ClaimableOptions): string 
   const ready = (a: string) =>
     `${a}.queue = ${o.queueParam} AND ${a}.available_at <= now() AND (${a}.locked_until IS NULL OR ${a}.locked_until <= now())`;
   const extra = o.extraWhere ? ` AND ${o.extraWhere}` : '';
+  const freed = o.freedKeysParam;
+  // what the front may take: n, less the freed keys' heads already locked (at most three quarters of n, so rows of
+  // other keys always get a quarter of the claim in claim order: hints never starve keys nobody hinted)
+  const nFront = freed ? `((${o.n}) - (SELECT count(*) FROM keyed_freed))` : o.n;
+  const frontWindow = freed ? nFront : `(${o.n})`;
+  const notFreed = (a: string) => (freed ? ` AND ${a}.id <> ALL(ARRAY(SELECT id FROM keyed_freed))` : '');
   // the first 2n ready keyed rows in claim order; read again, only when the front came back short, to tell whether
   // rows lie behind it and whether its heads were few (not merely taken by a concurrent claim, which SKIP LOCKED passes)
   const keyedWindow = (a: string) => `SELECT ${orderCols(a)}, ${a}.${k} FROM ${t} AS ${a}
-      WHERE ${ready(a)} AND (${a}.${k} IS NULL) IS FALSE
+      WHERE ${ready(a)} AND (${a}.${k} IS NULL) IS FALSE${notFreed(a)}
       ORDER BY ${claimOrder(a)}
-      LIMIT 2 * (${o.n})`;
-  return `WITH unkeyed AS (
+      LIMIT 2 * ${frontWindow}`;
+  const freedPart = freed
+    ? `keyed_freed AS (
+    SELECT ${orderCols('c')} FROM unnest(${freed}::text[]) AS f(key)
+    CROSS JOIN LATERAL (
+      SELECT o.id FROM ${t} AS o WHERE o.queue = ${o.queueParam} AND o.${k} IS NOT NULL AND o.${k} = f.key
+      ORDER BY o.created_at, o.id LIMIT 1) AS head
+    JOIN ${t} AS c ON c.id = head.id
+    WHERE ${ready('c')}${extra}
+    ORDER BY ${claimOrder('c')}
+    LIMIT ((${o.n}) * 3) / 4
+    FOR UPDATE OF c SKIP LOCKED),
+  `
+    : '';
+  return `WITH ${freedPart}unkeyed AS (
     SELECT ${orderCols('c')} FROM ${t} AS c
     WHERE ${ready('c')} AND (c.${k} IS NULL) IS TRUE${extra}
     ORDER BY ${claimOrder('c')}
@@ -110,18 +134,18 @@ export function pgClaimable(names: TransportNames, o: ClaimableOptions): string 
     JOIN ${t} AS c ON c.id = w.id
     WHERE ${pgHeadOfKey(names, 'w', o.queueParam)} AND ${ready('c')}${extra}
     ORDER BY ${claimOrder('w')}
-    LIMIT ${o.n}
+    LIMIT ${nFront}
     FOR UPDATE OF c SKIP LOCKED),
   keyed_rest AS (
     SELECT ${orderCols('c')} FROM ${t} AS c
-    WHERE (SELECT count(*) FROM keyed_front) * 2 < ${o.n}
-      AND (SELECT count(*) = 2 * (${o.n}) AND count(*) FILTER (WHERE ${pgHeadOfKey(names, 'v', o.queueParam)}) * 2 < ${o.n} FROM (${keyedWindow('v')}) AS v)
+    WHERE ${freed ? `((SELECT count(*) FROM keyed_freed) + (SELECT count(*) FROM keyed_front)) * 2 < (${o.n}) AND ` : ''}(SELECT count(*) FROM keyed_front) * 2 < ${nFront}
+      AND (SELECT count(*) = 2 * ${frontWindow} AND count(*) FILTER (WHERE ${pgHeadOfKey(names, 'v', o.queueParam)}) * 2 < ${nFront} FROM (${keyedWindow('v')}) AS v)
       AND c.id = ANY(ARRAY(${pgKeyHeads(names, o.queueParam)}))
-      AND ${ready('c')}${extra} AND c.id <> ALL(ARRAY(SELECT id FROM keyed_front))
+      AND ${ready('c')}${extra} AND c.id <> ALL(ARRAY(SELECT id FROM keyed_front))${notFreed('c')}
     ORDER BY ${claimOrder('c')}
-    LIMIT ${o.n}
+    LIMIT ${nFront}
     FOR UPDATE OF c SKIP LOCKED)
-  SELECT x.id FROM (SELECT * FROM unkeyed UNION ALL SELECT * FROM keyed_front UNION ALL SELECT * FROM keyed_rest) AS x
+  SELECT x.id FROM (SELECT * FROM unkeyed UNION ALL ${freed ? 'SELECT * FROM keyed_freed UNION ALL ' : ''}SELECT * FROM keyed_front UNION ALL SELECT * FROM keyed_rest) AS x
   ORDER BY ${claimOrder('x')}
   LIMIT ${o.n}`;
 }

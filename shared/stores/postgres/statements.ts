@@ -14,6 +14,8 @@ export interface PgStatements {
   publish: string;
   existing: string;
   claim: string;
+  /** The claim with $5 text[]: keys whose head the caller just settled, looked up first (ordering-sql.ts pgClaimable). */
+  claimFreed: string;
   ack: string;
   release: string;
   releaseUnstarted: string;
@@ -84,7 +86,12 @@ SELECT id, available_at FROM ins, (SELECT count(*) FROM woken) AS n`,
 SET attempts = m.attempts + 1, locked_until = clock_timestamp() + $3::bigint ${MS}, lock_id = $4::uuid
 WHERE m.id = ANY(ARRAY(
   ${pgClaimable(names, { queueParam: '$1', n: '$2', extraWhere: `NOT ${paused}` })}))
-RETURNING m.id, m.queue, m.payload_json, m.headers_json, m.attempts, m.lock_id, ${CLAIM_TIMES}, m.priority`,
+RETURNING m.id, m.queue, m.payload_json, m.headers_json, m.attempts, m.lock_id, ${CLAIM_TIMES}, m.priority, m.ordering_key`,
+    claimFreed: `UPDATE ${t} AS m
+SET attempts = m.attempts + 1, locked_until = clock_timestamp() + $3::bigint ${MS}, lock_id = $4::uuid
+WHERE m.id = ANY(ARRAY(
+  ${pgClaimable(names, { queueParam: '$1', n: '$2', extraWhere: `NOT ${paused}`, freedKeysParam: '$5' })}))
+RETURNING m.id, m.queue, m.payload_json, m.headers_json, m.attempts, m.lock_id, ${CLAIM_TIMES}, m.priority, m.ordering_key`,
     // `m.id = ANY($1)` beside the join: without it the planner hashes the whole table for a join with unnest's
     // 500 pairs once the table is a few hundred pages (a Seq Scan per ack, its cost growing with the backlog).
     ack: `DELETE FROM ${t} AS m USING unnest($1::uuid[], $2::uuid[]) AS s(id, lock_id)

@@ -3,6 +3,7 @@ import { transportNames, type TransportNames } from '../../sql/identifiers';
 import { jsonbSafe, parseHeadersLenient } from '../../transport/headers';
 import type {
   ClaimedMessage,
+  ClaimHint,
   ClaimOutlook,
   DeadLetterItem,
   DeadLetterMove,
@@ -69,6 +70,7 @@ interface ClaimRow {
   created_ms: number;
   available_ms: number;
   priority: number;
+  ordering_key: string | null;
 }
 
 /** Serves a PostgreSQL server (pg Pool) and the embedded PGlite alike. */
@@ -386,9 +388,13 @@ export class PostgresTransportStore implements TransportStore {
     return r.rows.map((row) => ({ topic: row.topic, subscription: row.subscription }));
   }
 
-  async claim(queue: string, max: number, lockTimeoutMs: number, lockId: string = randomUUID()): Promise<ClaimedMessage[]> {
+  async claim(queue: string, max: number, lockTimeoutMs: number, lockId: string = randomUUID(), hint?: ClaimHint): Promise<ClaimedMessage[]> {
     await this.ensureSchema();
-    const r = await this.client.query<ClaimRow>(this.sql.claim, [queue, max, Math.round(lockTimeoutMs), lockId], this.prepared.claim);
+    const freed = hint?.freedKeys ?? [];
+    const r =
+      freed.length === 0
+        ? await this.client.query<ClaimRow>(this.sql.claim, [queue, max, Math.round(lockTimeoutMs), lockId], this.prepared.claim)
+        : await this.client.query<ClaimRow>(this.sql.claimFreed, [queue, max, Math.round(lockTimeoutMs), lockId, freed], this.prepared.claimFreed);
     return this.toClaimed(r.rows);
   }
 
@@ -404,6 +410,7 @@ export class PostgresTransportStore implements TransportStore {
         attempt: row.attempts,
         createdAt: new Date(row.created_ms),
         priority: Number(row.priority),
+        ...(row.ordering_key == null ? {} : { orderingKey: row.ordering_key }),
       }));
   }
 
