@@ -14,6 +14,11 @@ export interface Heartbeat {
  * backoff (from min(1 s, lockTimeout/10), doubling up to the beat) so one bad beat does not lose the lease; a
  * renewal answering false means a peer re-claimed the row: log it and stop.
  */
+/** A lease is renewed every third of its lock timeout (the one place that says so: the heartbeat and its group). */
+export function heartbeatBeatMs(lockTimeoutMs: number): number {
+  return Math.max(1, Math.floor(lockTimeoutMs / 3));
+}
+
 export function startHeartbeat(
   renew: (s: Settlement, lockTimeoutMs: number) => Promise<boolean>,
   settlement: Settlement,
@@ -23,7 +28,7 @@ export function startHeartbeat(
   /** When the first renewal is due (default: one beat, a third of the lock timeout). */
   firstBeatMs?: number,
 ): Heartbeat {
-  const beatMs = Math.max(1, Math.floor(lockTimeoutMs / 3));
+  const beatMs = heartbeatBeatMs(lockTimeoutMs);
   const retryBase = Math.max(1, Math.min(1000, Math.floor(lockTimeoutMs / 10)));
   let stopped = false;
   let lost = false;
@@ -90,7 +95,7 @@ export class HeartbeatGroup {
     private readonly lockTimeoutMs: number,
     private readonly now: () => number = Date.now,
   ) {
-    this.beatMs = Math.max(1, Math.floor(lockTimeoutMs / 3));
+    this.beatMs = heartbeatBeatMs(lockTimeoutMs);
   }
 
   start(renew: (s: Settlement, lockTimeoutMs: number) => Promise<boolean>, settlement: Settlement, logger: Logger, what: string): Heartbeat {
