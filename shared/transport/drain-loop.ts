@@ -99,10 +99,12 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
   // Acks may be resent for a while after claiming stops: settling what was done beats redelivering it.
   const settle = o.keepHistory ? (b: readonly Settlement[]) => o.store.ackToHistory(b) : (b: readonly Settlement[]) => o.store.ack(b);
   // Ordering keys whose head an ack of this drain removed: the next claim is told (ClaimHint), so it finds their
-  // successors directly instead of among the rows of keys still held. Added once the ack committed.
+  // successors directly instead of among the rows of keys still held. Added once the ack committed; only for an
+  // unlimited queue (the limited claim takes no hint), and never more than one claim's worth (see takeFreedKeys).
   const freedKeys = new Set<string>();
   const ack = async (b: readonly Settlement[]) => {
     const n = await settle(b);
+    if (limits) return n;
     for (const s of b) {
       const key = (s as Partial<ClaimedMessage>).orderingKey;
       if (key !== undefined) freedKeys.add(key);
@@ -231,8 +233,9 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
     for (const key of freedKeys) {
       if (keys.length >= rows) break;
       keys.push(key);
-      freedKeys.delete(key);
     }
+    // the rest is dropped: the front window finds those heads, and the set stays bounded by one claim's acks
+    freedKeys.clear();
     return { freedKeys: keys };
   };
   const claimInBackground = (rows: number) => {
