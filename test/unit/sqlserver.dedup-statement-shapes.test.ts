@@ -107,4 +107,12 @@ describe('SQL Server dedup statement shapes', () => {
     expect(t.indexOf('CREATE TABLE [dbo].[jobs_dedup]')).toBeGreaterThan(t.indexOf('CREATE TABLE [dbo].[jobs] ('));
     expect(t).not.toContain('jobs_dedup_window_idx');
   });
+
+  it('phase 1 creates the lease roster of limited claims (version 17 for migrated schemas) after the queue-state table', () => {
+    const t = transportStatements(names).ddlPhase1.text;
+    expect(t).toContain(
+      "IF OBJECT_ID(N'[dbo].[jobs_leases]', N'U') IS NULL\nBEGIN\nCREATE TABLE [dbo].[jobs_leases] (\n    queue nvarchar(200) COLLATE Latin1_General_100_BIN2 NOT NULL,",
+    );
+    expect(t.indexOf('CREATE TABLE [dbo].[jobs_leases]')).toBeGreaterThan(t.indexOf('CREATE TABLE [dbo].[jobs_queue_state]'));
+  });
 });

@@ -99,5 +99,14 @@ describe('SQL Server job-history statement shapes', () => {
       '    CREATE INDEX [jobs_history_id_idx] ON [dbo].[jobs_history] (id);',
       '    CREATE INDEX [jobs_history_corr_idx] ON [dbo].[jobs_history] (correlation_id, completed_at, id);',
     ]);
+    // then version 19's columns, behind their guards, as a table made before them gets them
+    expect(s.ddl.text.endsWith(
+      [
+        "IF COL_LENGTH(N'[dbo].[jobs_history]', N'priority') IS NULL",
+        '    ALTER TABLE [dbo].[jobs_history] ADD priority smallint NULL;',
+        "IF COL_LENGTH(N'[dbo].[jobs_history]', N'ordering_key') IS NULL",
+        '    ALTER TABLE [dbo].[jobs_history] ADD ordering_key nvarchar(200) COLLATE Latin1_General_100_BIN2 NULL;',
+      ].join('\n'),
+    )).toBe(true);
   });
 });
