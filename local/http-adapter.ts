@@ -72,7 +72,8 @@ export function sendProblem(
   detail: string,
   headers: Record<string, string> = {},
 ): void {
-  const body = JSON.stringify({ type: 'about:blank', title, status, detail });
+  // ends with a newline, as the app's own JSON answers do (shared/http/problem.ts)
+  const body = `${JSON.stringify({ type: 'about:blank', title, status, detail })}\n`;
   res.writeHead(status, {
     ...headers,
     'content-type': 'application/problem+json',

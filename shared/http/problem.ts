@@ -1,5 +1,7 @@
 // application/problem+json answers (RFC 9457). Plain objects shaped like @azure/functions' HttpResponseInit,
-// so the engine stays free of the Functions library.
+// so the engine stays free of the Functions library. Every JSON answer is written here, as text that ends with a
+// newline: answers printed one after another (curl in a shell) stay on lines of their own. `jsonBody` would have the
+// library (Azure's worker and the local host alike) write JSON.stringify's text, which ends without one.
 import { stringifyJson } from '../json/raw-json';
 import type { FieldError } from '../validation';
 
@@ -9,7 +11,6 @@ export { UUID_PATTERN, type FieldError } from '../validation';
 
 export interface HttpAnswer {
   status: number;
-  jsonBody?: unknown;
   body?: string;
   headers?: Record<string, string>;
 }
@@ -29,7 +30,7 @@ const TITLES: Record<number, string> = {
 export function problem(status: number, detail: string, errors?: FieldError[]): HttpAnswer {
   const body: Record<string, unknown> = { type: 'about:blank', title: TITLES[status] ?? 'Error', status, detail };
   if (errors && errors.length > 0) body.errors = errors;
-  return { status, jsonBody: body, headers: { 'content-type': 'application/problem+json' } };
+  return { status, body: jsonText(body), headers: { 'content-type': 'application/problem+json' } };
 }
 
 /**
@@ -42,11 +43,16 @@ export function malformedId(field: string, id: string | undefined): HttpAnswer |
   return problem(400, `${field} '${shown}' is not a UUID`, [{ field, message: 'must be a UUID' }]);
 }
 
+/** A value's JSON text as an answer's body: JSON.stringify's, and a newline. */
+export function jsonText(body: unknown): string {
+  return `${JSON.stringify(body)}\n`;
+}
+
 export function json(status: number, body: unknown): HttpAnswer {
-  return { status, jsonBody: body, headers: { 'content-type': 'application/json' } };
+  return { status, body: jsonText(body), headers: { 'content-type': 'application/json' } };
 }
 
 /** A JSON answer that carries payloads: written with stringifyJson, so RawJson payloads go out as they were sent. */
 export function jsonWithPayloads(status: number, body: unknown): HttpAnswer {
-  return { status, body: stringifyJson(body), headers: { 'content-type': 'application/json' } };
+  return { status, body: `${stringifyJson(body)}\n`, headers: { 'content-type': 'application/json' } };
 }

@@ -146,9 +146,16 @@ export function openApiAnswers(): OpenApiAnswers {
   return shared;
 }
 
-/** Reads the answer from a clone (the caller still gets an unread Response) and checks it; throws on a mismatch. */
+/**
+ * Reads the answer from a clone (the caller still gets an unread Response) and checks it; throws on a mismatch.
+ * A JSON body must also end with a newline (shared/http/problem.ts), so answers curl prints one after another
+ * stay on lines of their own.
+ */
 export async function checkAnswer(method: string, apiPath: string, res: Response): Promise<void> {
   const checker = openApiAnswers();
   const body = method.toUpperCase() === 'HEAD' ? '' : await res.clone().text();
   checker.assertConforms({ method: method.toUpperCase(), route: checker.routeOf(apiPath), status: res.status, contentType: res.headers.get('content-type'), body });
+  if (body !== '' && /json/i.test(res.headers.get('content-type') ?? '') && !body.endsWith('\n')) {
+    throw new Error(`${method.toUpperCase()} ${apiPath} answered ${res.status} with JSON that does not end with a newline: ${body.slice(-80)}`);
+  }
 }

@@ -39,7 +39,7 @@ describe('POST /api/waiters and the registration cap', () => {
     expect((await post()).status).toBe(201);
     const refused = await post();
     expect(refused.status).toBe(409);
-    expect(refused.jsonBody).toMatchObject({ status: 409, detail: expect.stringContaining('MAX_REGISTRATIONS_PER_CORRELATION_ID') });
+    expect(JSON.parse(String(refused.body))).toMatchObject({ status: 409, detail: expect.stringContaining('MAX_REGISTRATIONS_PER_CORRELATION_ID') });
     const rt = await runtime.getRuntime();
     expect(await rt.channel.store.loadRegistrations('capped-1')).toHaveLength(2);
   });

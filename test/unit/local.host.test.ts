@@ -33,7 +33,9 @@ async function start(options: Partial<LocalHostOptions> = {}): Promise<{ host: L
 
 async function problem(res: Response): Promise<{ status: number; title: string; detail?: string }> {
   expect(res.headers.get('content-type')).toBe('application/problem+json');
-  return (await res.json()) as { status: number; title: string };
+  const text = await res.text();
+  expect(text.endsWith('\n'), 'a JSON answer ends with a newline').toBe(true);
+  return JSON.parse(text) as { status: number; title: string };
 }
 
 describe('function registration capture', () => {
