@@ -1,12 +1,13 @@
-// Every shell and SQL block of README.md runs here, or says why it cannot (a `<!-- readme-test: skip: reason -->`
-// line right above the fence, reported as a skipped test with that reason). Shell blocks that call the local host
+// Every shell and SQL block of README.md and of the docs/*.md pages runs here, or says why it cannot (a
+// `<!-- readme-test: skip: reason -->` line right above the fence, reported as a skipped test with that reason).
+// The README's blocks run first, then each page's, pages in file-name order. Shell blocks that call the local host
 // (`localhost:7071`) run with bash against the app this file starts, with the settings the README's "Try it"
 // section lists; every curl fails the block on an HTTP error (--fail-with-body), and each
 // `<!-- readme-test: expect TEXT -->` above a block must appear in its output. PostgreSQL blocks run against
 // PG_URL in a scratch schema (on the search_path, as the README says) that the engine created, and
 // `<!-- readme-test: expect-row queue=NAME -->` checks that the block left a job on that queue.
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Client } from 'pg';
@@ -15,10 +16,20 @@ import { createEngine } from '../../shared';
 import { startApp, TIMER_DRAIN_EVERY_SECOND, type RunningApp } from './app-harness';
 
 const run = promisify(execFile);
-const readme = readFileSync(path.resolve(__dirname, '../../README.md'), 'utf8');
+const root = path.resolve(__dirname, '../..');
+const readme = readFileSync(path.join(root, 'README.md'), 'utf8');
+/** README.md, then every docs/*.md page by name: the files whose blocks run here, with their text. */
+const files: Array<{ file: string; text: string }> = [
+  { file: 'README.md', text: readme },
+  ...readdirSync(path.join(root, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .sort()
+    .map((f) => ({ file: `docs/${f}`, text: readFileSync(path.join(root, 'docs', f), 'utf8') })),
+];
 
 interface Block {
-  line: number;
+  /** file:line of the opening fence, as the test names say */
+  where: string;
   lang: string;
   code: string;
   skip?: string;
@@ -26,17 +37,17 @@ interface Block {
   expectRows: string[];
 }
 
-function blocks(text: string): Block[] {
+function blocks(file: string, text: string): Block[] {
   const lines = text.split('\n');
   const out: Block[] = [];
   for (let i = 0; i < lines.length; i++) {
     const open = /^```(\w*)\s*$/.exec(lines[i]!);
     if (!open) continue;
     const end = lines.indexOf('```', i + 1);
-    const block: Block = { line: i + 1, lang: open[1]!, code: lines.slice(i + 1, end).join('\n'), expects: [], expectRows: [] };
+    const block: Block = { where: `${file}:${i + 1}`, lang: open[1]!, code: lines.slice(i + 1, end).join('\n'), expects: [], expectRows: [] };
     for (let j = i - 1; j >= 0 && lines[j]!.startsWith('<!-- readme-test:'); j--) {
       const marker = /^<!-- readme-test: (skip: |expect |expect-row )(.*) -->$/.exec(lines[j]!);
-      if (!marker) throw new Error(`README.md:${j + 1}: unknown readme-test marker: ${lines[j]}`);
+      if (!marker) throw new Error(`${file}:${j + 1}: unknown readme-test marker: ${lines[j]}`);
       if (marker[1] === 'skip: ') block.skip = marker[2];
       else if (marker[1] === 'expect ') block.expects.push(marker[2]!);
       else block.expectRows.push(marker[2]!);
@@ -47,7 +58,7 @@ function blocks(text: string): Block[] {
   return out;
 }
 
-const all = blocks(readme);
+const all = files.flatMap((f) => blocks(f.file, f.text));
 const shell = all.filter((b) => b.lang === 'sh' || b.lang === 'bash');
 const sql = all.filter((b) => b.lang === 'sql');
 const pgUrl = process.env.PG_URL;
@@ -64,12 +75,19 @@ const SETTINGS = {
   CALLBACK_ALLOWED_HOSTS: 'localhost',
 };
 
-describe('README blocks', () => {
+describe('README and docs blocks', () => {
   it('has shell and SQL blocks, each run here or marked with the reason it cannot run', () => {
+    expect(files.length).toBeGreaterThan(10);
     expect(shell.length).toBeGreaterThan(5);
     expect(sql.length).toBeGreaterThanOrEqual(2);
     const unaccounted = [...shell, ...sql].filter((b) => !b.skip && !(b.lang === 'sql' ? /^-- PostgreSQL/.test(b.code) : b.code.includes('localhost:7071')));
-    expect(unaccounted.map((b) => `README.md:${b.line}`)).toEqual([]);
+    expect(unaccounted.map((b) => b.where)).toEqual([]);
+  });
+
+  it('has runnable blocks in the README itself and in the docs pages', () => {
+    const runnable = [...shell, ...sql].filter((b) => !b.skip);
+    expect(runnable.filter((b) => b.where.startsWith('README.md:')).length).toBeGreaterThan(3);
+    expect(runnable.filter((b) => b.where.startsWith('docs/')).length).toBeGreaterThan(3);
   });
 
   it('lists every section in its contents', () => {
@@ -79,7 +97,7 @@ describe('README blocks', () => {
   });
 
   for (const b of [...shell, ...sql].filter((b) => b.skip)) {
-    it.skip(`README.md:${b.line} (${b.lang}) skipped: ${b.skip}`, () => undefined);
+    it.skip(`${b.where} (${b.lang}) skipped: ${b.skip}`, () => undefined);
   }
 });
 
@@ -92,13 +110,14 @@ describe('README shell blocks against the local host', () => {
     await app?.close();
   });
 
-  // In README order: later blocks may rely on what earlier ones did (the walkthroughs build on each other).
+  // In README order, then the pages': later blocks may rely on what earlier ones did (the walkthroughs build on
+  // each other).
   for (const b of shell.filter((b) => !b.skip)) {
-    it(`README.md:${b.line}`, async () => {
+    it(b.where, async () => {
       const host = new URL(app.url).host;
       const script = `set -euo pipefail\ncurl() { command curl --fail-with-body -sS --max-time 40 "$@"; }\n${b.code.replaceAll('localhost:7071', host)}\n`;
       const { stdout } = await run('bash', ['-c', script], { timeout: 60_000 });
-      for (const text of b.expects) expect(stdout, `README.md:${b.line} output`).toContain(text);
+      for (const text of b.expects) expect(stdout, `${b.where} output`).toContain(text);
     }, 70_000);
   }
 });
@@ -119,7 +138,7 @@ describe.skipIf(!pgUrl)('README PostgreSQL blocks against PG_URL', () => {
   });
 
   for (const b of sql.filter((b) => !b.skip)) {
-    it(`README.md:${b.line}`, async () => {
+    it(b.where, async () => {
       await client.query(`SET search_path TO ${schema}`);
       await client.query(b.code);
       for (const row of b.expectRows) {
