@@ -1,7 +1,7 @@
 // BENCH_ONLY=ids: primary-key index size and insert rate after BENCH_ID_ROWS (default 1M) publishes with
 // generated ids, ID_GENERATION=sequential (UUIDv7) vs random (UUIDv4), each into a fresh PostgreSQL schema
 // through the store's own batched publish (500 per statement, BENCH_ID_IN_FLIGHT statements in flight, default 4). PostgreSQL server only: PGlite is
-// one session and SQL Server is not here (its layout is argued in the README, "Generated ids").
+// one session and SQL Server is not here (its layout is argued in docs/generated-ids.md).
 
 import { Pool } from 'pg';
 import { silentLogger } from '../shared/log';

@@ -17,7 +17,7 @@ export async function postResponse(request: HttpRequest, context: InvocationCont
   const parsed = parseResponseBody(body.value, rt.config.maxMessageBytes);
   if (!parsed.ok) return problem(400, 'the response has invalid fields; nothing was published', parsed.errors);
   try {
-    // the poster's trace (e.g. a forward target answering under the traceparent it was sent): README "Tracing"
+    // the poster's trace (e.g. a forward target answering under the traceparent it was sent): docs/tracing.md
     const input = { ...parsed.value, ...carrierOf(requestTraceContext(context, request.headers)) };
     const result = await rt.track(rt.channel.publishResponse(input, { confirm: true, signal: rt.stopping, logger: context }));
     if (!result.duplicate) rt.metrics.responsePublished(result.delivery, 'http');

@@ -4,7 +4,7 @@
 //
 // Why: even with the unused packages deferred (lazy-require.ts), the SDK is ~670 CommonJS modules, and resolving,
 // reading and compiling each one separately was most of a cold start with telemetry on. One file loads in about
-// two thirds of the time (README, Benchmarks: cold start). What stays outside the bundle is required at run time
+// two thirds of the time (docs/benchmarks.md: cold start). What stays outside the bundle is required at run time
 // from node_modules as before: the packages setup.ts defers (they must stay separate modules to be deferred), the
 // drivers the SDK instruments (the instrumentation patches them as they are required), and @azure/functions (the
 // app and the SDK must share one copy: the SDK registers its preInvocation hook on it).

@@ -1,6 +1,6 @@
 // The public entry of the engine: build one with createEngine(options), publish, drain or run its queues,
 // close it. Nothing here reads the environment or keeps process-wide state (shared/settings turns app settings
-// into these options; shared/runtime.ts composes the Functions app from them). README: "Using the engine from
+// into these options; shared/runtime.ts composes the Functions app from them). docs/engine.md: "Using the engine from
 // your own program".
 
 export {

@@ -11,7 +11,7 @@ export interface ResponseBody {
   final: boolean;
   /**
    * The trace the response belongs to (W3C traceparent / tracestate: the job that answered, or the poster's
-   * request): stored as TraceParent / TraceState, so a callback sent later carries it on (README "Tracing").
+   * request): stored as TraceParent / TraceState, so a callback sent later carries it on (docs/tracing.md).
    */
   traceparent?: string;
   tracestate?: string;

@@ -113,7 +113,7 @@ export interface PublishCallOptions {
   signal?: AbortSignal;
   logger?: Logger;
   /**
-   * The W3C trace context the jobs are published under (README "Tracing"); default: the active OpenTelemetry
+   * The W3C trace context the jobs are published under (docs/tracing.md); default: the active OpenTelemetry
    * span's, if any. An invalid value is ignored.
    */
   traceparent?: string;

@@ -14,7 +14,7 @@ import { encodeHeaderValue } from './header-value';
 /**
  * The internal `callbacks` queue's handler: POSTs a routed response to its registration's URL, signed with
  * HMAC-SHA256 (X-Signature: sha256=<hex>), with the response's `traceparent` (a new span id under the trace of
- * the job that answered, stored in the envelope; README "Tracing"). 2xx = done; anything else fails the job, so the transport's
+ * the job that answered, stored in the envelope; docs/tracing.md). 2xx = done; anything else fails the job, so the transport's
  * redelivery backoff and dead letters apply. The allowlist is checked again at send time, and the race guard
  * (claim for recovery) is taken again before sending: a response a live waiter acknowledged is not sent.
  *

@@ -21,7 +21,7 @@ export function encodeHeaderValue(value: string): string {
   return out;
 }
 
-/** The receiver's side (what README documents), used by the tests. */
+/** The receiver's side (what docs/handlers.md documents), used by the tests. */
 export function decodeHeaderValue(value: string): string {
   return value.startsWith(ENCODED_HEADER_PREFIX) ? decodeURIComponent(value.slice(ENCODED_HEADER_PREFIX.length)) : value;
 }

@@ -1,4 +1,4 @@
-// Every setting the app reads, its default and meaning: the README's configuration table mirrors this list
+// Every setting the app reads, its default and meaning: docs/configuration.md's table mirrors this list
 // (test/unit/docs.readme-settings.test.ts) and so do the Bicep's app settings (test/unit/infra.settings-drift.test.ts).
 // The readers of each area are beside it in this folder.
 
@@ -16,7 +16,7 @@ export interface Setting {
   pattern?: RegExp;
 }
 
-/** Every setting, its default and meaning. The README's configuration table mirrors this list. */
+/** Every setting, its default and meaning. docs/configuration.md's table mirrors this list. */
 export const SETTINGS: readonly Setting[] = [
   { name: 'SQL_CONNECTION_STRING', default: '', description: 'SQL Server / Azure SQL connection string (ADO.NET form). Without a password, Entra auth is used.' },
   { name: 'SQL_SERVER', default: '', description: 'SQL Server host (with SQL_DATABASE), alternative to SQL_CONNECTION_STRING; Entra auth unless SQL_PASSWORD is set.' },

@@ -26,7 +26,7 @@ export type PerQueueSetting = keyof typeof PER_QUEUE_SETTINGS;
 
 export const QUEUE_SETTING_PREFIX = 'QUEUE__';
 const NAMES = Object.keys(PER_QUEUE_SETTINGS).join('|');
-/** A per-queue setting's name (the infra drift test and the README use it too). */
+/** A per-queue setting's name (the infra drift test and the docs use it too). */
 export const QUEUE_SETTING_PATTERN = new RegExp(`^QUEUE__([A-Za-z0-9_]+)__(${NAMES})$`, 'i');
 
 /** The <key> of a queue's settings (compare upper-cased: keys match case-insensitively). */

@@ -7,7 +7,7 @@ import { queueSettingKey } from './per-queue';
 import type { TopicMap } from '../transport/topics';
 
 export const TOPIC_SETTING_PREFIX = 'TOPIC__';
-/** A topic's subscriptions setting (the infra drift test and the README use it too). */
+/** A topic's subscriptions setting (the infra drift test and the docs use it too). */
 export const TOPIC_SETTING_PATTERN = /^TOPIC__([A-Za-z0-9_]+)__SUBSCRIPTIONS$/i;
 
 /** The full setting name of one topic's subscriptions. */

@@ -38,7 +38,7 @@ export const TRANSIENT_CLASSES: readonly TransientClass[] = Object.freeze(['lock
  *    doubles to a 15 s cap (a failover that shows up as refused sockets reaches seconds within a few attempts);
  *  - lock (deadlock victim 1205, lock timeout 1222; not an Azure resource signal): the competing transaction
  *    is usually gone within milliseconds: 10–20 ms, capped at 100–200 ms.
- * Every value is configurable (see the settings in the report / README); tests inject tiny ones.
+ * Every value is configurable (see the settings in the report / docs/configuration.md); tests inject tiny ones.
  */
 export const DEFAULT_RETRY_CLASSES: RetryPolicy = Object.freeze({
   lock: Object.freeze({ baseMs: 20, maxMs: 200 }),

@@ -30,7 +30,7 @@
 //   first use (isUnusedSdkPackage, lazy-require.ts; the managed identity credential likewise), and package.json
 //   `overrides` keep one copy of each stable (2.x) OpenTelemetry package. That leaves ~670 modules of the SDK, which
 //   the build bundles into one file (scripts/bundle-telemetry.mjs, loadSdk below);
-//   `BENCH_ONLY=cold-start npm run bench` measures it (README, Benchmarks). Starting the SDK later (after the
+//   `BENCH_ONLY=cold-start npm run bench` measures it (docs/benchmarks.md). Starting the SDK later (after the
 //   first invocation) is not an option: the preInvocation hook must be registered and the pg instrumentation in
 //   place before the first invocation, or its dependencies lose their parent or are not recorded at all.
 

@@ -4,7 +4,7 @@
 
 import { randomBytes } from 'node:crypto';
 
-/** The headers_json keys (the W3C header names themselves, lower case; README "Tracing" says why not AR-*). */
+/** The headers_json keys (the W3C header names themselves, lower case; docs/tracing.md says why not AR-*). */
 export const TRACEPARENT_HEADER = 'traceparent';
 export const TRACESTATE_HEADER = 'tracestate';
 

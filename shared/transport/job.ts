@@ -23,7 +23,7 @@ export interface JobContext {
   log: Logger;
   /**
    * The trace context the job's onward work hangs under (its span's when a tracer provider records, else the one
-   * stored at publish); undefined when the job was published without one. README "Tracing".
+   * stored at publish); undefined when the job was published without one. docs/tracing.md.
    */
   trace?: TraceContext;
 }

@@ -1,5 +1,5 @@
 // Where the T-SQL engine behind MSSQL_CONNECTION_STRING is not SQL Server. Babelfish for PostgreSQL speaks TDS
-// and runs T-SQL, so the SQL Server contract suite executes on it (test/README: "Tests"), but a few behaviours
+// and runs T-SQL, so the SQL Server contract suite executes on it (docs/tests.md), but a few behaviours
 // differ. Each difference is one named entry with a probe that shows it; engine-gaps.contract.test.ts runs every
 // probe on the connected engine, so an entry that stopped being true (or never was) fails there. A test that
 // meets a gap still runs on SQL Server and is skipped only on that engine, printing the gap's reason.

@@ -147,7 +147,7 @@ for (const target of TARGETS) {
       for (const bit of ["'response' is built in", 'not an http(s) URL', 'policy.batchSize']) expect(text).toContain(bit);
     });
 
-    it('runs the README example program (examples/own-worker.ts) until stopped', async () => {
+    it('runs the example program of docs/engine.md (examples/own-worker.ts) until stopped', async () => {
       const lines: string[] = [];
       const spy = vi.spyOn(console, 'log').mockImplementation((...args: unknown[]) => void lines.push(args.map(String).join(' ')));
       try {

@@ -122,7 +122,7 @@ for (const fixture of schemaDbFixtures()) {
       const role = `${d.schema}_upgraded`;
       await d.client.query(`CREATE ROLE "${role}" NOLOGIN`);
       try {
-        // a database at version 15: version 3's wrapper, granted to a caller as the README says
+        // a database at version 15: version 3's wrapper, granted to a caller as docs/outbox.md says
         await d.client.query(`DROP FUNCTION ${fn('publish')}(text, text, text, text, text, double precision, integer, text)`);
         const v3 = postgresOutboxStatements(names);
         await d.client.query(v3.find((st) => st.name === 'create enqueue function')!.text);

@@ -8,7 +8,7 @@
 // 503 while the store is unreachable). A queue's waiting jobs (ready or delayed, oldest or newest first) list what
 // the API lists, a job published while the page is open after a refresh, with the same loading and error lines.
 // Schedules (made through the API) list with target, cron and zone, last and next run; one pauses by clicking.
-// DASHBOARD_SCREENSHOT_DIR=docs saves the README's screenshots (dashboard.png, dashboard-narrow.png).
+// DASHBOARD_SCREENSHOT_DIR=docs saves docs/dashboard.md's screenshots (dashboard.png, dashboard-narrow.png).
 import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -194,7 +194,7 @@ describe.skipIf(!!missing)('operator dashboard in chromium', () => {
 
     const shots = process.env.DASHBOARD_SCREENSHOT_DIR;
     if (shots) {
-      // a few more samples with some movement, so the README's charts draw a line (response jobs stay ready)
+      // a few more samples with some movement, so the screenshots' charts draw a line (response jobs stay ready)
       for (const n of [3, 1, 4, 2]) {
         await publish('response', Array.from({ length: n }, (_, i) => ({ payload: { raw: i } })));
         await page.click('#refresh');

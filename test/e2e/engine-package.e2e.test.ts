@@ -1,6 +1,6 @@
 // The engine as a user installs it: `npm pack` this package, install the tarball into a scratch TypeScript project
 // in a temp dir, compile a program that imports `asyncresponse-functions` with tsc --strict, and run it
-// (createEngine on PGlite in memory, publish, drain, stats, close). README: "Using the engine from your own program".
+// (createEngine on PGlite in memory, publish, drain, stats, close). docs/engine.md: "Using the engine from your own program".
 //
 // Offline, and two ways to install (no registry, no network):
 // - default, `link`: the tarball is unpacked into the scratch project's node_modules/asyncresponse-functions, as npm
@@ -9,7 +9,7 @@
 // - `ENGINE_PACKAGE_INSTALL=npm-ci`: a real `npm ci --offline` of the tarball with a package-lock.json derived from
 //   this repo's (its production entries plus typescript and @types/node, and its overrides, which apply only in
 //   the project that installs), so every package comes from the npm cache this repo's `npm ci` filled, at the
-//   locked versions. About 270 packages and 450 MB (the Functions app's dependencies come along: README): 2 to 3
+//   locked versions. About 270 packages and 450 MB (the Functions app's dependencies come along: docs/engine.md): 2 to 3
 //   minutes on a busy 2-core machine, so it is opt-in.
 // The tarball is packed from a staging copy built with tsconfig.build.json's options (declarations included), not
 // from ./dist, so a build another test runs at the same time cannot change what is packed.
@@ -176,7 +176,7 @@ describe('the engine package, installed from its tarball into a scratch TypeScri
     );
     // The user's own compiler (installed in the scratch project), strict and without skipLibCheck: our declarations
     // must hold. The only errors allowed are PGlite's own (its .d.ts needs the Emscripten types it does not depend
-    // on; with skipLibCheck, which `tsc --init` sets, there are none; README says so). tsc emits despite them.
+    // on; with skipLibCheck, which `tsc --init` sets, there are none; docs/engine.md says so). tsc emits despite them.
     let compileErrors = '';
     try {
       tsc(['-p', 'tsconfig.json'], app, require.resolve('typescript/bin/tsc', { paths: [app] }));

@@ -1,4 +1,4 @@
-// Issue 18: copying local.settings.example.json, as the README says, set AzureWebJobsStorage=UseDevelopmentStorage=true
+// Issue 18: copying local.settings.example.json, as docs/local-host.md says, set AzureWebJobsStorage=UseDevelopmentStorage=true
 // (so `npm start` did not start its embedded Azurite and drain requests went to a 127.0.0.1:10001 nobody served)
 // and a */10 drain timer that hid it. The example must start the way `npm start` starts without it: every value it
 // sets is the setting's default (or empty, which is unset), and storage stays unconfigured.

@@ -258,7 +258,7 @@ $fn$`;
  * A wrapper replaced with a longer signature: PostgreSQL cannot add parameters in place (CREATE OR REPLACE would make
  * an overload, and a call with version 3's arguments would be ambiguous), so the old one is dropped and the new one
  * created in one DO block, and every role that held EXECUTE on the old one gets it on the new one (EXECUTE stays
- * revoked from PUBLIC): a caller granted as the README says keeps publishing across the upgrade.
+ * revoked from PUBLIC): a caller granted as docs/outbox.md says keeps publishing across the upgrade.
  */
 function replaceWrapper(n: SchemaNames, kind: 'queue' | 'topic'): string {
   const f = postgresOutboxNames(n);
