@@ -4,6 +4,7 @@
 // Parts: BENCH_ONLY=publish,drain,wake,wake-across,responses,claim-flatness,ids,stats,history,ordering,cold-start,timer-drain (comma-separated; default all).
 // history: the drain with job history on against off, alternating rounds (BENCH_HISTORY_ROUNDS, default 3); reports the ratio.
 // ordering: the drain with BENCH_ORDERING_KEYS ordering keys (default 1000) against none, alternating rounds (BENCH_ORDERING_ROUNDS, default 3).
+// claim-flatness (PostgreSQL server: bench/claim-flatness.ts): the matrix at BENCH_FLATNESS_ROWS per backlog (default 1000000).
 // ids (PostgreSQL server only): BENCH_ID_ROWS (default 1000000) publishes per id mode, sequential vs random.
 // stats (PostgreSQL server only): queueStats with 1M dead letters of other queues, without and with the dead-letter index.
 // cold-start needs no store (bench/cold-start.ts); run alone it opens none.
@@ -32,6 +33,7 @@ import { benchStats } from './stats';
 import { benchTimerDrain } from './timer-drain';
 import { benchHistory } from './history';
 import { benchOrdering } from './ordering';
+import { benchClaimFlatnessMatrix } from './claim-flatness';
 import { benchIdleCost, benchIdleStart, benchScaleOut } from './drain-triggers';
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 20_000);
@@ -211,6 +213,8 @@ async function benchWakeAcross(s: BenchStores) {
 }
 
 async function benchClaimFlatness(s: BenchStores) {
+  if (s.store.kind === 'postgres') return benchClaimFlatnessMatrix(record);
+  // other stores: the claim's latency beside a large table (the matrix needs EXPLAIN (ANALYZE, BUFFERS))
   await publishBatched(s.store, 'flat', 1_000);
   const small = await claimLatency(s.store, 'flat');
   record('claim latency, 1k rows in the table', `p50 ${fmt(small.p50)} ms`, `p95 ${fmt(small.p95)} ms`);

@@ -280,9 +280,23 @@
 
   // ---- pause and resume (POST /api/queues/{queue}/pause|resume; every instance stops claiming) --------------------
 
-  /** A "paused" tag while claims are paused, and the button that toggles it (after a confirmation). */
+  /** The app's own queues: pausing them stops responses, callbacks or flows for everyone, so the page offers no Pause. */
+  const INTERNAL_QUEUES = ['response', 'callbacks', 'flows'];
+
+  /**
+   * A "paused" tag while claims are paused, and the button that toggles it (after a confirmation); an internal queue
+   * gets an "internal" tag instead of the button, and a queue without a route (rows QUEUES does not name) a "no
+   * route" tag: nothing drains it, so there is nothing to pause.
+   */
   function pauseControl(q) {
     if (typeof q.paused !== 'boolean') return [];
+    if (q.routed === false) {
+      return [el('span', { class: 'tag', 'data-field': 'unrouted', title: 'This queue holds jobs but QUEUES does not name it: nothing drains it until it does', text: 'no route' })];
+    }
+    if (INTERNAL_QUEUES.includes(q.queue)) {
+      const pausedTag = q.paused ? el('span', { class: 'tag', 'data-field': 'paused', title: 'No instance claims from this queue', text: 'paused' }) : null;
+      return [pausedTag, el('span', { class: 'tag muted', 'data-field': 'internal', title: "The app's own queue: pause it through the API if you must (POST /api/queues/{queue}/pause)", text: 'internal' })];
+    }
     const tag = q.paused ? el('span', { class: 'tag', 'data-field': 'paused', title: 'No instance claims from this queue; publishes are still accepted', text: 'paused' }) : null;
     const button = el('button', { type: 'button', class: 'small', 'data-action': q.paused ? 'resume' : 'pause', text: q.paused ? 'Resume' : 'Pause', onclick: () => togglePause(q.queue, !q.paused) });
     return [tag, button];
@@ -357,7 +371,8 @@
     const tile = (field, label, value, hint, bad) =>
       el('div', { class: bad ? 'tile bad' : 'tile', 'data-field': field }, el('span', { class: 'tile-value', text: formatCount(value) }), el('span', { class: 'tile-label', text: label }), el('span', { class: 'tile-hint', text: hint }));
     $('channel').replaceChildren(
-      tile('storedResponses', 'Stored responses', c.storedResponses, 'kept until their retention ends'),
+      // every response in the table, delivered or not (a delivered one stays until MESSAGE_RETENTION_SECONDS ends): not a backlog
+      tile('storedResponses', 'Responses kept', c.storedResponses, 'delivered or not, until their retention ends'),
       tile('liveWaiters', 'Live waiters', c.liveWaiters, 'GETs waiting now'),
       tile('registrations', 'Registrations', c.registrations, 'callback URLs registered'),
       tile('callbacksQueued', 'Callbacks queued', c.callbacksQueued, 'ready, delayed or sending'),
@@ -641,7 +656,11 @@
 
   /** Loads the current view; a failure shows in the section's own status line (the rest of the page keeps its data). */
   async function loadWaiting() {
-    if (!waiting.queue || !state.queues.some((q) => q.queue === waiting.queue)) waiting.queue = state.queues[0] ? state.queues[0].queue : null;
+    if (!waiting.queue || !state.queues.some((q) => q.queue === waiting.queue)) {
+      // the queue with the most waiting jobs (ready, then delayed), not merely the first one listed
+      const most = [...state.queues].sort((a, b) => b.ready - a.ready || b.delayed - a.delayed)[0];
+      waiting.queue = most ? most.queue : null;
+    }
     renderWaitingControls();
     if (!waiting.queue) {
       waiting.items = [];
@@ -904,7 +923,13 @@
       // after the page counts as loaded: their failures show in their own sections
       await Promise.all([loadWaiting(), loadSchedules()]);
     } catch (err) {
-      showError(err);
+      // before the first load the loading line says why (a second notice would only repeat it), and the sections
+      // that load after the counts (waiting jobs, schedules) have nothing to wait for until a refresh gets through
+      if (state.loaded) showError(err);
+      else {
+        $('wj-status').hidden = true;
+        $('sc-status').hidden = true;
+      }
       showLoading(err);
     } finally {
       state.refreshing = false;

@@ -27,6 +27,28 @@ export function azuriteConnectionString(queueEndpoint: string): string {
   return `DefaultEndpointsProtocol=http;AccountName=${DEV_ACCOUNT};AccountKey=${DEV_KEY};QueueEndpoint=${queueEndpoint};`;
 }
 
+/**
+ * The child's first lines, before Azurite's own main: it ends when its host dies, however the host dies. A
+ * SIGTERM'd host stops it in its 'exit' handler, but a SIGKILL or an out-of-memory kill runs no handler and used to
+ * leave Azurite running for good (parent 1). The child holds the read end of a pipe whose write end only the host
+ * holds: the kernel closes it when the host goes, the child sees end-of-file and stops Azurite (SIGTERM to itself:
+ * Azurite's own graceful close; exit after 5 s in any case). A re-parenting check every second backs the pipe up.
+ */
+export const WATCH_PARENT = `
+const parent = process.ppid;
+const leave = () => {
+  setTimeout(() => process.exit(0), 5000).unref();
+  process.kill(process.pid, 'SIGTERM');
+};
+process.stdin.on('end', leave);
+process.stdin.on('error', leave);
+process.stdin.resume();
+process.stdin.unref(); // watched, but never what keeps the child alive once Azurite has closed
+setInterval(() => { if (process.ppid !== parent) leave(); }, 1000).unref();
+const main = process.argv[1];
+require(main);
+`;
+
 export async function startAzurite(o: AzuriteOptions): Promise<Azurite> {
   const main = require.resolve('azurite/dist/src/queue/main.js');
   const host = o.host ?? '127.0.0.1';
@@ -36,7 +58,8 @@ export async function startAzurite(o: AzuriteOptions): Promise<Azurite> {
     mkdirSync(o.location, { recursive: true });
     args.push('--location', o.location);
   }
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  // stdin is the pipe the child watches (WATCH_PARENT); nothing is ever written to it
+  const child = spawn(process.execPath, ['-e', WATCH_PARENT, '--', ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const killOnExit = () => child.kill();
   process.once('exit', killOnExit); // never leave the emulator running after the host

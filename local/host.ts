@@ -28,6 +28,11 @@ export interface LocalHostOptions {
   logger?: HostLogger;
   /** Fire timer functions (default true). Schedules are validated either way. */
   timers?: boolean;
+  /**
+   * Log every timer invocation's Executing / Executed pair (default false: only a failed one is logged; timers
+   * fire every few seconds and their pairs buried the lines that matter). `npm start`: LOCAL_TIMER_LOG=true.
+   */
+  timerLog?: boolean;
   /** App settings for %Name% expressions in schedules; default process.env. */
   env?: Record<string, string | undefined>;
   /** Requests with a larger body get 413 before any handler runs. Default 4 MiB. */
@@ -114,7 +119,10 @@ export async function startLocalHost(options: LocalHostOptions): Promise<LocalHo
     const inPrefix = prefix === '' || path.toLowerCase() === lowerPrefix || path.toLowerCase().startsWith(`${lowerPrefix}/`);
     const lookup = inPrefix ? routes.find(method, prefix === '' ? path : path.slice(lowerPrefix.length)) : { kind: 'not-found' as const };
     if (lookup.kind === 'not-found') {
-      return sendProblem(res, 404, 'Not Found', `No function serves ${method} ${path}.`);
+      // a path without the route prefix (GET /queues/worker) that would match under it: name the prefix
+      const underPrefix = !inPrefix && prefix !== '' ? routes.find(method, path) : undefined;
+      const hint = underPrefix && underPrefix.kind !== 'not-found' ? ` Routes are served under /${prefix}: try ${method} /${prefix}${path}.` : '';
+      return sendProblem(res, 404, 'Not Found', `No function serves ${method} ${path}.${hint}`);
     }
     if (lookup.kind === 'method-not-allowed') {
       // Azure's host answers a known route with another method 404 (not 405): same here, so clients see one behaviour
@@ -195,7 +203,7 @@ export async function startLocalHost(options: LocalHostOptions): Promise<LocalHo
   const running: RunningTimer[] = options.timers === false
     ? []
     : timers.map(({ fn, schedule }) =>
-        startTimer(schedule, fn.runOnStartup, ({ timer, reason }) => track(invokeFunction(fn, timer, reason, env))),
+        startTimer(schedule, fn.runOnStartup, ({ timer, reason }) => track(invokeFunction(fn, timer, reason, env, undefined, options.timerLog !== true))),
       );
 
   const queueTriggers: RunningQueueTrigger[] = [];

@@ -33,11 +33,13 @@ export async function invokeFunction(
   reason: string,
   env: InvokeEnv,
   triggerMetadata?: Record<string, unknown>,
+  /** Log the Executing / Executed pair only when the invocation fails (timers firing every few seconds). */
+  quiet = false,
 ): Promise<unknown> {
   const invocationId = randomUUID();
   const startedAt = Date.now();
   const started = performance.now();
-  logLine(env.logger, undefined, 'information', [`Executing 'Functions.${fn.name}' (Reason='${reason}', Id=${invocationId})`]);
+  if (!quiet) logLine(env.logger, undefined, 'information', [`Executing 'Functions.${fn.name}' (Reason='${reason}', Id=${invocationId})`]);
 
   const invocationContext = new InvocationContext({
     invocationId,
@@ -79,9 +81,11 @@ export async function invokeFunction(
     const detail = error instanceof Error ? (error.stack ?? error.message) : String(error);
     logLine(env.logger, fn.name, 'error', [`Exception while executing function: Functions.${fn.name}. ${detail}`]);
   }
-  logLine(env.logger, undefined, 'information', [
-    `Executed 'Functions.${fn.name}' (${failed ? 'Failed' : 'Succeeded'}, Id=${invocationId}, Duration=${duration}ms)`,
-  ]);
+  if (!quiet || failed) {
+    logLine(env.logger, undefined, 'information', [
+      `Executed 'Functions.${fn.name}' (${failed ? 'Failed' : 'Succeeded'}, ${quiet ? `Reason='${reason}', ` : ''}Id=${invocationId}, Duration=${duration}ms)`,
+    ]);
+  }
   if (failed) throw error;
   return result;
 }

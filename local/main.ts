@@ -24,7 +24,10 @@ async function main(): Promise<void> {
     Promise.resolve(host?.close())
       .then(() => azurite?.stop())
       .then(
-        () => process.exit(0),
+        () => {
+          console.log(`${signal}: stopped.`);
+          process.exit(0);
+        },
         (err: unknown) => {
           console.error(err);
           process.exit(1);
@@ -59,6 +62,8 @@ async function main(): Promise<void> {
     prefix,
     functionKey: process.env.LOCAL_FUNCTION_KEY || undefined,
     timers: process.env.LOCAL_TIMERS !== 'false',
+    // timers fire every few seconds: their Executing / Executed pairs only when asked (a failed one always shows)
+    timerLog: process.env.LOCAL_TIMER_LOG === 'true',
     queueSettings: readQueueSettings(cwd),
     // one JSON line per invocation (name, start, end, ok): bench/idle-cost.ts sums the billed periods from it
     onInvocation: invocationLog ? (r) => appendFileSync(invocationLog, `${JSON.stringify(r)}\n`) : undefined,
@@ -69,6 +74,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  console.error(err instanceof Error ? (err.stack ?? err.message) : err);
+  // a bad setting is the user's to fix: its message lists every problem, and a stack trace would only bury it
+  const settingProblem = err instanceof Error && err.name === 'ConfigError';
+  console.error(err instanceof Error ? (settingProblem ? err.message : (err.stack ?? err.message)) : err);
   process.exit(1);
 });

@@ -2,6 +2,7 @@
 // and host.json (extensions.http.routePrefix).
 import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
+import { noteSettingSource } from '../shared/settings/slips';
 import { HOST_QUEUE_DEFAULTS, type QueueTriggerSettings } from './queue-trigger';
 
 export interface LocalSettings {
@@ -26,6 +27,7 @@ export function loadLocalSettings(dir: string, env: Record<string, string | unde
   if (json.IsEncrypted === true) throw new Error(`${file} is encrypted; the local host reads plain values only.`);
   const applied: string[] = [];
   for (const [name, value] of Object.entries(json.Values ?? {})) {
+    noteSettingSource(name, 'local.settings.json'); // a misspelt name is warned about with its file
     if (env[name] !== undefined || value === null || value === undefined) continue;
     env[name] = typeof value === 'string' ? value : JSON.stringify(value);
     applied.push(name);

@@ -12,6 +12,7 @@ export {
   UnknownTopicError,
   type DrainRequest,
   type Engine,
+  type EngineWithFlows,
   type PublishCallOptions,
   type PublishInput,
   type PublishResult,
@@ -27,6 +28,8 @@ export { JOB_STATES, type JobRecord, type JobState } from './transport/history';
 export type { HandlerDescription, PolicyView, QueueRoute, RouteView } from './engine/routes';
 export { HandlerRegistry, type HandlerSpec } from './handlers/registry';
 export { consoleLogger, silentLogger, type Logger } from './log';
+export { RawJson } from './json/raw-json';
+export { MissingPeerError, OPTIONAL_PEERS, type OptionalPeer } from './peer';
 export { CALLBACK_QUEUE, RESPONSE_QUEUE } from './queue-names';
 export { subscriptionQueue, topicCopyId } from './transport/topic-names';
 export type { DrainReport } from './transport/drain-loop';

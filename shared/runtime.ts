@@ -8,7 +8,7 @@
 import { appFlows } from '../flows';
 import { codeHandlers } from '../handlers';
 import type { ResponseChannel } from './channel/response-channel';
-import { engineOptions, loadConfig, staticSchedules, type AppConfig, type Env } from './settings';
+import { engineOptions, loadConfig, settingSlips, staticSchedules, type AppConfig, type Env } from './settings';
 import { openDrainRequests } from './drain-requests/open';
 import type { DrainRequestSender } from './drain-requests/sender';
 import { createEngine, type Engine } from './engine/create-engine';
@@ -63,7 +63,12 @@ function track<T>(work: Promise<T>): Promise<T> {
  * handler) fails loudly at the first function load.
  */
 export function appConfig(env: Env = process.env): AppConfig {
-  return (config ??= loadConfig(env, { codeHandlers: codeHandlers.names() }));
+  if (config) return config;
+  config = loadConfig(env, { codeHandlers: codeHandlers.names() });
+  // once per process, when the settings are read (at start-up: the function files read them as they load)
+  const logger = consoleLogger(config.logLevel);
+  for (const slip of settingSlips(Object.keys(env))) logger.warn(`setting: ${slip.message}`);
+  return config;
 }
 
 export interface RuntimeOverrides {

@@ -42,7 +42,7 @@ import type { JobRecord } from '../transport/history';
 import { buildRoutes, routeView, type PolicyView, type QueueRoute, type RouteView } from './routes';
 import { runUntilAborted } from './run-loop';
 import { linkedSignal } from './signals';
-import { wireFlows, type FlowsWiring } from './flows-wiring';
+import { wireFlows, type FlowsEngineOptions, type FlowsWiring } from './flows-wiring';
 import type { Flows } from '../flows/flows';
 import { DEFAULT_FLOWS_QUEUE } from '../flows/jobs';
 import { DEFAULT_FLOW_OPTIONS, flowOptionProblems } from '../flows/options';
@@ -296,10 +296,22 @@ export class PublishRejectedError extends Error {
   }
 }
 
+/** An engine built with the `flows` option: its flows and their queue are there, and typed so. */
+export interface EngineWithFlows extends Engine {
+  readonly flows: Flows;
+  readonly flowsQueue: string;
+}
+
+/**
+ * Builds an engine from explicit options. With `flows`, the answer is an EngineWithFlows (`engine.flows` needs no
+ * `!`); an engine may then have no worker queue at all (`queues: {}`: a flows-only worker). Every problem of the
+ * options (unknown keys and bad values alike) is reported in one EngineOptionsError.
+ */
+export async function createEngine(options: EngineOptions & { flows: FlowsEngineOptions }): Promise<EngineWithFlows>;
+export async function createEngine(options: EngineOptions): Promise<Engine>;
 export async function createEngine(options: EngineOptions): Promise<Engine> {
   // before anything reads them: a misspelled key would otherwise leave its default in force without a word
   const unknownKeys = unknownOptionKeys(options);
-  if (unknownKeys.length > 0) throw new EngineOptionsError(unknownKeys);
   const logger = options.logger ?? safeLogger(consoleLogger('info'));
   const metrics = options.metrics ?? noopMetrics;
   const dialect: Dialect = !isInjected(options.store) && options.store.kind === 'sqlserver' ? 'sqlserver' : 'postgres';
@@ -311,7 +323,8 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const retry = options.retry ?? DEFAULT_RETRY_CLASSES;
   const emptyPollDelayMs = options.emptyPollDelayMs ?? DEFAULT_EMPTY_POLL_DELAY_MS;
   const maxMessageBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
-  const problems = optionProblems(options, defaults, deadLetterQueue, schema, transportTable, channelConfig, dialect);
+  // every problem at once: a typo'd key and a bad value in one run are both reported
+  const problems = [...unknownKeys, ...optionProblems(options, defaults, deadLetterQueue, schema, transportTable, channelConfig, dialect)];
   if (problems.length > 0) throw new EngineOptionsError(problems);
 
   const opened = isInjected(options.store)
@@ -719,7 +732,7 @@ function optionProblems(
 ): string[] {
   const problems: string[] = [];
   const queues = Object.keys(o.queues ?? {});
-  if (queues.length === 0) problems.push('queues: name at least one worker queue');
+  if (queues.length === 0 && !o.flows) problems.push('queues: name at least one worker queue (or give `flows`: a flows-only engine needs none)');
   const flowsQueue = o.flows ? (o.flows.queue ?? DEFAULT_FLOWS_QUEUE) : undefined;
   if (flowsQueue !== undefined) {
     if (queues.includes(flowsQueue) || flowsQueue === deadLetterQueue || BUILT_IN_QUEUES.includes(flowsQueue)) {

@@ -7,8 +7,11 @@ export const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
 export type JsonBody = { ok: true; value: unknown } | { ok: false; answer: HttpAnswer };
 
 /**
- * Reads a JSON request body. JSON media types and a missing type are JSON; curl's default form type is
- * accepted when the body parses (so `curl -d '{…}'` works); any other media type is a 415. A body nested
+ * Reads a JSON request body. JSON media types and a missing type are JSON; so is curl's default form type
+ * (`curl -d '{…}'` sends application/x-www-form-urlencoded without being asked): its body is parsed as JSON and a
+ * body that does not parse gets the 400 naming the parse error, as with a JSON type, never a 415 that sends the
+ * user after a content-type problem they do not have. Any other declared media type (text/plain, application/xml)
+ * is a 415: the client said it sends something else. A body nested
  * deeper than MAX_JSON_DEPTH is a 400. The values at the paths `rawAt` selects arrive as RawJson: the caller's
  * own text, which is what gets stored and sent on.
  */
@@ -38,14 +41,22 @@ export async function readJsonBody(
     return { ok: false, answer: problem(413, `the request body is larger than ${maxBytes} bytes`) };
   }
   if (raw === '' && contentLength === null) {
-    // Azure Functions passes a body on only with a Content-Length: a chunked one arrives empty
-    return { ok: false, answer: problem(411, 'the request has no Content-Length, and Azure Functions drops a body sent without one (chunked); send the JSON with a Content-Length') };
+    // no body at all (`curl -X POST` without -d), or a chunked one: Azure Functions passes a body on only with a
+    // Content-Length, so a chunked one arrives empty
+    return {
+      ok: false,
+      answer: problem(
+        411,
+        "the request has no body and no Content-Length: send a JSON document (curl -d '{…}'). A body sent chunked " +
+          '(without a Content-Length) is dropped by Azure Functions, so send it with a Content-Length',
+      ),
+    };
   }
   if (raw.trim() === '') return { ok: false, answer: problem(400, 'the request body is empty; send a JSON document') };
   const scan = scanJson(raw, { maxDepth: MAX_JSON_DEPTH, capture: rawAt });
   if (!scan.ok && scan.reason === 'syntax') {
-    if (formType) return { ok: false, answer: problem(415, 'the body must be JSON (Content-Type: application/json)') };
-    return { ok: false, answer: problem(400, `the body is not valid JSON: ${scan.message}`) };
+    const sentAs = formType ? ` (it came as ${type}, which curl -d sends by default; the body is read as JSON all the same)` : '';
+    return { ok: false, answer: problem(400, `the body is not valid JSON: ${scan.message}${sentAs}`) };
   }
   if (!scan.ok) {
     return { ok: false, answer: problem(400, `the body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels (at position ${scan.offset}); the limit is ${MAX_JSON_DEPTH}`) };

@@ -44,7 +44,7 @@ function withCommonAnswers(paths: Record<string, Record<string, Operation>>) {
         op.responses['401'] ??= withDescription('No or wrong function key (x-functions-key header or ?code=). Azure\'s own host answers it with no body.');
       }
       if (op.requestBody !== undefined) {
-        op.responses['411'] ??= withDescription('No Content-Length: Azure Functions drops a chunked body.');
+        op.responses['411'] ??= withDescription('No body and no Content-Length (Azure Functions drops a chunked body).');
         op.responses['413'] ??= withDescription('The body is over the size limit.');
         op.responses['415'] ??= withDescription('The body is not UTF-8 JSON.');
       }
@@ -57,6 +57,8 @@ function withCommonAnswers(paths: Record<string, Record<string, Operation>>) {
 
 /** An object whose properties are all listed: `required` are always present, the rest sometimes, no others. */
 const exact = (required: string[], properties: Record<string, unknown>) => ({ type: 'object', required, additionalProperties: false, properties });
+/** A schema or null (a queue without a route has no policy). */
+const nullable = (schema: Record<string, unknown>) => ({ anyOf: [schema, { type: 'null' }] });
 
 export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}): Record<string, unknown> {
   const maxWait = options.maxWaitSeconds ?? 120;
@@ -326,6 +328,7 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
                 exact(['items'], {
                   items: { type: 'array', items: { $ref: '#/components/schemas/Job' } },
                   nextCursor: { type: 'string', description: 'Present when there may be more: pass it as ?cursor= for the next page.' },
+                  hint: { type: 'string', description: 'On an empty first page of a queue (or of every queue) that keeps no history: why it is empty and the setting that keeps completed jobs.' },
                 }),
               ),
             },
@@ -750,6 +753,7 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
           backoffUntil: { type: ['string', 'null'], format: 'date-time', description: "A forward target's Retry-After holds the queue's claims until then; null = no backoff now." },
           concurrencyLimit: { type: ['integer', 'null'], minimum: 1, description: 'jobs running at once across every instance; null = no limit' },
           rateLimitPerSecond: { type: ['number', 'null'], exclusiveMinimum: 0, description: 'starts per second across every instance; null = no limit' },
+          routed: { const: false, description: 'Present on a queue that holds rows but has no route here (QUEUES does not name it): read-only, nothing drains it until QUEUES names it.' },
         }),
         QueueState: exact(['queue', 'paused', 'pausedAt'], {
           queue: { type: 'string' },
@@ -771,11 +775,11 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
             description: "A forward target answered 429/503 with Retry-After: every instance's claims of the queue wait until then (database clock); null = no backoff now.",
           },
           route: exact(['handler'], {
-            handler: { type: 'string', enum: ['echo', 'forward', 'code', 'response-ingress', 'callbacks', 'flows'] },
+            handler: { type: 'string', enum: ['echo', 'forward', 'code', 'response-ingress', 'callbacks', 'flows', 'none'], description: "none: the queue holds rows but has no route here (QUEUES does not name it); nothing drains it" },
             forwardHost: { type: 'string', description: 'host[:port] of the forward URL (never its path, query or credentials); forward only' },
             forwardTimeoutSeconds: { type: 'number' },
           }),
-          policy: exact(['maxDeliveryAttempts', 'redeliveryDelaySeconds', 'redeliveryMaxDelaySeconds', 'lockTimeoutSeconds', 'batchSize', 'prefetch', 'concurrency', 'deadLetter', 'concurrencyLimit', 'rateLimitPerSecond', 'rateLimitBurst'], {
+          policy: nullable(exact(['maxDeliveryAttempts', 'redeliveryDelaySeconds', 'redeliveryMaxDelaySeconds', 'lockTimeoutSeconds', 'batchSize', 'prefetch', 'concurrency', 'deadLetter', 'concurrencyLimit', 'rateLimitPerSecond', 'rateLimitBurst'], {
             maxDeliveryAttempts: { type: 'integer', minimum: 0, description: '0 = unlimited' },
             redeliveryDelaySeconds: { type: 'number', minimum: 0 },
             redeliveryMaxDelaySeconds: { type: 'number', minimum: 0 },
@@ -787,7 +791,7 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
             concurrencyLimit: { type: ['integer', 'null'], minimum: 1, description: 'jobs running at once across every instance (CONCURRENCY_LIMIT); null = no limit' },
             rateLimitPerSecond: { type: ['number', 'null'], exclusiveMinimum: 0, description: 'starts per second across every instance (RATE_LIMIT_PER_SECOND); null = no limit' },
             rateLimitBurst: { type: ['integer', 'null'], minimum: 1, description: 'token-bucket size of the rate limit (RATE_LIMIT_BURST); null without a rate limit' },
-          }),
+          })),
         }),
         DeadLetter: exact(['id', 'sourceQueue', 'reason', 'payload', 'headers', 'attempts', 'createdAt'], {
           id: { type: 'string', format: 'uuid' },

@@ -18,7 +18,10 @@ export function queryNumber(
   o: { fallback: number; min: number; max: number; integer?: boolean; clamp?: boolean },
 ): QueryNumber {
   const all = request.query.getAll(name);
-  const range = `${o.integer ? 'an integer' : 'a number'} from ${o.min} to ${o.max}`;
+  // a capped value says so: `waitSeconds=500` waits the cap, so the message must not claim the cap is a limit
+  const range = o.clamp
+    ? `${o.integer ? 'an integer' : 'a number'} of ${o.min} or more (values over ${o.max} count as ${o.max})`
+    : `${o.integer ? 'an integer' : 'a number'} from ${o.min} to ${o.max}`;
   const refuse = (message: string): QueryNumber => ({ ok: false, detail: `${name} must be ${range}`, errors: [{ field: name, message }] });
   if (all.length > 1) return refuse(`is given ${all.length} times`);
   const raw = all[0];

@@ -10,6 +10,23 @@ export function knownQueues(config: Configured, options: { internal?: boolean } 
   return [...config.queues, RESPONSE_QUEUE, ...(options.internal ? [CALLBACK_QUEUE, DEFAULT_FLOWS_QUEUE] : [])];
 }
 
+/** How many distinct queue names a listing reads at most (the queue list, GET /api/queues/{queue}). */
+export const MAX_LISTED_QUEUES = 1000;
+
+/**
+ * Queues that hold rows but no route here (issue 27): an outbox insert or an older release's queue that QUEUES does
+ * not name. Read-only: nothing drains them until QUEUES names them. Not the dead-letter queue (its rows are listed
+ * under their source queues) nor topic subscription queues (listed under their topic).
+ */
+export async function unroutedQueues(
+  config: Configured & { deadLetterQueue: string },
+  store: { queueNames(max: number): Promise<string[]> },
+  routed: (queue: string) => boolean,
+): Promise<string[]> {
+  const known = new Set(knownQueues(config, { internal: true }));
+  return (await store.queueNames(MAX_LISTED_QUEUES)).filter((q) => !known.has(q) && q !== config.deadLetterQueue && !routed(q));
+}
+
 /**
  * A route's {queue} must be a configured worker queue or the response ingress queue, so a typo never creates
  * a black hole. (The internal callbacks queue is not published to over HTTP.)

@@ -8,3 +8,4 @@ export { ConfigError, type Env } from './env';
 export { loadConfig, type AppConfig } from './load';
 export type { HandlerSetting, LoadConfigOptions, RouteConfig } from './routes';
 export { SCHEDULES_SETTING, staticSchedules } from './schedules';
+export { noteSettingSource, settingSlips, type SettingSlip } from './slips';

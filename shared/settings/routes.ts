@@ -18,7 +18,10 @@ export interface RouteConfig {
 }
 
 export interface LoadConfigOptions {
-  /** Queues with a registered in-code handler; when given, a queue set to HANDLER=code without one is a problem. */
+  /**
+   * Queues with a registered in-code handler. A queue set to HANDLER=code without one is a problem; a queue with
+   * one and no handler setting of its own (QUEUE__<key>__HANDLER or __FORWARD_URL) runs it.
+   */
   codeHandlers?: readonly string[];
 }
 
@@ -82,7 +85,10 @@ function queueHandler(
   const timeoutName = name('FORWARD_TIMEOUT_SECONDS');
   const timeoutMs = timeoutName === undefined ? c.workerForwardTimeoutMs : read.num(timeoutName, c.workerForwardTimeoutMs / 1000, { min: 1, max: 600 }) * 1000;
   const kindName = name('HANDLER');
-  const kind = kindName === undefined ? (urlName !== undefined ? 'forward' : c.workerHandler) : read.str(kindName)!;
+  // a handler registered under the queue's name is meant for it: it wins over the global WORKER_HANDLER, the
+  // queue's own HANDLER or FORWARD_URL win over it (issue 27: it used to run echo without a word)
+  const registered = options.codeHandlers?.includes(queue) === true;
+  const kind = kindName === undefined ? (urlName !== undefined ? 'forward' : registered ? 'code' : c.workerHandler) : read.str(kindName)!;
   if (kind === 'forward') {
     if (url === undefined && kindName !== undefined) problems.push(`${kindName ?? 'WORKER_HANDLER'}=forward for queue '${queue}' needs ${urlName ?? 'a URL'} (QUEUE__<key>__FORWARD_URL or WORKER_FORWARD_URL)`);
     return { kind: 'forward', url: url ?? '', timeoutMs };

@@ -50,8 +50,25 @@ export interface TransportNames {
   createdIndex: string;
   /** (queue, dead-letter source queue): keeps a queue's dead-letter count off the other queues' dead letters. */
   deadLetterIndex: string;
-  /** (queue, ordering_key, created_at, id) WHERE ordering_key IS NOT NULL: the claim's head-of-key probe. */
+  /** (queue, ordering_key, created_at, id) WHERE ordering_key IS NOT NULL: the head-of-key probe before the ready set (superseded by keyOrderIndex). */
   orderingIndex: string;
+  /**
+   * The ready set (PostgreSQL version 18, SQL Server 20; transport/ready-set.md in the docs): (queue, priority DESC,
+   * available_at, seq) WHERE state IS NULL AND lock_id IS NULL: the rows a claim may take, and nothing else.
+   */
+  readySetIndex: string;
+  /** (queue, available_at) WHERE state = 1: scheduled rows, which a claim takes (and so promotes) once due. */
+  scheduledIndex: string;
+  /** (queue, locked_until) INCLUDE (lock_id) WHERE lock_id IS NOT NULL: leases, for lapses and the lost-claim hand-back. */
+  leasedIndex: string;
+  /** (queue, ordering_key, seq) WHERE ordering_key IS NOT NULL: a key's rows in publish order (its successor). */
+  keyOrderIndex: string;
+  /** (queue, dead-letter source queue) WHERE dead_letter_reason IS NOT NULL: the dead-letter index without the live rows. */
+  deadLettersIndex: string;
+  /** The publish-order sequence behind the seq column. */
+  sequence: string;
+  /** One row per (queue, ordering key) with rows in the table: their count and whether the key lost its head. */
+  keysTable: string;
 }
 
 export function transportNames(schema: string, table: string, dialect: Dialect): TransportNames {
@@ -67,6 +84,13 @@ export function transportNames(schema: string, table: string, dialect: Dialect):
     createdIndex: derivedName(table, '_created_idx', cap),
     deadLetterIndex: derivedName(table, '_dead_letter_idx', cap),
     orderingIndex: derivedName(table, '_ordering_idx', cap),
+    readySetIndex: derivedName(table, '_ready_set_idx', cap),
+    scheduledIndex: derivedName(table, '_scheduled_idx', cap),
+    leasedIndex: derivedName(table, '_leased_idx', cap),
+    keyOrderIndex: derivedName(table, '_key_order_idx', cap),
+    deadLettersIndex: derivedName(table, '_dead_letters_idx', cap),
+    sequence: derivedName(table, '_seq', cap),
+    keysTable: derivedName(table, '_keys', cap),
   };
   assertDistinct([
     ['transport table', names.table],
@@ -76,6 +100,13 @@ export function transportNames(schema: string, table: string, dialect: Dialect):
     ['created index', names.createdIndex],
     ['dead-letter index', names.deadLetterIndex],
     ['ordering index', names.orderingIndex],
+    ['ready-set index', names.readySetIndex],
+    ['scheduled index', names.scheduledIndex],
+    ['leased index', names.leasedIndex],
+    ['key order index', names.keyOrderIndex],
+    ['dead letters index', names.deadLettersIndex],
+    ['publish sequence', names.sequence],
+    ['ordering keys table', names.keysTable],
   ]);
   return names;
 }

@@ -9,12 +9,28 @@ export interface MigrationStatement {
   /** What the statement does, e.g. 'create transport table'; unique within its migration. */
   readonly name: string;
   readonly text: string;
+  /**
+   * Runs before the version's transaction, outside any transaction, so each statement inside it commits by itself (a
+   * backfill in short batches on a live table). It must be idempotent: a version that fails afterwards runs it again.
+   */
+  readonly autocommit?: boolean;
 }
 
 export interface Migration {
   readonly version: number;
   readonly name: string;
   readonly statements: readonly MigrationStatement[];
+  /**
+   * The app runs correctly without this version (an index build, or the drop of an index nothing of this release
+   * reads): the schema gate does not wait for it, and the runner builds it without holding the schema DDL lock for the
+   * build's length. Deferrable versions come after every other version of a release.
+   */
+  readonly deferrable?: boolean;
+}
+
+/** The pending versions the app needs before it runs (every pending version that is not deferrable). */
+export function requiredPending(plan: MigrationPlan): readonly Migration[] {
+  return plan.pending.filter((m) => !m.deferrable);
 }
 
 /** What a runner reads before deciding (under the lock when applying). */
@@ -38,9 +54,18 @@ export interface MigrationPlan {
   readonly newerThanApp: boolean;
 }
 
-/** Versions must be 1, 2, 3… with unique statement names: checked once, when a list is built. */
+/**
+ * Versions must be 1, 2, 3… with unique statement names, and no required version may follow a deferrable one (the
+ * gate would wait behind a build): checked once, when a list is built.
+ */
 export function checkMigrations(migrations: readonly Migration[]): readonly Migration[] {
   migrations.forEach((m, i) => {
+    if (!m.deferrable && migrations.slice(0, i).some((e) => e.deferrable)) {
+      throw new Error(`migration ${m.version} '${m.name}' is required but follows a deferrable one; deferrable versions come last`);
+    }
+    if (!m.deferrable && m.statements.some((st) => st.autocommit)) {
+      throw new Error(`migration ${m.version} '${m.name}' has an autocommit statement; only deferrable versions may have them`);
+    }
     if (m.version !== i + 1) throw new Error(`migration '${m.name}' has version ${m.version}; expected ${i + 1} (versions are 1, 2, 3… in order)`);
     if (m.statements.length === 0) throw new Error(`migration ${m.version} '${m.name}' has no statements`);
     const names = new Set(m.statements.map((s) => s.name));
@@ -123,7 +148,7 @@ export function formatStatus(plan: MigrationPlan, at: SchemaLocation): string {
   else if (plan.pending.length === 0) lines.push('pending: none (up to date)');
   else {
     lines.push(`pending: ${plan.pending.length} (run \`${APPLY_COMMAND}\`)`);
-    for (const m of plan.pending) lines.push(`  ${m.version} ${m.name}`);
+    for (const m of plan.pending) lines.push(`  ${m.version} ${m.name}${m.deferrable ? ' (deferrable: the app runs without it)' : ''}`);
   }
   return lines.join('\n');
 }
@@ -136,12 +161,20 @@ export interface ApplyReport {
   applied: number[];
 }
 
+export interface ApplyOptions {
+  /** Stop before the first deferrable pending version (the schema gate: what the app needs, nothing it can do without). */
+  requiredOnly?: boolean;
+}
+
 /** The dialect runners (stores/postgres/migrator.ts, stores/sqlserver/migrator.ts). */
 export interface SchemaMigrator {
   readonly location: SchemaLocation;
   readonly migrations: readonly Migration[];
   /** Reads the state without locking or creating anything. */
   status(): Promise<MigrationPlan>;
-  /** Applies what is pending, one migration per transaction under the schema DDL lock; refuses a newer database. */
-  apply(): Promise<ApplyReport>;
+  /**
+   * Applies what is pending, one migration per transaction under the schema DDL lock; refuses a newer database. A
+   * runner whose dialect has no deferrable versions may ignore the options.
+   */
+  apply(options?: ApplyOptions): Promise<ApplyReport>;
 }

@@ -11,6 +11,7 @@ import type { TransportStoreOptions } from './options';
 import type { PgClient } from './postgres/client';
 import { SchemaVersionGate } from './schema-gate';
 import { schemaNames } from './schema-names';
+import { requirePeer } from '../peer';
 import type { PoolOptions, StoreSelection } from './selection';
 
 export interface Stores {
@@ -60,6 +61,7 @@ export async function openStores(config: StoreOpenOptions, logger: Logger): Prom
     logger,
   };
   if (sel.kind === 'sqlserver') {
+    requirePeer('mssql'); // the statements module needs it as it loads: a missing driver is named first
     const { openSqlServerStores } = await import('./sqlserver/open');
     return openSqlServerStores(
       {
@@ -82,7 +84,7 @@ export async function openStores(config: StoreOpenOptions, logger: Logger): Prom
   }
   schemaNames(transportNames(config.schema, config.transportTable, 'postgres'), channelOptions.names, 'postgres'); // throws before a pool exists
   const { openPgPool, openPglite } = await import('./postgres/connect');
-  const client = sel.kind === 'postgres' ? openPgPool(sel.url, config.pool) : await openPglite(sel.dataDir);
+  const client = sel.kind === 'postgres' ? openPgPool(sel.url, config.pool) : await openPglite(sel.dataDir, logger);
   return openPostgresStoresOn(client, transportOptions, channelOptions);
 }
 

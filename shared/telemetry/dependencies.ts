@@ -69,6 +69,7 @@ const TRANSPORT_METHODS: Record<AsyncMethodKeys<TransportStore>, true> = {
   pruneDedupKeys: true,
   pruneDeadLetterBatch: true,
   queueStats: true,
+  queueNames: true,
   listWaiting: true,
   claimOutlook: true,
   listDeadLetters: true,

@@ -6,6 +6,7 @@
 
 import type * as OtelApi from '@opentelemetry/api';
 import { childOf, type TraceContext } from './trace-context';
+import { requirePeer } from '../peer';
 
 type Api = typeof OtelApi;
 const API_GLOBAL = Symbol.for('opentelemetry.js.api.1');
@@ -16,7 +17,7 @@ const TRACER_NAME = 'asyncresponse-functions';
  */
 export function registeredApi(): Api | undefined {
   if ((globalThis as Record<symbol, unknown>)[API_GLOBAL] === undefined) return undefined;
-  return require('@opentelemetry/api') as Api;
+  return requirePeer<Api>('@opentelemetry/api');
 }
 
 /** The active span's context (e.g. the Functions invocation's, bound by the distro), when it is a valid one. */

@@ -8,7 +8,7 @@ import type { DeliveryPolicy } from './delivery-policy';
 import { dispatchDelivery, type DeliveryOutcome, type DispatchDeps } from './dispatcher';
 import { HeartbeatGroup } from './lease-heartbeat';
 import type { JobHandler } from './job';
-import type { ClaimedMessage, ClaimHint, Settlement, TransportStore } from './types';
+import type { ClaimedMessage, Settlement, TransportStore } from './types';
 import type { WakeSignal } from './wake';
 import { hasLimits, type LimitedClaim, type QueueLimits } from './limits';
 
@@ -97,21 +97,21 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
   const started = now();
   const claimDeadline = started + o.budgetMs;
   // Acks may be resent for a while after claiming stops: settling what was done beats redelivering it.
-  const settle = o.keepHistory ? (b: readonly Settlement[]) => o.store.ackToHistory(b) : (b: readonly Settlement[]) => o.store.ack(b);
-  // Ordering keys whose head an ack of this drain removed: the next claim is told (ClaimHint), so it finds their
-  // successors directly instead of among the rows of keys still held. Added once the ack committed; only for an
-  // unlimited queue (the limited claim takes no hint), and never more than one claim's worth (see takeFreedKeys).
-  const freedKeys = new Set<string>();
-  const ack = async (b: readonly Settlement[]) => {
-    const n = await settle(b);
-    if (limits) return n;
-    for (const s of b) {
-      const key = (s as Partial<ClaimedMessage>).orderingKey;
-      if (key !== undefined) freedKeys.add(key);
+  const ackStatement = o.keepHistory ? (b: readonly Settlement[]) => o.store.ackToHistory(b) : (b: readonly Settlement[]) => o.store.ack(b);
+  // An ack that removed an ordering key's head left the key vacant: its next job is claimable once the ack committed
+  // (the next claim promotes it, stores/*/ready-set.ts). The drain claims again at once, even if a claim came back
+  // empty meanwhile (it may have started before the commit), instead of waiting out the empty-queue poll delay.
+  let keyedAcks = 0;
+  const settle = async (b: readonly Settlement[]) => {
+    const n = await ackStatement(b);
+    if (b.some((s) => (s as Partial<ClaimedMessage>).orderingKey !== undefined)) {
+      keyedAcks++;
+      emptyAt = undefined;
+      o.wake.notify(o.queue);
     }
     return n;
   };
-  const acks = new AckBatcher(ack, Math.max(o.batchSize, 16), o.logger, {
+  const acks = new AckBatcher(settle, Math.max(o.batchSize, 16), o.logger, {
     policy: o.claimRetry ?? DEFAULT_RETRY_CLASSES,
     maxAttempts: 3,
     deadline: claimDeadline + SETTLE_GRACE_MS,
@@ -227,27 +227,17 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
     if (r.limitedBy === 'rate') lastActivity = now();
     return r.messages;
   };
-  const takeFreedKeys = (rows: number): ClaimHint | undefined => {
-    if (freedKeys.size === 0) return undefined;
-    const keys: string[] = [];
-    for (const key of freedKeys) {
-      if (keys.length >= rows) break;
-      keys.push(key);
-    }
-    // the rest is dropped: the front window finds those heads, and the set stays bounded by one claim's acks
-    freedKeys.clear();
-    return { freedKeys: keys };
-  };
   const claimInBackground = (rows: number) => {
     const claimedAt = now();
+    const keyedAcksBefore = keyedAcks;
     const lockId = randomUUID();
     const done = (async () => {
       try {
-        const batch = limits ? await limitedClaim(rows, lockId, limits) : await o.store.claim(o.queue, rows, o.lockTimeoutMs, lockId, takeFreedKeys(rows));
+        const batch = limits ? await limitedClaim(rows, lockId, limits) : await o.store.claim(o.queue, rows, o.lockTimeoutMs, lockId);
         claimErrors = 0;
         backlog = batch.length === rows;
         // a claim the rate held back is no sign of an empty queue: the next token is due soon
-        emptyAt = batch.length === 0 && heldBy !== 'rate' ? now() : undefined;
+        emptyAt = batch.length === 0 && heldBy !== 'rate' && keyedAcks === keyedAcksBefore ? now() : undefined;
         if (batch.length > 0) {
           report.claimed += batch.length;
           lastActivity = now();

@@ -80,15 +80,6 @@ export interface ClaimedMessage extends Settlement {
   orderingKey?: string;
 }
 
-/**
- * What a drain tells a claim (optional; a store may ignore it). freedKeys: ordering keys whose head this drain's
- * acks just removed, so their successors are likely heads now; PostgreSQL looks them up first (one descent per key)
- * instead of finding them among the rows of keys still held (stores/postgres/ordering-sql.ts).
- */
-export interface ClaimHint {
-  freedKeys: readonly string[];
-}
-
 export interface DeadLetterMove {
   /** the claimed row to delete (fenced). */
   source: Settlement;
@@ -189,10 +180,11 @@ export interface TransportStore {
   /** The subscriptions recorded for `topic`, by name. */
   topicSubscriptions(topic: string): Promise<TopicSubscription[]>;
   /**
-   * Claims up to `max` ready rows of exactly `queue` in availability order, in one statement. Every row of one
-   * claim gets `lockId` (a fresh uuid when absent), so a claim whose answer was lost can be handed back by it.
+   * Claims up to `max` rows of exactly `queue` from its ready set in claim order (priority, then availability, then
+   * publish order), in one round trip. Every row of one claim gets `lockId` (a fresh uuid when absent), so a claim
+   * whose answer was lost can be handed back by it.
    */
-  claim(queue: string, max: number, lockTimeoutMs: number, lockId?: string, hint?: ClaimHint): Promise<ClaimedMessage[]>;
+  claim(queue: string, max: number, lockTimeoutMs: number, lockId?: string): Promise<ClaimedMessage[]>;
   /**
    * A limited queue's claim (transport/limits.ts): at most the room its concurrency limit and token bucket leave,
    * decided in one short transaction holding the queue's queue-state row, so the limits hold across instances.
@@ -250,6 +242,12 @@ export interface TransportStore {
   /** Deletes at most one batch (1000) of dead letters older than retentionMs; returns rows deleted. */
   pruneDeadLetterBatch(deadLetterQueue: string, retentionMs: number): Promise<number>;
   queueStats(queue: string, deadLetterQueue: string): Promise<QueueStats>;
+  /**
+   * The queue names that hold rows in the transport table (dead letters under the dead-letter queue's name), in
+   * name order, at most `max`: a walk of the claim index that reads one row per distinct queue, not every row. The
+   * queue list shows the ones no route serves (an outbox insert on an unconfigured queue).
+   */
+  queueNames(max: number): Promise<string[]>;
   /** A queue's waiting (unleased) rows, ready or delayed on the database clock, in the ready index's order, at most `top` (one statement). */
   listWaiting(query: WaitingQuery): Promise<WaitingJob[]>;
   /** Whether a row of exactly `queue` is claimable now and, if none is, when its earliest lease lapses (one statement). */

@@ -117,6 +117,31 @@ for (const fixture of schemaDbFixtures()) {
       await expect(d.client.query(`SELECT * FROM ${fn('publish_topic')}(topic => 'events', payload => '1', ordering_key => 'k')`)).rejects.toMatchObject({ code: '42883' });
     });
 
+    it('two SQL publishes of one key in one transaction run in the order made, round after round (the order is a sequence, never a clock tick)', async () => {
+      const keyed = (payload: string) => `SELECT * FROM ${fn('publish')}(queue => 'ticks', payload => '${payload}', ordering_key => 'k')`;
+      let inverted = 0;
+      for (let round = 0; round < 40; round++) {
+        await d.client.transaction(async (tx) => {
+          await tx.query(keyed('1'));
+          await tx.query(keyed('2'));
+        });
+        const [first] = await stores.transport.claim('ticks', 10, 30_000);
+        if (first!.payloadJson !== '1') inverted++;
+        await stores.transport.ack([first!]);
+        const [second] = await stores.transport.claim('ticks', 10, 30_000);
+        await stores.transport.ack([second!]);
+      }
+      expect(inverted).toBe(0);
+      // a delayed keyed SQL publish is scheduled (no claim reads it until it is due); a duplicate id counts nothing
+      const id = '0a0a0a0a-0000-4000-8000-000000000001';
+      await d.client.query(`SELECT * FROM ${fn('publish')}(queue => 'ticks', payload => '3', id => '${id}', ordering_key => 'late', delay_seconds => 3600)`);
+      expect((await d.client.query(`SELECT * FROM ${fn('publish')}(queue => 'ticks', payload => '3', id => '${id}', ordering_key => 'late')`)).rows[0]).toMatchObject({ inserted: false });
+      const filed = await d.client.query<{ state: number | null }>(`SELECT state FROM "${d.schema}"."${TABLE}" WHERE id = $1`, [id]);
+      expect(filed.rows[0]!.state).toBe(1);
+      const key = await d.client.query<{ pending: number }>(`SELECT pending FROM "${d.schema}"."${TABLE}_keys" WHERE queue = 'ticks' AND ordering_key = 'late'`);
+      expect(key.rows[0]!.pending).toBe(1);
+    });
+
     it('version 16 carries the grants over: a role granted EXECUTE on version 3\'s publish function can call the new one', async () => {
       const names = schemaNames(transportNames(d.schema, TABLE, 'postgres'), channelNames(d.schema, DEFAULT_CHANNEL_TABLES, 'postgres'), 'postgres');
       const role = `${d.schema}_upgraded`;

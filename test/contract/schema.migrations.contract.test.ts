@@ -30,6 +30,8 @@ const VERSION_NAMES = [
   'lease roster table',
   'publish functions: priority and ordering key',
   'history priority and ordering key',
+  'ready set',
+  'drop indexes the ready set replaced',
 ];
 const LATEST = VERSION_NAMES.length;
 /** Versions from..LATEST. */

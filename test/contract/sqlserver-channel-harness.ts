@@ -10,7 +10,8 @@ import { SqlServerChannelStore } from '../../shared/stores/sqlserver/channel-sto
 import { createSqlServerPool } from '../../shared/stores/sqlserver/connection';
 import { DEFAULT_TRANSPORT_TABLE } from '../../shared/stores/options';
 import { SqlServerTransportStore } from '../../shared/stores/sqlserver/store';
-import { hasGap, tdsEngine } from './engine-gaps';
+import { hasGap, shimsFor, tdsEngine } from './engine-gaps';
+import { rewriteStatements } from './sqlserver-harness';
 import type { TransportStore } from '../../shared/transport/types';
 import { dropSqlServerSchema } from './sqlserver-drop-schema';
 
@@ -38,9 +39,12 @@ export async function sqlServerChannelHarness(
   const names = channelNames(schema, DEFAULT_CHANNEL_TABLES, 'sqlserver');
   const pools: sql.ConnectionPool[] = [];
   const stores: ChannelStore[] = [];
+  // on an engine with shimmed gaps (engine-gaps.ts ENGINE_SHIMS) the stores' statements are rewritten as they are sent
+  const shim = shimsFor(await tdsEngine());
   const open = (poolMax: number) => {
     const pool = createSqlServerPool({ connectionString, poolMax, poolMin: 0, connectTimeoutMs: 15_000, requestTimeoutMs: 30_000 });
     pools.push(pool);
+    if (shim) rewriteStatements(pool, shim);
     return pool;
   };
   // on an engine whose catalog views differ (engine-gaps.ts, catalogViews) the stores skip the verification

@@ -5,7 +5,7 @@ import * as sql from 'mssql';
 import { silentLogger } from '../../shared/log';
 import { createSqlServerPool } from '../../shared/stores/sqlserver/connection';
 import { SqlServerTransportStore } from '../../shared/stores/sqlserver/store';
-import { hasGap, tdsEngine } from './engine-gaps';
+import { hasGap, shimsFor, tdsEngine } from './engine-gaps';
 import type { Harness, RawOps } from './fixtures';
 import { dropSqlServerSchema } from './sqlserver-drop-schema';
 
@@ -16,9 +16,12 @@ type Params = Record<string, [sql.ISqlType, unknown]>;
 
 export async function sqlServerHarness(connectionString: string, schema: string, autoCreateSchema: boolean): Promise<Harness> {
   const pools: sql.ConnectionPool[] = [];
+  // on an engine with shimmed gaps (engine-gaps.ts ENGINE_SHIMS) the stores' statements are rewritten as they are sent
+  const shim = shimsFor(await tdsEngine());
   const open = (poolMax: number) => {
     const pool = createSqlServerPool({ connectionString, poolMax, poolMin: 0, connectTimeoutMs: 15_000, requestTimeoutMs: 30_000 });
     pools.push(pool);
+    if (shim) rewriteStatements(pool, shim);
     return pool;
   };
   // on an engine whose catalog views differ (engine-gaps.ts, catalogViews) the store skips the verification
@@ -98,5 +101,27 @@ export async function sqlServerHarness(connectionString: string, schema: string,
         for (const pool of pools) await pool.close().catch(() => undefined);
       }
     },
+  };
+}
+
+/**
+ * Every statement the pool's requests (and its transactions' requests) send goes through `rewrite` first: the store
+ * under test builds its texts as in production, and only this engine's copy of them is rewritten (tds-shims.ts).
+ */
+export function rewriteStatements(pool: sql.ConnectionPool, rewrite: (text: string) => string): void {
+  const patch = (request: sql.Request): sql.Request => {
+    const query = request.query.bind(request) as (command: unknown, ...rest: unknown[]) => unknown;
+    (request as unknown as { query: unknown }).query = (command: unknown, ...rest: unknown[]) =>
+      query(typeof command === 'string' ? rewrite(command) : command, ...rest);
+    return request;
+  };
+  const request = pool.request.bind(pool) as (...args: unknown[]) => sql.Request;
+  (pool as unknown as { request: unknown }).request = (...args: unknown[]) => patch(request(...args));
+  const transaction = pool.transaction.bind(pool) as (...args: unknown[]) => sql.Transaction;
+  (pool as unknown as { transaction: unknown }).transaction = (...args: unknown[]) => {
+    const tx = transaction(...args);
+    const txRequest = tx.request.bind(tx) as (...a: unknown[]) => sql.Request;
+    (tx as unknown as { request: unknown }).request = (...a: unknown[]) => patch(txRequest(...a));
+    return tx;
   };
 }

@@ -187,6 +187,7 @@ for (const fixture of storeFixtures()) {
       ['lone surrogates', 'sur', '\ud800', '\udc00'],
     ] as const)('%s in a failure reason or header are stored as U+FFFD, and the list and the stats keep working', async ([_what, queue, inHeader, inReason], ctx) => {
       await skipOnGap(fixture.name, ctx, 'updateThroughCte');
+      await skipOnGap(fixture.name, ctx, 'jsonEscapes');
       const m = message(queue, {}, { headers: { odd: `a${inHeader}b` } });
       await h.store.publish([m]);
       const [c] = await h.store.claim(queue, 1, LOCK);

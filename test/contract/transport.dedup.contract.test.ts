@@ -58,11 +58,12 @@ for (const fixture of storeFixtures()) {
     });
 
     it('after the window ends the key is free: the next publish enqueues and holds it anew', async () => {
-      const first = keyed('d-window', { key: 'k', windowMs: 300 });
+      // a window of 1 s: the second publish must land inside it also on a slow engine (Babelfish under load: ~0.2 s)
+      const first = keyed('d-window', { key: 'k', windowMs: 1000 });
       await h.store.publish([first]);
-      const [inside] = await h.store.publish([keyed('d-window', { key: 'k', windowMs: 300 })]);
+      const [inside] = await h.store.publish([keyed('d-window', { key: 'k', windowMs: 1000 })]);
       expect(inside).toMatchObject({ id: first.id, inserted: false });
-      await sleep(450);
+      await sleep(1150);
       const later = keyed('d-window', { key: 'k', windowMs: HOUR });
       const [after] = await h.store.publish([later]);
       expect(after).toMatchObject({ id: later.id, inserted: true });

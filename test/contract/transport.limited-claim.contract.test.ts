@@ -51,7 +51,7 @@ for (const fixture of storeFixtures()) {
       expect((await h.store.claimLimited(q, 5, LOCK, randomUUID(), limits)).messages).toHaveLength(1);
     });
 
-    it('the lease roster: a hand-back or a lapse frees the slot, a renewal keeps it, a re-claimed job counts once, and settled entries are pruned by the next claim', async (ctx) => {
+    it('the live leases count: a hand-back or a lapse frees the slot, a renewal keeps it, a re-claimed job counts once, an ack frees its slot', async (ctx) => {
       await skipOnGap(fixture.name, ctx, 'updateThroughCte');
       const q = 'lim-roster';
       await publishMany(h.store, q, 8);
@@ -59,7 +59,6 @@ for (const fixture of storeFixtures()) {
       const c = await h.store.claimLimited(q, 4, LOCK, randomUUID(), limits);
       expect(c.messages).toHaveLength(4);
       expect(c.leased).toBe(4);
-      expect(await h.raw.rosterSize(q)).toBe(4);
       expect((await h.store.claimLimited(q, 4, LOCK, randomUUID(), limits)).messages).toHaveLength(0);
       // a renewal keeps its lease (and its slot); an unstarted hand-back frees its slot
       const [a, b, cc, d] = c.messages as [ClaimedMessage, ClaimedMessage, ClaimedMessage, ClaimedMessage];
@@ -73,12 +72,35 @@ for (const fixture of storeFixtures()) {
       const again = await h.store.claimLimited(q, 4, LOCK, randomUUID(), limits);
       expect(again.messages).toHaveLength(1);
       expect(again.leased).toBe(4);
-      // acks free their slots; the next claim prunes their entries (and the handed-back and lapsed ones)
+      // acks free their slots
       expect(await h.store.ack([a, d, ...afterRelease.messages, ...again.messages])).toBe(4);
       const last = await h.store.claimLimited(q, 4, LOCK, randomUUID(), limits);
       expect(last.messages).toHaveLength(4);
       expect(last.leased).toBe(4);
-      expect(await h.raw.rosterSize(q)).toBe(4);
+    });
+
+    it('a lapsed lease whose slot went to another job cannot be renewed: the limit holds under a lapse (review M2)', async (ctx) => {
+      await skipOnGap(fixture.name, ctx, 'updateThroughCte');
+      const q = 'lim-lapse';
+      const limits = { concurrency: 1 };
+      await h.store.publish([message(q, { job: 'a' })]);
+      const [a] = (await h.store.claimLimited(q, 1, LOCK, randomUUID(), limits)).messages;
+      expect(a).toBeDefined();
+      // a higher-priority job arrives, then A's owner stalls past its lease
+      await h.store.publish([message(q, { job: 'b' }, { priority: 10 })]);
+      await h.raw.expireLease(a!.id);
+      const b = await h.store.claimLimited(q, 1, LOCK, randomUUID(), limits);
+      expect(b.messages.map((m) => JSON.parse(m.payloadJson).job)).toEqual(['b']);
+      expect(b.leased).toBe(1);
+      // the stalled owner's heartbeat: the lease lapsed, so it is not renewed (the owner aborts its handler)
+      expect(await h.store.renew(a!, LOCK)).toBe(false);
+      // and the lapsed job does not come back past the limit either: the queue holds one live lease
+      const next = await h.store.claimLimited(q, 1, LOCK, randomUUID(), limits);
+      expect(next.messages).toHaveLength(0);
+      expect(next.limitedBy).toBe('concurrency');
+      await h.store.ack(b.messages);
+      const c = await h.store.claimLimited(q, 1, LOCK, randomUUID(), limits);
+      expect(c.messages.map((m) => JSON.parse(m.payloadJson).job)).toEqual(['a']);
     });
 
     it('rows of one limited claim carry the caller lock id; releaseLostClaim hands them back with their attempt', async (ctx) => {
@@ -152,6 +174,8 @@ for (const fixture of storeFixtures()) {
 
     it.skipIf(!fixture.concurrent)('many concurrent claimers on their own sessions never hold more than the limit', async (ctx) => {
       await skipOnGap(fixture.name, ctx, 'updateThroughCte');
+      await skipOnGap(fixture.name, ctx, 'readPast');
+      await skipOnGap(fixture.name, ctx, 'indexNames');
       const q = 'lim-race';
       const limit = 5;
       await publishMany(h.store, q, 300);
@@ -189,6 +213,8 @@ for (const fixture of storeFixtures()) {
 
     it.skipIf(!fixture.concurrent)('concurrent claimers over ~2 s start at most R·t + burst jobs', async (ctx) => {
       await skipOnGap(fixture.name, ctx, 'updateThroughCte');
+      await skipOnGap(fixture.name, ctx, 'readPast');
+      await skipOnGap(fixture.name, ctx, 'indexNames');
       const q = 'lim-rate-race';
       const rate = 25;
       const burst = 3;

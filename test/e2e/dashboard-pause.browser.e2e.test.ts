@@ -5,6 +5,8 @@
 import { existsSync } from 'node:fs';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { getRuntime } from '../../shared/runtime';
 import { postJson, startApp, type RunningApp, TIMER_DRAIN_EVERY_SECOND } from './app-harness';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -74,6 +76,18 @@ describe.skipIf(!!missing)('pause and resume from the dashboard (chromium)', () 
     await expect.poll(() => page.locator('#notice').textContent(), { timeout: 10_000 }).toBe("Resumed 'worker'.");
     await expect.poll(async () => (await queue()).ready, { timeout: 15_000 }).toBe(0);
     await expect.poll(() => row.locator('[data-field="paused"]').count(), { timeout: 10_000 }).toBe(0);
+    await page.close();
+  });
+
+  it('a queue with rows but no route shows as "no route", with no Pause (issue 27: an outbox insert was invisible)', async () => {
+    const rt = await getRuntime();
+    await rt.store.publish([{ id: randomUUID(), queue: 'orders-outbox', payloadJson: '{"orderId":42}', headers: {}, delayMs: 0 }]);
+    const page = await browser!.newPage();
+    await page.goto(`${app.url}/api/dashboard`);
+    const row = page.locator('#queues tr[data-queue="orders-outbox"]');
+    await expect.poll(() => row.locator('[data-field="unrouted"]').textContent(), { timeout: 15_000 }).toBe('no route');
+    expect(await row.locator('td[data-field="ready"]').textContent()).toBe('1');
+    expect(await row.locator('button[data-action="pause"]').count()).toBe(0);
     await page.close();
   });
 });

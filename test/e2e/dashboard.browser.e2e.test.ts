@@ -149,6 +149,10 @@ describe.skipIf(!!missing)('operator dashboard in chromium', () => {
     await expect.poll(() => page.locator('#key-form').isVisible(), { timeout: 10_000 }).toBe(true);
     await expect.poll(() => page.locator('#loading').getAttribute('data-state'), { timeout: 10_000 }).toBe('error');
     expect(await page.locator('#loading').textContent()).toBe('Not loaded (401): This app needs a function key. Enter it above.');
+    // said once, in the loading line; the sections that load after the counts do not claim to be loading (issue 27)
+    expect(await page.locator('#notice').isVisible()).toBe(false);
+    expect(await page.locator('#wj-status').isVisible()).toBe(false);
+    expect(await page.locator('#sc-status').isVisible()).toBe(false);
     for (const pattern of held) await page.unroute(pattern);
     await page.fill('#key-input', KEY);
     await page.click('#key-form button[type="submit"]');
@@ -163,6 +167,15 @@ describe.skipIf(!!missing)('operator dashboard in chromium', () => {
     expect(await queueCell(page, 'callbacks', 'deadLettered').textContent()).toBe('0');
     expect(await page.locator('#queues tr[data-queue="worker"] svg.spark polyline').count()).toBe(1);
     const tile = (field: string) => page.locator(`#channel [data-field="${field}"] .tile-value`).textContent();
+    // delivered responses count too: the tile says so rather than reading as a backlog (issue 27)
+    expect(await page.locator('#channel [data-field="storedResponses"] .tile-label').textContent()).toBe('Responses kept');
+    expect(await page.locator('#channel [data-field="storedResponses"] .tile-hint').textContent()).toBe('delivered or not, until their retention ends');
+    // the app's own queues offer no Pause (a paused callbacks or flows queue stops them for everyone); worker does
+    for (const internal of ['response', 'callbacks', 'flows']) {
+      expect(await page.locator(`#queues tr[data-queue="${internal}"] button[data-action="pause"]`).count(), internal).toBe(0);
+      expect(await page.locator(`#queues tr[data-queue="${internal}"] [data-field="internal"]`).textContent(), internal).toBe('internal');
+    }
+    expect(await page.locator('#queues tr[data-queue="worker"] button[data-action="pause"]').count()).toBe(1);
     expect([await tile('storedResponses'), await tile('liveWaiters'), await tile('registrations'), await tile('callbacksQueued'), await tile('callbacksDeadLettered')]).toEqual(['1', '0', '1', '0', '0']);
     await expect.poll(() => page.locator('#health').textContent()).toBe('Healthy · pglite');
     expect(await page.locator('#key-form').isVisible()).toBe(false);
@@ -271,6 +284,8 @@ describe.skipIf(!!missing)('operator dashboard in chromium', () => {
 
     // the response queue, ready, oldest first: what the API lists, in its order; markup stays text
     await expect.poll(() => page.locator('#wj-queue option').count(), { timeout: 15_000 }).toBeGreaterThan(1);
+    // picked by itself: the queue with the waiting (ready) jobs, not the first one listed (worker: delayed only)
+    expect(await page.locator('#wj-queue').inputValue()).toBe('response');
     await page.selectOption('#wj-queue', 'response');
     await expect.poll(() => page.locator(`#waiting tr[data-id="${second.id}"]`).count(), { timeout: 10_000 }).toBe(1);
     expect(await page.locator('#wj-status').isVisible()).toBe(false);

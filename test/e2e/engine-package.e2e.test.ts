@@ -1,26 +1,28 @@
-// The engine as a user installs it: `npm pack` this package, install the tarball into a scratch TypeScript project
-// in a temp dir, compile a program that imports `asyncresponse-functions` with tsc --strict, and run it
-// (createEngine on PGlite in memory, publish, drain, stats, close). docs/engine.md: "Using the engine from your own program".
-//
-// Offline, and two ways to install (no registry, no network):
-// - default, `link`: the tarball is unpacked into the scratch project's node_modules/asyncresponse-functions, as npm
-//   unpacks a `file:` tarball, and its dependencies resolve from this repo's node_modules, linked as the temp dir's
-//   parent node_modules (Node looks up the directory tree). Seconds, so it runs in every `npm test`.
-// - `ENGINE_PACKAGE_INSTALL=npm-ci`: a real `npm ci --offline` of the tarball with a package-lock.json derived from
-//   this repo's (its production entries plus typescript and @types/node, and its overrides, which apply only in
-//   the project that installs), so every package comes from the npm cache this repo's `npm ci` filled, at the
-//   locked versions. About 270 packages and 450 MB (the Functions app's dependencies come along: docs/engine.md): 2 to 3
-//   minutes on a busy 2-core machine, so it is opt-in.
-// The tarball is packed from a staging copy built with tsconfig.build.json's options (declarations included), not
-// from ./dist, so a build another test runs at the same time cannot change what is packed.
+// The engine as a user installs it (`npm run pack:engine`, scripts/engine-package.js): the tarball holds the engine
+// (dist/shared with its declarations) under a manifest whose store drivers and tracing API are optional peer
+// dependencies (issue 27: it used to install the whole Functions app, 333 packages / 431 MB). docs/engine.md:
+// "Using the engine from your own program".
+// - A real `npm ci --offline` of the tarball with `pg` (what a PostgreSQL user installs; every package from the npm
+//   cache this repo's `npm ci` filled, at the locked versions) counts the packages and bytes installed and runs a
+//   program: a store whose driver is missing fails with MissingPeerError naming the package.
+// - The strict program and the docs' snippet compile against the tarball unpacked as npm unpacks it, with the rest
+//   resolved from this repo's node_modules (linked as the temp dir's parent node_modules): the snippet in a
+//   CommonJS project and in an ES-module project, each made as a user makes one (`npm init -y`, `tsc --init`).
+// The tarball is packed from a staging build with tsconfig.build.json's options, not from ./dist, so a build another
+// test runs at the same time cannot change what is packed.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const root = path.resolve(__dirname, '../..');
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { packEngine, OPTIONAL_PEERS } = require('../../scripts/engine-package.js') as {
+  packEngine: (stage: string, destination: string, dist?: string) => { tarball: string; files: string[] };
+  OPTIONAL_PEERS: string[];
+};
 const repoPackage = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'));
 const repoLock = JSON.parse(readFileSync(path.join(root, 'package-lock.json'), 'utf8'));
 const npmCli = process.env.npm_execpath && /\.[cm]?js$/.test(process.env.npm_execpath) ? process.env.npm_execpath : undefined;
@@ -49,30 +51,79 @@ function installLinked(work: string, app: string, tarball: string): void {
   writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'scratch-user', version: '1.0.0', private: true, dependencies: { 'asyncresponse-functions': `file:../${path.basename(tarball)}` } }, null, 2));
 }
 
-/** `npm ci --offline` with a lock derived from this repo's: every package from the npm cache, at the locked versions. */
-function installWithNpmCi(app: string, tarball: string): void {
-  const tools = { typescript: repoPackage.devDependencies.typescript, '@types/node': repoPackage.devDependencies['@types/node'] };
+/** The lock entries a package needs (itself and its dependencies, resolved as npm lays them out). */
+function lockClosure(names: readonly string[]): string[] {
+  const packages = repoLock.packages as Record<string, { dependencies?: Record<string, string>; optionalDependencies?: Record<string, string> }>;
+  const out = new Set<string>();
+  const queue: Array<[string, string, boolean]> = names.map((n) => ['', n, false]);
+  while (queue.length > 0) {
+    const [from, name, optional] = queue.shift()!;
+    let base = from;
+    let key: string | undefined;
+    for (;;) {
+      const candidate = `${base ? `${base}/` : ''}node_modules/${name}`;
+      if (packages[candidate]) {
+        key = candidate;
+        break;
+      }
+      if (!base) break;
+      const i = base.lastIndexOf('/node_modules/');
+      base = i < 0 ? '' : base.slice(0, i);
+    }
+    if (!key) {
+      if (optional) continue;
+      throw new Error(`package-lock.json has no entry for ${name} (needed by ${from || 'the project'})`);
+    }
+    if (out.has(key)) continue;
+    out.add(key);
+    for (const d of Object.keys(packages[key]!.dependencies ?? {})) queue.push([key, d, false]);
+    for (const d of Object.keys(packages[key]!.optionalDependencies ?? {})) queue.push([key, d, true]);
+  }
+  return [...out];
+}
+
+/** `npm ci --offline` of the tarball and `peers` with a lock derived from this repo's: what a user's install gets. */
+function installFromCache(app: string, tarball: string, manifest: { version: string; dependencies: Record<string, string> }, peers: readonly string[]): void {
   const spec = `file:../${path.basename(tarball)}`;
-  const manifest = { name: 'scratch-user', version: '1.0.0', private: true, dependencies: { 'asyncresponse-functions': spec }, devDependencies: tools, overrides: repoPackage.overrides };
+  const dependencies: Record<string, string> = { 'asyncresponse-functions': spec };
+  for (const peer of peers) dependencies[peer] = repoLock.packages[`node_modules/${peer}`].version;
   const packages: Record<string, unknown> = {
-    '': { name: manifest.name, version: manifest.version, dependencies: manifest.dependencies, devDependencies: tools },
+    '': { name: 'scratch-user', version: '1.0.0', dependencies },
     'node_modules/asyncresponse-functions': {
-      version: repoPackage.version,
+      version: manifest.version,
       resolved: spec,
       integrity: `sha512-${createHash('sha512').update(readFileSync(tarball)).digest('base64')}`,
-      dependencies: repoPackage.dependencies,
+      dependencies: manifest.dependencies,
       engines: repoPackage.engines,
     },
   };
-  for (const [key, entry] of Object.entries(repoLock.packages as Record<string, { dev?: boolean }>)) {
-    if (key.startsWith('node_modules/') && !entry.dev) packages[key] = entry;
-  }
-  for (const key of ['node_modules/typescript', 'node_modules/@types/node', 'node_modules/undici-types']) {
-    packages[key] = { ...repoLock.packages[key], dev: true };
-  }
-  writeFileSync(path.join(app, 'package.json'), JSON.stringify(manifest, null, 2));
-  writeFileSync(path.join(app, 'package-lock.json'), JSON.stringify({ name: manifest.name, version: manifest.version, lockfileVersion: 3, requires: true, packages }, null, 2));
+  for (const key of lockClosure([...Object.keys(manifest.dependencies), ...peers])) packages[key] = repoLock.packages[key];
+  writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'scratch-user', version: '1.0.0', private: true, dependencies }, null, 2));
+  writeFileSync(path.join(app, 'package-lock.json'), JSON.stringify({ name: 'scratch-user', version: '1.0.0', lockfileVersion: 3, requires: true, packages }, null, 2));
   npm(['ci', '--offline', '--no-audit', '--no-fund', '--loglevel=error'], app);
+}
+
+function bytesUnder(dir: string): number {
+  let total = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, entry.name);
+    if (entry.isDirectory()) total += bytesUnder(p);
+    else if (entry.isFile()) total += statSync(p).size;
+  }
+  return total;
+}
+
+/**
+ * The docs' snippet (docs/engine.md, "Using the engine from your own program": the ```ts block that starts with
+ * `// worker.mts`), taken from the page so the page and the test cannot drift: a `.mts` file is an ES module whatever
+ * the project's `type` says, so the same file compiles and runs in a CommonJS project (what `npm init -y` makes) and
+ * in an ESM one, under the tsconfig `tsc --init` writes (verbatimModuleSyntax, module nodenext).
+ */
+function docsSnippet(): string {
+  const page = readFileSync(path.join(root, 'docs/engine.md'), 'utf8');
+  const m = /```ts\n(\/\/ worker\.mts[^\n]*\n[\s\S]*?)```/.exec(page);
+  if (!m) throw new Error('docs/engine.md has no ```ts block starting with // worker.mts');
+  return m[1]!;
 }
 
 const PROGRAM = `import { createEngine, EngineOptionsError, type Job, type DrainReport } from 'asyncresponse-functions';
@@ -122,6 +173,7 @@ describe('the engine package, installed from its tarball into a scratch TypeScri
   let app = '';
   let tarball = '';
   let packedFiles: string[] = [];
+  let manifest: { version: string; dependencies: Record<string, string>; peerDependencies: Record<string, string>; peerDependenciesMeta: Record<string, { optional: boolean }> };
 
   beforeAll(() => {
     const started = Date.now();
@@ -141,17 +193,14 @@ describe('the engine package, installed from its tarball into a scratch TypeScri
     );
     tsc(['-p', path.join(stage, 'tsconfig.json')], root);
     phase('built');
-    copyFileSync(path.join(root, 'package.json'), path.join(stage, 'package.json'));
-    copyFileSync(path.join(root, 'README.md'), path.join(stage, 'README.md'));
-    const packed = JSON.parse(npm(['pack', '--json', '--ignore-scripts', '--pack-destination', work], stage)) as Array<{ filename: string; files: Array<{ path: string }> }>;
-    tarball = path.join(work, packed[0]!.filename);
-    packedFiles = packed[0]!.files.map((f) => f.path);
-
+    const packed = packEngine(path.join(work, 'package'), work, path.join(stage, 'dist', 'shared'));
+    tarball = packed.tarball;
+    packedFiles = packed.files;
+    manifest = JSON.parse(readFileSync(path.join(work, 'package', 'package.json'), 'utf8'));
     phase('packed');
     app = path.join(work, 'app');
     mkdirSync(app);
-    if (process.env.ENGINE_PACKAGE_INSTALL === 'npm-ci') installWithNpmCi(app, tarball);
-    else installLinked(work, app, tarball);
+    installLinked(work, app, tarball);
     phase('installed');
   }, 600_000);
 
@@ -192,5 +241,69 @@ describe('the engine package, installed from its tarball into a scratch TypeScri
     expect(result.ready).toBe(0);
     expect(result.handled).toMatchObject({ queue: 'orders', claimed: 1, completed: 1, deadLettered: 0 });
     expect(result.rejected).toMatch(/typo/);
+  }, 300_000);
+
+  it('declares the store drivers and the tracing API as optional peers; only what every store needs is a dependency', () => {
+    expect(manifest.dependencies).toEqual({ croner: expect.any(String) });
+    expect(Object.keys(manifest.peerDependencies).sort()).toEqual([...OPTIONAL_PEERS].sort());
+    for (const peer of OPTIONAL_PEERS) expect(manifest.peerDependenciesMeta[peer]).toEqual({ optional: true });
+    // the app keeps every one of them
+    for (const peer of OPTIONAL_PEERS) expect(repoPackage.dependencies[peer]).toBeDefined();
+  });
+
+  for (const kind of ['commonjs', 'module'] as const) {
+    it(`the docs' snippet compiles and runs in a ${kind === 'commonjs' ? 'CommonJS' : 'ES-module'} project made with npm init -y and tsc --init`, () => {
+      const project = path.join(work, `snippet-${kind}`);
+      mkdirSync(path.join(project, 'node_modules'), { recursive: true });
+      symlinkSync(path.join(app, 'node_modules', 'asyncresponse-functions'), path.join(project, 'node_modules', 'asyncresponse-functions'), 'dir');
+      npm(['init', '-y'], project);
+      if (kind === 'module') npm(['pkg', 'set', 'type=module'], project);
+      expect(JSON.parse(readFileSync(path.join(project, 'package.json'), 'utf8')).type).toBe(kind);
+      tsc(['--init'], project);
+      expect(readFileSync(path.join(project, 'tsconfig.json'), 'utf8')).toMatch(/"verbatimModuleSyntax": true/);
+      writeFileSync(path.join(project, 'worker.mts'), docsSnippet());
+      tsc(['-p', '.'], project); // throws with the compiler's errors (TS1295 / TS1309 before the .mts form)
+      const out = execFileSync(process.execPath, ['worker.mjs'], { cwd: project, encoding: 'utf8', timeout: 120_000 });
+      expect(out).toContain("handled { orderId: 'A-1' }");
+      expect(out).toContain('completed 1');
+    }, 300_000);
+  }
+
+  it('installs for PostgreSQL as the engine and pg alone (npm ci from the cache), and a missing driver is named', () => {
+    // a folder of its own: under `work`, this repo's node_modules (linked there) would supply the missing drivers
+    const own = mkdtempSync(path.join(tmpdir(), 'arf-pg-user-'));
+    const pgApp = path.join(own, 'pg-app');
+    mkdirSync(pgApp);
+    copyFileSync(tarball, path.join(own, path.basename(tarball)));
+    try {
+    const started = Date.now();
+    installFromCache(pgApp, tarball, manifest, ['pg']);
+    const installed = readdirSync(path.join(pgApp, 'node_modules')).flatMap((n) => (n.startsWith('@') ? readdirSync(path.join(pgApp, 'node_modules', n)).map((m) => `${n}/${m}`) : n.startsWith('.') ? [] : [n]));
+    const bytes = bytesUnder(path.join(pgApp, 'node_modules'));
+    console.log(`engine package for PostgreSQL: ${installed.length} packages, ${(bytes / 1e6).toFixed(1)} MB of node_modules, installed in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    expect(installed).toContain('pg');
+    expect(installed).not.toContain('mssql');
+    expect(installed).not.toContain('@electric-sql/pglite');
+    expect(installed).not.toContain('applicationinsights');
+    expect(installed.length).toBeLessThan(30);
+    expect(bytes).toBeLessThan(20e6);
+    writeFileSync(
+      path.join(pgApp, 'missing.mjs'),
+      `import { createEngine, MissingPeerError } from 'asyncresponse-functions';
+for (const store of [{ kind: 'pglite', dataDir: 'memory://' }, { kind: 'sqlserver', connectionString: 'Server=127.0.0.1;Database=x' }]) {
+  try {
+    await createEngine({ store, queues: { q: { handler: async () => 1 } } });
+  } catch (err) {
+    console.log(err instanceof MissingPeerError ? err.packageName + ': ' + err.message : 'other: ' + err);
+  }
+}
+`,
+    );
+    const out = execFileSync(process.execPath, ['missing.mjs'], { cwd: pgApp, encoding: 'utf8', timeout: 60_000 }).trim().split('\n');
+    expect(out[0]).toMatch(/^@electric-sql\/pglite: .*needs the package '@electric-sql\/pglite'.*npm install @electric-sql\/pglite$/);
+    expect(out[1]).toMatch(/^mssql: .*npm install mssql$/);
+    } finally {
+      rmSync(own, { recursive: true, force: true });
+    }
   }, 300_000);
 });

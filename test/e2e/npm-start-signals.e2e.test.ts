@@ -3,6 +3,7 @@
 // and the shell died without passing the signal on. A real `npm start` is spawned here, signalled by its PID once
 // the host listens, and within 30 s the port must be free and no process it started may remain.
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createServer, connect } from 'node:net';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -46,7 +47,12 @@ function descendants(pid: number): number[] {
 const alive = (pid: number) => {
   try {
     process.kill(pid, 0);
-    return true;
+  } catch {
+    return false;
+  }
+  try {
+    // a zombie (ended, not yet reaped by whoever adopted it) runs nothing
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
   } catch {
     return false;
   }
@@ -101,6 +107,28 @@ describe('npm start stops everything when its PID is signalled', () => {
         await new Promise((r) => setTimeout(r, 100));
       }
       expect({ left, listening }, output()).toEqual({ left: [], listening: false });
+      expect(output()).toContain(`${signal}: stopped.`); // the last line says the host is down (issue 27)
     }, 240_000);
   }
+
+  it('SIGKILL of the host ends its Azurite child too (issue 27: it was left running, parent 1)', async () => {
+    const port = await freePort();
+    const { npm, output } = await startNpm(port);
+    tree = descendants(npm.pid!);
+    const cmdline = (pid: number) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+      } catch {
+        return '';
+      }
+    };
+    const azurite = tree.find((pid) => cmdline(pid).includes('azurite'));
+    expect(azurite, output()).toBeDefined();
+    const hostPid = tree.find((pid) => descendants(pid).includes(azurite!) && pid !== azurite && cmdline(pid).includes('start.js'));
+    expect(hostPid, tree.map((p) => `${p} ${cmdline(p)}`).join('\n')).toBeDefined();
+    process.kill(hostPid!, 'SIGKILL'); // no handler runs: only the child's own watch can end it
+    const killedAt = Date.now();
+    while (alive(azurite!) && Date.now() - killedAt < 15_000) await new Promise((r) => setTimeout(r, 100));
+    expect(alive(azurite!), `Azurite ${azurite} still running ${Date.now() - killedAt} ms after its host was killed`).toBe(false);
+  }, 240_000);
 });

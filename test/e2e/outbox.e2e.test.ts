@@ -64,6 +64,8 @@ for (const mode of MODES) describe.skipIf(!PG_URL)(`SQL publish from a business 
         DATABASE_URL: PG_URL,
         SQL_SCHEMA: schema,
         QUEUES: 'orders',
+        // handlers/index.ts registers `orders`, which a queue of that name runs unless it says otherwise
+        QUEUE__orders__HANDLER: 'forward',
         WORKER_HANDLER: 'forward',
         WORKER_FORWARD_URL: `http://127.0.0.1:${receiverPort}/jobs`,
         DRAIN_BUDGET_SECONDS: '5',

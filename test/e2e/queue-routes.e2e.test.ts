@@ -1,6 +1,7 @@
 // Per-queue routes and policies through the local host: two queues forward to their own receivers with their own
 // attempt limits, a third drops instead of dead-lettering, and `orders` runs the in-code handler of
-// handlers/orders.ts (the README example). GET /api/queues/{queue} shows each route and policy.
+// handlers/orders.ts (the README example) with no HANDLER setting: the registration under its name is enough
+// (issue 27: it ran echo without a word). GET /api/queues/{queue} shows each route and policy.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startJobReceiver, type JobReceiver } from '../support/job-receiver';
 import { eventually } from '../support/messages';
@@ -34,7 +35,6 @@ beforeAll(async () => {
     QUEUE__quiet__FORWARD_URL: `http://127.0.0.1:${a}/alpha`,
     QUEUE__quiet__MAX_DELIVERY_ATTEMPTS: '1',
     QUEUE__quiet__DEAD_LETTER_ENABLED: 'false',
-    QUEUE__orders__HANDLER: 'code',
     ...TIMER_DRAIN_EVERY_SECOND,
     LOG_LEVEL: 'warn',
   });

@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../support/messages';
 import { postJson, startApp, type RunningApp, TIMER_DRAIN_EVERY_SECOND } from './app-harness';
@@ -42,6 +43,17 @@ describe('worker queue over HTTP (local host, embedded PGlite)', () => {
     expect(Date.parse(body.availableAt)).not.toBeNaN();
     await eventually(() => app.logs.some((l) => l.includes(`echo: job ${body.id}`) && l.includes('{"hello":"world"}')), 'the echo handler log line', 8000);
     await eventually(async () => (await stats()).ready === 0 && (await stats()).leased === 0, 'the job to be acked', 5000);
+  });
+
+  it('history is off by default: an empty job search says why and names the setting (issue 27)', async () => {
+    const res = await app.api('queues/worker/messages', postJson({ payload: { n: 'history' } }, key));
+    const { id } = (await res.json()) as { id: string };
+    await eventually(async () => (await app.api(`jobs/${id}`, { headers: key })).status === 404, 'the job to be done and gone', 8000);
+    const search = (await (await app.api('jobs?queue=worker', { headers: key })).json()) as { items: unknown[]; hint?: string };
+    expect(search.items).toEqual([]);
+    expect(search.hint).toMatch(/^queue 'worker' keeps no job history: .*JOB_HISTORY_RETENTION_DAYS/);
+    const byCorrelation = (await (await app.api('jobs?correlationId=nothing', { headers: key })).json()) as { hint?: string };
+    expect(byCorrelation.hint).toMatch(/^no queue keeps job history/);
   });
 
   it('a duplicate id answers 200 with duplicate: true and enqueues nothing new', async () => {
@@ -96,6 +108,47 @@ describe('worker queue over HTTP (local host, embedded PGlite)', () => {
     const invalid = await (await app.api('queues/worker/messages', postJson({ payload: 1, id: 'nope' }, key))).json();
     expect(invalid).toMatchObject({ errors: [{ field: 'id', message: 'must be a UUID' }] });
     expect(await stats()).toEqual(before);
+  });
+
+  it('curl -d (form content type) with malformed JSON answers the 400 naming the parse error, not a 415 (issue 27)', async () => {
+    const before = await stats();
+    for (const body of ['{"payload":{"n":1}', "{'payload':1}"]) {
+      const res = await app.api('queues/worker/messages', {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', ...key },
+        body,
+      });
+      expect(res.status, body).toBe(400);
+      const problem = (await res.json()) as { title: string; detail: string };
+      expect(problem.title).toBe('Bad Request');
+      expect(problem.detail).toMatch(/^the body is not valid JSON: /);
+    }
+    expect(await stats()).toEqual(before);
+  });
+
+  it('a POST with no body at all answers 411 Length Required saying so (issue 27)', async () => {
+    // curl -X POST without -d: no Content-Length, no body (fetch always sends one, so a raw request)
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(app.host.port, '127.0.0.1', () =>
+        socket.write(`POST /api/queues/worker/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nx-functions-key: test-key\r\nConnection: close\r\n\r\n`),
+      );
+      let text = '';
+      socket.on('data', (d) => (text += d.toString()));
+      socket.on('end', () => resolve(text));
+      socket.on('error', reject);
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 411/);
+    const problem = JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)) as { title: string; detail: string };
+    expect(problem.title).toBe('Length Required');
+    expect(problem.detail).toContain('no body');
+  });
+
+  it('a path without the /api prefix answers 404 naming the prefix (issue 27)', async () => {
+    const res = await fetch(`${app.url}/queues/worker`, { headers: key });
+    expect(res.status).toBe(404);
+    expect(((await res.json()) as { detail: string }).detail).toContain('try GET /api/queues/worker');
+    const elsewhere = await fetch(`${app.url}/nothing/here`, { headers: key });
+    expect(((await elsewhere.json()) as { detail: string }).detail).not.toContain('/api');
   });
 
   it('curl -d (form content type) with a JSON body is accepted', async () => {

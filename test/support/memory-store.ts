@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { ClaimedMessage, ClaimHint, DeadLetterMove, OutgoingMessage, Settlement, TransportStore } from '../../shared/transport/types';
+import type { ClaimedMessage, DeadLetterMove, OutgoingMessage, Settlement, TransportStore } from '../../shared/transport/types';
 import { bucketSize, limitedRoom, nextTokenInMs, refill, type LimitedClaim, type QueueLimits } from '../../shared/transport/limits';
 
 interface Row {
@@ -54,12 +54,8 @@ export class MemoryStore implements Pick<TransportStore, 'publish' | 'claim' | '
     });
   }
 
-  /** The freed keys each claim was told (ClaimHint), in claim order; [] for a claim without a hint. */
-  claimHints: Array<readonly string[]> = [];
-
-  async claim(queue: string, max: number, lockTimeoutMs: number, lockId: string = randomUUID(), hint?: ClaimHint): Promise<ClaimedMessage[]> {
+  async claim(queue: string, max: number, lockTimeoutMs: number, lockId: string = randomUUID()): Promise<ClaimedMessage[]> {
     this.calls.claim++;
-    this.claimHints.push(hint?.freedKeys ?? []);
     if (this.failClaims > 0) {
       this.failClaims--;
       throw this.claimError;

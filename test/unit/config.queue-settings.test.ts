@@ -153,6 +153,16 @@ describe('per-queue settings', () => {
     expect(o.builtInPolicies).toEqual({ response: DEFAULT_QUEUE_POLICY, callbacks: DEFAULT_QUEUE_POLICY });
   });
 
+  it('a queue runs the handler registered under its name without HANDLER=code; its own HANDLER or FORWARD_URL wins (issue 27)', () => {
+    const codeHandlers = ['orders'];
+    const handler = (env: Record<string, string>) => loadConfig(env, { codeHandlers }).routes.orders!.handler;
+    expect(handler({ QUEUES: 'worker,orders' })).toEqual({ kind: 'code' });
+    expect(handler({ QUEUES: 'worker,orders', WORKER_HANDLER: 'forward', WORKER_FORWARD_URL: 'http://x/' })).toEqual({ kind: 'code' });
+    expect(handler({ QUEUES: 'worker,orders', QUEUE__orders__HANDLER: 'echo' })).toEqual({ kind: 'echo' });
+    expect(handler({ QUEUES: 'worker,orders', QUEUE__orders__FORWARD_URL: 'http://x/' })).toMatchObject({ kind: 'forward', url: 'http://x/' });
+    expect(loadConfig({ QUEUES: 'worker,orders' }, { codeHandlers }).routes.worker!.handler).toEqual({ kind: 'echo' });
+  });
+
   it('a per-queue forward timeout counts toward the invocation limit', () => {
     expect(problems({ QUEUES: 'slow', DRAIN_BUDGET_SECONDS: '500', QUEUE__slow__FORWARD_URL: 'http://x/', QUEUE__slow__FORWARD_TIMEOUT_SECONDS: '60' }).join('\n')).toMatch(
       /DRAIN_BUDGET_SECONDS \(500\) plus the longest handler timeout \(60 s/,

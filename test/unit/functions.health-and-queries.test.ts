@@ -50,4 +50,9 @@ describe('numeric query parameters', () => {
   it('cap a value over the maximum when the parameter documents a cap', () => {
     expect(queryNumber(q('waitSeconds=500'), 'waitSeconds', { fallback: 0, min: 0, max: 120, clamp: true })).toEqual({ ok: true, value: 120 });
   });
+  it('a capped parameter’s refusal says the cap as it works: over the maximum counts as the maximum (issue 27)', () => {
+    const refused = queryNumber(q('waitSeconds=abc'), 'waitSeconds', { fallback: 0, min: 0, max: 120, clamp: true });
+    expect(refused).toMatchObject({ ok: false, detail: 'waitSeconds must be a number of 0 or more (values over 120 count as 120)' });
+    expect(queryNumber(q('top=abc'), 'top', { fallback: 50, min: 1, max: 500, integer: true })).toMatchObject({ detail: 'top must be an integer from 1 to 500' });
+  });
 });

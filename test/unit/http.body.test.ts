@@ -19,10 +19,13 @@ describe('JSON request bodies', () => {
       expect(!r.ok && r.answer.status, type).toBe(415);
     }
   });
-  it('accepts curl -d (form type) when the body is JSON, 415 when it is not', async () => {
+  it('reads curl -d (form type) as JSON: accepted when it parses, the 400 naming the parse error when not (issue 27)', async () => {
     expect(await read('application/x-www-form-urlencoded', '{"a":1}')).toEqual({ ok: true, value: { a: 1 } });
-    const r = await read('application/x-www-form-urlencoded', 'a=1');
-    expect(!r.ok && r.answer.status).toBe(415);
+    for (const body of ['a=1', '{"payload":{"n":1}', "{'payload':1}"]) {
+      const r = await read('application/x-www-form-urlencoded', body, String(body.length));
+      expect(!r.ok && r.answer.status, body).toBe(400);
+      expect(!r.ok && r.answer.body, body).toMatch(/not valid JSON: .*curl -d/);
+    }
   });
   it('answers 413 over the limit, 400 for empty or malformed JSON', async () => {
     const big = await read('application/json', '{}', String(5 * 1024 * 1024));
@@ -36,6 +39,7 @@ describe('JSON request bodies', () => {
     const r = await read('application/json', '', null);
     expect(!r.ok && r.answer.status).toBe(411);
     expect(!r.ok && r.answer.body).toMatch(/Content-Length/);
+    expect(!r.ok && JSON.parse(r.answer.body!)).toMatchObject({ title: 'Length Required', detail: expect.stringMatching(/no body/) });
   });
   it('answers 400 naming the limit for a body nested deeper than MAX_JSON_DEPTH (4,100 levels: no stack overflow)', async () => {
     for (const depth of [MAX_JSON_DEPTH + 1, 4100]) {

@@ -227,7 +227,7 @@ describe('local host timers', () => {
   it('fires a */1 timer on consecutive seconds, with a Timer object', async () => {
     probe.timerRuns.length = 0;
     probe.timerDelayMs = 0;
-    const { host, logs } = await start({ timers: true });
+    const { host, logs } = await start({ timers: true, timerLog: true });
     try {
       // two runs take about 2 s; the generous bound only matters on a starved machine
       await waitFor(() => (probe.timerRuns.length >= 2 ? true : undefined), 10_000);

@@ -1,15 +1,20 @@
-// The Node versions the README names (Quick start) and docs/local-host.md explains ("Node versions") against the
-// `engines.node` of every package in package-lock.json: none may exclude Node 22.13, and on Node 20 only the three
-// telemetry packages docs/local-host.md lists may (applicationinsights 3.16.0 needs them; the versions that accept 20 probe the Azure metadata endpoint).
-import { readFileSync } from 'node:fs';
+// The Node versions the app supports: Node 22 (what the Azure deployment runs; Node 20 reached its end of life in
+// April 2026). package.json's `engines` says 22.13+, .ci/run runs the suite on an exact 22 from the npm registry, and
+// no package in package-lock.json may exclude either (so `npm ci` on them prints no EBADENGINE line). The docs name
+// the same version.
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const root = path.resolve(__dirname, '../..');
 const lock = JSON.parse(readFileSync(path.join(root, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version?: string; engines?: { node?: string } }> };
-const readme = readFileSync(path.join(root, 'README.md'), 'utf8');
-const nodeVersions = readFileSync(path.join(root, 'docs/local-host.md'), 'utf8');
-const KNOWN_NODE_22_ONLY = ['@azure/core-process', '@azure/monitor-opentelemetry', '@azure/monitor-opentelemetry-exporter'];
+const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { engines: { node: string } };
+const ciRun = readFileSync(path.join(root, '.ci/run'), 'utf8');
+const docsDir = path.join(root, 'docs');
+const docs = [path.join(root, 'README.md'), ...(existsSync(docsDir) ? readdirSync(docsDir).filter((f) => f.endsWith('.md')).map((f) => path.join(docsDir, f)) : [])]
+  .map((f) => readFileSync(f, 'utf8'))
+  .join('\n');
+const CI_NODE = /^NODE_VERSION=(\d+\.\d+\.\d+)$/m.exec(ciRun)?.[1];
 
 /** Whether a semver range (npm's `engines` grammar: `||` of space-joined comparators, `^`, `x` wildcards) admits the version. */
 function admits(range: string, version: string): boolean {
@@ -42,7 +47,7 @@ function excluding(version: string): string[] {
     .map(([key, p]) => `${key.replace(/^.*node_modules\//, '')}@${p.version} (${p.engines!.node})`);
 }
 
-describe('locked packages accept the Node versions the README names', () => {
+describe('the Node versions: engines, CI and the locked packages agree', () => {
   it('the range check reads npm ranges as npm does', () => {
     expect(admits('>=22.0.0', '20.19.0')).toBe(false);
     expect(admits('^20.19.0 || >=22.12.0', '20.19.0')).toBe(true);
@@ -51,17 +56,25 @@ describe('locked packages accept the Node versions the README names', () => {
     expect(admits('>=8', '20.19.0')).toBe(true);
   });
 
-  it('the README names Node 22.13 and Node 20.19', () => {
-    expect(readme).toMatch(/Node\.js 22\.13\+ \(what the Azure deployment runs\) or 20\.19\+/);
+  it('package.json supports Node 22.13 and later, not Node 20', () => {
+    expect(pkg.engines.node).toBe('>=22.13.0');
+    expect(admits(pkg.engines.node, '20.19.0')).toBe(false);
   });
 
-  it('no locked package excludes Node 22.13', () => {
+  it('.ci/run runs the suite on an exact Node 22 from the npm registry, one that engines admits', () => {
+    expect(CI_NODE).toMatch(/^22\./);
+    expect(admits(pkg.engines.node, CI_NODE!)).toBe(true);
+    expect(ciRun).toContain('"node@$NODE_VERSION"');
+    expect(ciRun).toMatch(/export PATH="\$node_home\/node_modules\/\.bin:\$PATH"[\s\S]*npm ci[\s\S]*npm test/);
+    expect(ciRun).toContain('EBADENGINE'); // the run fails when npm ci prints one
+  });
+
+  it('no locked package excludes Node 22.13 or the CI version (npm ci prints no EBADENGINE)', () => {
     expect(excluding('22.13.0')).toEqual([]);
+    expect(excluding(CI_NODE!)).toEqual([]);
   });
 
-  it('on Node 20.19 only the telemetry packages docs/local-host.md lists are excluded', () => {
-    const names = excluding('20.19.0').map((s) => s.replace(/@[^@]*$/, ''));
-    expect([...new Set(names)].sort()).toEqual(KNOWN_NODE_22_ONLY);
-    for (const name of KNOWN_NODE_22_ONLY) expect(nodeVersions).toContain(`\`${name}\``);
+  it('the docs name Node 22.13 as the version to use', () => {
+    expect(docs).toMatch(/Node(\.js)? 22\.13\+/);
   });
 });

@@ -8,6 +8,8 @@ import {
   newerThanAppMessage,
   pendingMessage,
   planMigrations,
+  requiredPending,
+  type ApplyOptions,
   type ApplyReport,
   type Migration,
   type MigrationPlan,
@@ -27,6 +29,13 @@ describe('migration plan', () => {
     expect(() => checkMigrations([m(2)])).toThrow(/expected 1/);
     expect(() => checkMigrations([{ version: 1, name: 'x', statements: [] }])).toThrow(/no statements/);
     expect(() => checkMigrations([{ version: 1, name: 'x', statements: [{ name: 'a', text: '1' }, { name: 'a', text: '2' }] }])).toThrow(/two statements with one name/);
+    // deferrable versions (index builds the app runs without) come last; only they may run statements in autocommit
+    expect(() => checkMigrations([m(1), { ...m(2), deferrable: true }, m(3)])).toThrow(/migration 3 'm3' is required but follows a deferrable one/);
+    expect(() => checkMigrations([m(1), { version: 2, name: 'x', statements: [{ name: 'a', text: '1', autocommit: true }] }])).toThrow(/only deferrable versions may have them/);
+    expect(checkMigrations([m(1), { ...m(2), deferrable: true, statements: [{ name: 'a', text: '1', autocommit: true }] }])).toHaveLength(2);
+    const plan = planMigrations([m(1), m(2), { ...m(3), deferrable: true }], { recorded: [1], baseline: 'absent' });
+    expect(requiredPending(plan).map((x) => x.version)).toEqual([2]);
+    expect(formatStatus(plan, at)).toContain('  3 m3 (deferrable: the app runs without it)');
   });
 
   it('an empty database: every version pending, in order', () => {
@@ -145,5 +154,69 @@ describe('schema version gate', () => {
   it.each([true, false])('refuses a newer database (auto-create %s)', async (autoCreate) => {
     const gate = new SchemaVersionGate(new FakeMigrator([1, 2, 3, 4]), autoCreate, silentLogger);
     await expect(gate.ensure()).rejects.toThrow(/is at version 4 .*newer than this app, which knows versions up to 3/);
+  });
+});
+
+/** Versions 1–2 required, 3 deferrable (an index build): apply({ requiredOnly }) stops before it, as the runners do. */
+class DeferringMigrator implements SchemaMigrator {
+  readonly location = at;
+  readonly migrations: Migration[] = [m(1), m(2), { ...m(3), deferrable: true }];
+  calls: Array<ApplyOptions | undefined> = [];
+  release!: () => void;
+  readonly building = new Promise<void>((r) => (this.release = r));
+  constructor(public recorded: number[], public failDeferred?: Error) {}
+  async status() {
+    return planMigrations(this.migrations, { recorded: this.recorded, baseline: 'absent' });
+  }
+  async apply(options?: ApplyOptions): Promise<ApplyReport> {
+    this.calls.push(options);
+    const from = Math.max(0, ...this.recorded);
+    if (options?.requiredOnly) {
+      this.recorded = [...new Set([...this.recorded, 1, 2])];
+      return { from, to: 2, baselineRecorded: false, applied: [1, 2].filter((n) => n > from) };
+    }
+    await this.building; // the build takes its time
+    if (this.failDeferred) throw this.failDeferred;
+    this.recorded = [1, 2, 3];
+    return { from, to: 3, baselineRecorded: false, applied: [3].filter((n) => n > from) };
+  }
+}
+
+describe('schema version gate and deferrable versions (review M4)', () => {
+  it('auto-create: the gate waits for the required versions only; the deferrable ones are applied in the background', async () => {
+    const migrator = new DeferringMigrator([1]);
+    const infos: string[] = [];
+    const gate = new SchemaVersionGate(migrator, true, { ...silentLogger, info: (msg: string) => void infos.push(msg) });
+    await gate.ensure(); // resolves while the build still runs
+    expect(migrator.recorded).toEqual([1, 2]);
+    expect(migrator.calls).toEqual([{ requiredOnly: true }, undefined]);
+    migrator.release();
+    await gate.settled();
+    expect(migrator.recorded).toEqual([1, 2, 3]);
+    expect(infos.at(-1)).toBe("schema 's': applied deferrable migration(s) 3; now at version 3");
+    await gate.ensure();
+    expect(migrator.calls).toHaveLength(2); // latched
+  });
+
+  it('auto-create: a deferrable version that fails (another instance building it) is logged, and the app runs on', async () => {
+    const migrator = new DeferringMigrator([1, 2], new Error('could not take the table lock'));
+    const warnings: unknown[][] = [];
+    const gate = new SchemaVersionGate(migrator, true, { ...silentLogger, warn: (...a: unknown[]) => void warnings.push(a) });
+    await gate.ensure();
+    migrator.release();
+    await gate.settled();
+    expect(migrator.recorded).toEqual([1, 2]);
+    expect(String(warnings[0]![0])).toMatch(/deferrable migration\(s\) after version 2 \(up to 3\) were not applied now; the app runs without them/);
+    expect(warnings[0]![1]).toEqual(new Error('could not take the table lock'));
+  });
+
+  it('verify only: pending deferrable versions are a warning naming the command, required ones a failure', async () => {
+    const warnings: string[] = [];
+    const logger = { ...silentLogger, warn: (msg: string) => void warnings.push(msg) };
+    await new SchemaVersionGate(new DeferringMigrator([1, 2]), false, logger).ensure();
+    expect(warnings).toEqual([
+      "schema 's' is at version 2; deferrable version(s) 3 (index builds the app runs without, slower) are pending: run `npm run schema -- apply` as the deployer.",
+    ]);
+    await expect(new SchemaVersionGate(new DeferringMigrator([1]), false, logger).ensure()).rejects.toThrow(/is at version 1; this app needs version 3 \(pending: 2 m2; 3 m3\)/);
   });
 });

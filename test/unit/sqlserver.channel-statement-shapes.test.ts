@@ -197,11 +197,14 @@ describe('SQL Server channel statement shapes', () => {
     for (const [name, st] of all) {
       for (const statement of st.text.split(';')) {
         if (!statement.includes('NEXT VALUE FOR')) continue;
-        expect(statement, name).not.toMatch(/\bCASE\b|COALESCE|ISNULL|IIF|\bOUTPUT\b|\bTOP\b|\bMERGE\b|\bWHERE\b|ORDER BY|DISTINCT|UNION/);
+        // its own OVER (ORDER BY …), which numbers the rows in that order, is the one ORDER BY allowed
+        const rest = statement.replace(/NEXT VALUE FOR \S+ OVER \(ORDER BY [^)]*\)/g, 'NEXT VALUE FOR s');
+        expect(rest, name).not.toMatch(/\bCASE\b|COALESCE|ISNULL|IIF|\bOUTPUT\b|\bTOP\b|\bMERGE\b|\bWHERE\b|ORDER BY|DISTINCT|UNION/);
       }
     }
     const users = all.filter(([, st]) => st.text.includes('NEXT VALUE FOR')).map(([name]) => name);
-    expect(users.sort()).toEqual(['claimForDelivery', 'subscriptionStart']);
+    // routeToCallbacks draws the transport's seq for the callback jobs it enqueues (the ready set's publish order)
+    expect(users.sort()).toEqual(['claimForDelivery', 'routeToCallbacks', 'subscriptionStart']);
   });
 
   it('recovery claim: exactly the spec’s race guard on acked_at IS NULL', () => {
@@ -215,7 +218,7 @@ describe('SQL Server channel statement shapes', () => {
     expect(t).toMatch(/^SET XACT_ABORT ON;\nDECLARE @now datetime2 = SYSUTCDATETIME\(\);/);
     const claim = t.indexOf('SET recovery_claimed = 1');
     const pick = t.indexOf('INSERT INTO @picked');
-    const enqueue = t.indexOf('INSERT INTO [dbo].[jobs] (id, queue, payload_json, headers_json, created_at, available_at)');
+    const enqueue = t.indexOf('INSERT INTO [dbo].[jobs] (id, queue, payload_json, headers_json, created_at, available_at, seq)');
     const consume = t.indexOf('DELETE r FROM [dbo].[rec] AS r INNER JOIN @picked AS p');
     expect(t.indexOf('BEGIN TRAN;')).toBeLessThan(claim);
     expect(claim).toBeGreaterThan(0);
@@ -234,7 +237,8 @@ describe('SQL Server channel statement shapes', () => {
     expect(t).toContain(`N'","registrationId":"', LOWER(CONVERT(nchar(36), p.registration_id)), N'","registration":"', STRING_ESCAPE(p.state_json, 'json'), N'"}'),`);
     expect(t).toContain(`CONCAT(N'{"AR-Correlation-Id":"', STRING_ESCAPE(@correlation_id, 'json'), N'"}'),`);
     expect(t).toContain('SELECT NEWID(), @queue,');
-    expect(t).toContain('DATEADD(NANOSECOND, p.ord * 100, @now), @now');
+    // claimed in registration order: seq from the transport's sequence in that order (the ready set's tie-breaker)
+    expect(t).toContain('DATEADD(NANOSECOND, p.ord * 100, @now), @now, NEXT VALUE FOR [dbo].[jobs_seq] OVER (ORDER BY p.ord)');
     expect(t).toContain('IF @final = 1');
     expect(t).toMatch(/SELECT @claimed AS claimed, \(SELECT COUNT\(\*\) FROM @picked\) AS jobs;$/);
     expect(typeName(s.routeToCallbacks, 'queue')).toBe('NVarChar');

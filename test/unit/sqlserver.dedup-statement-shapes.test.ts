@@ -29,6 +29,14 @@ describe('SQL Server dedup statement shapes', () => {
     expect([typeName(publishKeyedBatch(names), 'batch'), length(publishKeyedBatch(names), 'batch')]).toEqual(['NVarChar', sql.MAX]);
   });
 
+  it('@keys is clustered on the key, not on ord (review L2): its joins lock the dedup rows in key order, so two batches sharing keys cannot deadlock', () => {
+    expect(keyed).toContain('    ord int NOT NULL UNIQUE,');
+    expect(keyed).toContain('    holder uniqueidentifier NULL,\n    PRIMARY KEY (queue, dedup_key));');
+    expect(keyed).not.toContain('    ord int NOT NULL PRIMARY KEY,');
+    // the answer keeps the publish's order by ord
+    expect(keyed.endsWith('ORDER BY k.ord;')).toBe(true);
+  });
+
   it('holding: every existing key row is updated (locked to the commit), and taken only when its window ended', () => {
     const hold = at('UPDATE d\nSET job_id = CASE WHEN d.window_ends_at <= @now THEN k.id ELSE d.job_id END,');
     expect(keyed).toContain(
@@ -50,7 +58,12 @@ describe('SQL Server dedup statement shapes', () => {
     expect(keyed).toContain('FROM [dbo].[jobs] AS m WITH (UPDLOCK, ROWLOCK)\n');
     expect(keyed).toContain(`INNER JOIN @keys AS k ON m.id = k.holder AND m.queue = k.queue AND m.queue + N'.' = k.queue + N'.' COLLATE ${BIN2}`);
     expect(keyed).toContain('WHERE k.debounce = 1 AND k.holder <> k.id\n  AND (m.locked_until IS NULL OR m.locked_until <= SYSUTCDATETIME());');
-    const replace = at('UPDATE m\nSET payload_json = k.payload_json, headers_json = k.headers_json, available_at = r.available_at\nFROM [dbo].[jobs] AS m\nINNER JOIN @replaced AS r ON r.id = m.id\nINNER JOIN @keys AS k ON k.holder = r.id AND k.debounce = 1;');
+    // the replaced row keeps its place in the ready set: queued behind its key's head it stays queued, else its
+    // new time decides (scheduled when delayed); a lapsed lease it had is cleared
+    const replace = at(
+      'UPDATE m\nSET payload_json = k.payload_json, headers_json = k.headers_json, available_at = r.available_at, locked_until = NULL, lock_id = NULL,\n' +
+        '    state = CASE WHEN m.state = 2 THEN 2 WHEN k.delay_ms > 0 THEN 1 END\nFROM [dbo].[jobs] AS m\nINNER JOIN @replaced AS r ON r.id = m.id\nINNER JOIN @keys AS k ON k.holder = r.id AND k.debounce = 1;',
+    );
     expect(replace).toBeGreaterThan(pick);
     expect(keyed).not.toMatch(/OUTPUT inserted\.id, inserted\.available_at INTO @replaced/);
     const retake = at('SET job_id = CASE WHEN EXISTS (SELECT 1 FROM @replaced AS r WHERE r.id = k.holder) THEN d.job_id ELSE k.id END,');
@@ -60,17 +73,20 @@ describe('SQL Server dedup statement shapes', () => {
   });
 
   it('the jobs holding their key are inserted if absent (by id, as publishBatch); a key taken for another queue\'s id is given up', () => {
-    const insert = at('INSERT INTO [dbo].[jobs] (id, queue, payload_json, headers_json, created_at, available_at, priority, ordering_key)\nOUTPUT inserted.id, inserted.available_at INTO @inserted');
+    const insert = at('INSERT INTO [dbo].[jobs] (id, queue, payload_json, headers_json, created_at, available_at, priority, ordering_key, state, seq)\nOUTPUT inserted.id, inserted.available_at INTO @inserted');
+    // the rows to insert are probed first, their ordering keys counted (ready-set.ts), then seq drawn in ord order
+    const fresh = at('INSERT INTO @fresh (ord, queue, ordering_key)\nSELECT k.ord, k.queue, k.ordering_key\nFROM @keys AS k\nWHERE k.holder = k.id AND NOT EXISTS (SELECT 1 FROM [dbo].[jobs] AS existing WITH (UPDLOCK, FORCESEEK) WHERE existing.id = k.id);');
+    const counted = at('    UPDATE c SET pending = k.pending FROM @counts AS c INNER JOIN [dbo].[jobs_keys] AS k WITH (UPDLOCK, HOLDLOCK)');
+    expect([fresh < counted, counted < insert]).toEqual([true, true]);
+    expect(keyed).toContain('       COALESCE(f.state, CASE WHEN k.delay_ms > 0 THEN 1 END), NEXT VALUE FOR [dbo].[jobs_seq] OVER (ORDER BY k.ord)\nFROM @keys AS k\nINNER JOIN @fresh AS f ON f.ord = k.ord;');
     // a keyed job may carry an ordering key too: it travels through @keys into the row
     expect(keyed).toContain("    ordering_key nvarchar(200) '$.ordering_key'\n) AS src;");
     expect(keyed).toContain(`    ordering_key nvarchar(200) COLLATE ${BIN2} NULL,`);
-    expect(keyed).toContain("CASE WHEN k.delay_ms > 0 THEN DATEADD(SECOND, CAST(k.delay_ms / 1000 AS int), DATEADD(MILLISECOND, CAST(k.delay_ms % 1000 AS int), @now)) ELSE @now END, k.priority, k.ordering_key");
+    expect(keyed).toContain("CASE WHEN k.delay_ms > 0 THEN DATEADD(SECOND, CAST(k.delay_ms / 1000 AS int), DATEADD(MILLISECOND, CAST(k.delay_ms % 1000 AS int), @now)) ELSE @now END, k.priority, k.ordering_key,");
     expect(keyed).toContain('SELECT k.id, k.queue, k.payload_json, k.headers_json, DATEADD(NANOSECOND, k.ord * 100, @now),');
     // the job's priority from the batch element (0 when absent)
     expect(keyed).toContain("    priority smallint '$.priority',");
     expect(keyed).toContain('       COALESCE(src.priority, 0), src.ord');
-    expect(keyed).toContain(' ELSE @now END, k.priority, k.ordering_key\nFROM @keys AS k');
-    expect(keyed).toContain('WHERE k.holder = k.id AND NOT EXISTS (SELECT 1 FROM [dbo].[jobs] AS existing WITH (UPDLOCK, FORCESEEK) WHERE existing.id = k.id);');
     const release = at(`DELETE d\nFROM [dbo].[jobs_dedup] AS d\nINNER JOIN @keys AS k ON ${KEY}\nWHERE k.holder = k.id AND d.job_id = k.id AND NOT EXISTS (SELECT 1 FROM @inserted AS i WHERE i.id = k.id)`);
     expect(keyed).toContain(
       `  AND EXISTS (SELECT 1 FROM [dbo].[jobs] AS other WHERE other.id = k.id AND NOT (other.queue = k.queue AND other.queue + N'.' = k.queue + N'.' COLLATE ${BIN2}));`,

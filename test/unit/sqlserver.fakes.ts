@@ -128,8 +128,12 @@ export function catalogColumn(
   };
 }
 
-/** The columns SQL Server reports for the spec's CREATE TABLE plus migration 3's computed source column and migration 13's priority and migration 15's ordering key. */
-export function specColumns(): CatalogColumnRow[] {
+/**
+ * The columns SQL Server reports for the spec's CREATE TABLE plus migration 3's computed source column, migration 13's
+ * priority, migration 15's ordering key and migration 20's state and seq (its default names the sequence of `names`).
+ */
+export function specColumns(names?: TransportNames): CatalogColumnRow[] {
+  const sequence = names ? `[${names.schema}].[${names.sequence}]` : '[dbo].[asyncresponse_transport_messages_seq]';
   return [
     catalogColumn('id', 'uniqueidentifier', { max_length: 16 }),
     catalogColumn('queue', 'nvarchar', { max_length: 400, collation_name: 'Latin1_General_100_BIN2' }),
@@ -149,6 +153,27 @@ export function specColumns(): CatalogColumnRow[] {
     catalogColumn('dead_letter_source', 'nvarchar', { max_length: 400, is_nullable: true, is_computed: true, collation_name: 'Latin1_General_100_BIN2' }),
     catalogColumn('priority', 'smallint', { max_length: 2, precision: 5, default_object_id: 105, default_definition: '((0))' }),
     catalogColumn('ordering_key', 'nvarchar', { max_length: 400, is_nullable: true, collation_name: 'Latin1_General_100_BIN2' }),
+    catalogColumn('state', 'tinyint', { max_length: 1, precision: 3, is_nullable: true }),
+    catalogColumn('seq', 'bigint', { max_length: 8, precision: 19, is_nullable: true, default_object_id: 106, default_definition: `(NEXT VALUE FOR ${sequence})` }),
+  ];
+}
+
+/** Catalog rows of a filtered index as SQL Server reports it: its keys, then its included columns, and its filter. */
+export function filteredIndexRows(name: string, keys: readonly string[], filter: string, include: readonly string[] = []): CatalogIndexRow[] {
+  const flags = { has_filter: true, filter_definition: filter };
+  return [
+    ...indexRows(name, keys, flags),
+    ...include.map((column) => ({ ...indexRows(name, [column], flags)[0]!, key_ordinal: 0, is_included_column: true })),
+  ];
+}
+
+/** The ready set's four filtered indexes (migrations 24–27, or the store's phase 2), as the catalog shows them. */
+export function readySetIndexRows(names: TransportNames): CatalogIndexRow[] {
+  return [
+    ...filteredIndexRows(names.readySetIndex, ['queue', 'priority DESC', 'available_at', 'seq'], '([state] IS NULL AND [lock_id] IS NULL)'),
+    ...filteredIndexRows(names.scheduledIndex, ['queue', 'available_at'], '([state]=(1))'),
+    ...filteredIndexRows(names.leasedIndex, ['queue', 'locked_until'], '([lock_id] IS NOT NULL)', ['lock_id']),
+    ...filteredIndexRows(names.keyOrderIndex, ['queue', 'ordering_key', 'seq'], '([ordering_key] IS NOT NULL)'),
   ];
 }
 
@@ -183,13 +208,12 @@ export function specCatalog(names: TransportNames, options: { indexes?: boolean 
     ...(options.indexes === false
       ? []
       : [
-          ...indexRows(names.readyIndex, ['queue', 'priority DESC', 'available_at', 'created_at']),
+          ...readySetIndexRows(names),
           ...indexRows(names.createdIndex, ['created_at']),
           ...indexRows(names.deadLetterIndex, ['queue', 'dead_letter_source']),
-          ...indexRows(names.orderingIndex, ['queue', 'ordering_key', 'created_at', 'id'], { has_filter: true }),
         ]),
   ];
-  return { objects, columns: specColumns(), primaryKey, indexes, database: [{ compatibility_level: 160 }], triggers: [] };
+  return { objects, columns: specColumns(names), primaryKey, indexes, database: [{ compatibility_level: 160 }], triggers: [] };
 }
 
 export function catalogRecordsets(catalog: TransportCatalog): Row[][] {

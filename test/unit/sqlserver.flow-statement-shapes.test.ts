@@ -103,6 +103,8 @@ describe('SQL Server flow statement shapes', () => {
         `WHERE expires_at_utc > ${NOW}`,
         '  AND status = @status',
         '  AND flow_name = @flow_name',
+        // a seek bound at the cursor, so a page does not rescan the earlier ones (review L6)
+        '  AND updated_at_utc <= CONVERT(datetime2(7), @cursor_at, 121)',
         '  AND (updated_at_utc < CONVERT(datetime2(7), @cursor_at, 121) OR (updated_at_utc = CONVERT(datetime2(7), @cursor_at, 121) AND flow_id < @cursor_id))',
       ].join('\n'),
     );

@@ -16,23 +16,35 @@ const SETTLED = [
   'FROM [dbo].[jobs] AS target',
   "INNER JOIN OPENJSON(@settlements) WITH (id uniqueidentifier '$.id', lock_id uniqueidentifier '$.lock_id') AS settled",
   '    ON target.id = settled.id AND target.lock_id = settled.lock_id;',
-  'SELECT @@ROWCOUNT AS affected;',
 ];
-const CORRELATION = `JSON_VALUE(deleted.headers_json, N'$."AR-Correlation-Id"')`;
+const CORRELATION = `JSON_VALUE(headers_json, N'$."AR-Correlation-Id"')`;
 
 describe('SQL Server job-history statement shapes', () => {
-  it('the ack into history: the plain ack with OUTPUT deleted.… INTO history, one completion time for the batch', () => {
-    expect(s.ackToHistory.text.split('\n')).toEqual([
-      'DECLARE @completed_at datetime2 = SYSUTCDATETIME();',
-      'DELETE target',
-      `OUTPUT deleted.id, deleted.queue, N'completed', CASE WHEN ISJSON(deleted.headers_json) = 1 THEN CASE WHEN LEN(${CORRELATION}) <= 400 THEN ${CORRELATION} END END,`,
-      '       deleted.payload_json, deleted.headers_json, deleted.attempts, deleted.created_at, deleted.available_at, @completed_at,',
-      '       deleted.priority, deleted.ordering_key',
-      'INTO [dbo].[jobs_history] (id, queue, state, correlation_id, payload_json, headers_json, attempts, created_at, available_at, completed_at, priority, ordering_key)',
-      ...SETTLED,
-    ]);
-    // with history off the ack is today's statement, untouched
-    expect(ackBatch(names).text.split('\n')).toEqual(['DELETE target', ...SETTLED]);
+  it('the ack into history: the plain ack with OUTPUT deleted.… INTO a table variable, the history rows from it and the keys settled, in one transaction', () => {
+    const t = s.ackToHistory.text;
+    expect(t.startsWith('SET XACT_ABORT ON;\nDECLARE @completed_at datetime2 = SYSUTCDATETIME(), @affected int;\nDECLARE @done TABLE (')).toBe(true);
+    expect(t).toContain(
+      [
+        'BEGIN TRANSACTION;',
+        'DELETE target',
+        'OUTPUT deleted.id, deleted.queue, deleted.payload_json, deleted.headers_json, deleted.attempts, deleted.created_at,',
+        '       deleted.available_at, deleted.priority, deleted.ordering_key, deleted.state, deleted.seq INTO @done',
+        ...SETTLED,
+        'SET @affected = @@ROWCOUNT;',
+        'INSERT INTO [dbo].[jobs_history] (id, queue, state, correlation_id, payload_json, headers_json, attempts, created_at, available_at, completed_at, priority, ordering_key)',
+        // DATALENGTH, not LEN: a value of 400 characters plus trailing spaces must not fail the batch (review L3)
+        `SELECT id, queue, N'completed', CASE WHEN ISJSON(headers_json) = 1 THEN CASE WHEN DATALENGTH(${CORRELATION}) <= 800 THEN ${CORRELATION} END END,`,
+        '       payload_json, headers_json, attempts, created_at, available_at, @completed_at, priority, ordering_key',
+        'FROM @done;',
+        'INSERT INTO @gone (queue, ordering_key, n, head, head_seq)',
+      ].join('\n'),
+    );
+    expect(t).not.toMatch(/\bLEN\(/);
+    // no OUTPUT straight into the history table: a trigger or foreign key there would break every ack (review L4)
+    expect(t).not.toMatch(/INTO \[dbo\]\.\[jobs_history\] \(id[^\n]*\)\nFROM/);
+    expect(t.endsWith('COMMIT;\nSELECT @affected AS affected;')).toBe(true);
+    // with history off the ack is the plain one
+    expect(ackBatch(names).text).toContain(['DELETE target', 'OUTPUT deleted.queue, deleted.ordering_key, deleted.state, deleted.seq INTO @removed', ...SETTLED].join('\n'));
     expect(Object.keys(s.ackToHistory.params)).toEqual(['settlements']);
     expect(typeName(s.ackToHistory, 'settlements')).toBe('NVarChar');
   });
@@ -53,6 +65,8 @@ describe('SQL Server job-history statement shapes', () => {
   it('the searches: an exact key match, value bounds on completed_at and the cursor, newest first, TOP (@top)', () => {
     const tail = [
       '  AND completed_at >= CAST(@since AS datetime2(7)) AND completed_at < CAST(@until AS datetime2(7))',
+      // a seek bound at the cursor, so page k does not rescan the earlier pages (review L6)
+      '  AND completed_at <= CAST(@after_at AS datetime2(7))',
       '  AND (completed_at < CAST(@after_at AS datetime2(7)) OR (completed_at = CAST(@after_at AS datetime2(7)) AND id < @after_id))',
       '  AND (@state IS NULL OR state = @state)',
       'ORDER BY completed_at DESC, id DESC;',

@@ -6,15 +6,15 @@
 import { describe, expect, it } from 'vitest';
 import { transportNames } from '../../shared/sql/identifiers';
 import { backOffQueue, claimLimited, limitedOutlook } from '../../shared/stores/sqlserver/limit-statements';
-import { claimBatch } from '../../shared/stores/sqlserver/statements';
+import { claimLines, leaseLapsesInMs, promoteLines } from '../../shared/stores/sqlserver/ready-set';
 import { length, typeName } from '../support/sqlserver-statements';
 
 const BIN2 = 'Latin1_General_100_BIN2';
 const names = transportNames('dbo', 'jobs', 'sqlserver');
 const EXACT = `queue = @queue AND queue + N'.' = @queue + N'.' COLLATE ${BIN2}`;
-const LEASED = `FROM [dbo].[jobs] WHERE ${EXACT} AND available_at <= SYSUTCDATETIME() AND locked_until > SYSUTCDATETIME()`;
-const LEASE_EXACT = EXACT.replaceAll('queue', 'lease.queue').replace('@lease.queue', '@queue').replace('@lease.queue', '@queue');
-const LIVE = `FROM [dbo].[jobs_leases] AS lease INNER JOIN [dbo].[jobs] AS m ON m.id = lease.id AND m.lock_id = lease.lock_id AND m.locked_until > SYSUTCDATETIME() WHERE ${LEASE_EXACT}`;
+const LEASED = `FROM [dbo].[jobs] WHERE ${EXACT} AND available_at <= SYSUTCDATETIME() AND locked_until > SYSUTCDATETIME()`; // before the ready set
+// the live leases: a range of the leased index (queue, locked_until) WHERE lock_id IS NOT NULL
+const LIVE = `FROM [dbo].[jobs] WHERE ${EXACT} AND lock_id IS NOT NULL AND locked_until > SYSUTCDATETIME()`;
 
 describe('SQL Server limit statement shapes', () => {
   const c = claimLimited(names);
@@ -27,46 +27,34 @@ describe('SQL Server limit statement shapes', () => {
     expect(c.text).toContain(`FROM [dbo].[jobs_queue_state] WITH (UPDLOCK, HOLDLOCK) WHERE ${EXACT};`);
     expect(c.text).toContain('IF @@ROWCOUNT = 0\n    INSERT INTO [dbo].[jobs_queue_state] (queue) VALUES (@queue);');
     expect(at('WITH (UPDLOCK, HOLDLOCK)')).toBeLessThan(at('SELECT @leased = COUNT(*)'));
-    expect(at('SELECT @leased = COUNT(*)')).toBeLessThan(at('WITH next AS ('));
-    expect(at('WITH next AS (')).toBeLessThan(at('COMMIT;'));
+    expect(at('SELECT @leased = COUNT(*)')).toBeLessThan(at('    WITH next AS ('));
+    expect(at('    WITH next AS (')).toBeLessThan(at('COMMIT;'));
     expect(lines.filter((l) => l === 'COMMIT;')).toHaveLength(1);
   });
 
-  it('counts the live leases of its roster (entries whose row no longer holds the lease deleted first); a pause or backoff leaves no room', () => {
-    expect(LEASE_EXACT).toBe(`lease.queue = @queue AND lease.queue + N'.' = @queue + N'.' COLLATE ${BIN2}`);
+  it('counts the live leases in the leased index (the roster is no longer written); a pause or backoff leaves no room', () => {
     expect(c.text).toContain(
-      [
-        'IF @concurrency IS NOT NULL',
-        'BEGIN',
-        `    DELETE lease FROM [dbo].[jobs_leases] AS lease WHERE ${LEASE_EXACT}`,
-        '        AND NOT EXISTS (SELECT 1 FROM [dbo].[jobs] AS m WHERE m.id = lease.id AND m.lock_id = lease.lock_id AND m.locked_until > SYSUTCDATETIME());',
-        `    SELECT @leased = COUNT(*) FROM [dbo].[jobs_leases] AS lease WHERE ${LEASE_EXACT};`,
-        'END',
-      ].join('\n'),
+      ['IF @concurrency IS NOT NULL', `    SELECT @leased = COUNT(*), @lapse_ms = DATEDIFF_BIG(MILLISECOND, SYSUTCDATETIME(), MIN(locked_until)) ${LIVE};`].join('\n'),
     );
+    expect(c.text).not.toContain('jobs_leases');
     expect(c.text).not.toContain(LEASED); // the transport table's backlog is never read to count
+    // a lapsed lease does not count (locked_until ahead only): its slot may go to another job, and it cannot be renewed (M2)
     expect(c.text).toContain('SELECT @held = CASE WHEN paused_at IS NOT NULL OR backoff_until > SYSUTCDATETIME() THEN 1 ELSE 0 END,');
     expect(c.text).toContain('SET @room = CASE WHEN @held = 1 THEN 0 ELSE @n END;');
     expect(c.text).toContain('IF @concurrency IS NOT NULL AND @concurrency - @leased < @room SET @room = @concurrency - @leased;');
     expect(c.text).toContain('IF @rate IS NOT NULL AND FLOOR(@tokens) < @room SET @room = FLOOR(@tokens);');
+    // the earliest lapse is answered only when the leases fill the limit
+    expect(c.text).toContain('IF @concurrency IS NULL OR @leased < @concurrency SET @lapse_ms = NULL;\nCOMMIT;');
   });
 
-  it('enrols the rows it claimed: their ids OUTPUT INTO a table variable beside the rows, then one roster insert under the lock id', () => {
-    expect(c.text).toContain('DECLARE @enrolled TABLE (id uniqueidentifier NOT NULL PRIMARY KEY);');
-    expect(c.text).toContain('OUTPUT inserted.id INTO @enrolled (id)\nOUTPUT inserted.id, inserted.queue,');
-    expect(c.text).toContain('SET @claimed = @@ROWCOUNT;\nIF @concurrency IS NOT NULL\n    INSERT INTO [dbo].[jobs_leases] (queue, id, lock_id) SELECT @queue, id, @lock_id FROM @enrolled;');
-    expect(at('INSERT INTO [dbo].[jobs_leases]')).toBeLessThan(at('COMMIT;'));
-  });
-
-  it("claims with today's claim (hints, order, lease, the caller's lock id) and TOP (@room)", () => {
-    const today = claimBatch(names).text;
-    const body = today.slice(today.indexOf('    FROM '), today.indexOf('    ORDER BY'));
-    const pauseLine = body.split('\n').find((l) => l.includes('AND NOT EXISTS'))!;
-    // the pause test is the state row read above (held): the rest of the claim is today's, line for line
-    expect(c.text).toContain(body.replace(`${pauseLine}\n`, ''));
-    expect(c.text).toContain('    SELECT TOP (@room) id, queue, payload_json, headers_json, attempts, locked_until, lock_id, created_at, available_at');
-    const update = today.slice(today.indexOf('UPDATE next'), today.indexOf('inserted.priority;') + 'inserted.priority;'.length);
-    expect(c.text).toContain(update.replace('OUTPUT inserted.id, inserted.queue', 'OUTPUT inserted.id INTO @enrolled (id)\nOUTPUT inserted.id, inserted.queue'));
+  it("claims with the unlimited claim's statements (the ready set's promotions, then its seek, the caller's lock id) for TOP (@room), when there is room", () => {
+    // the pause test is the state row read above (held): the rest is the unlimited claim's, line for line
+    expect(c.text).toContain(['IF @room > 0', 'BEGIN', ...promoteLines(names, '@room'), ...claimLines(names, '@room'), '    SET @claimed = @@ROWCOUNT;', 'END;'].join('\n'));
+    expect(c.text).not.toContain('@enrolled');
+    expect(c.text).toContain('        SELECT TOP (@room) id, queue, payload_json, headers_json, attempts, locked_until, lock_id, created_at, available_at, priority, ordering_key, seq');
+    expect(c.text).toContain('    UPDATE TOP (@room) [dbo].[jobs_keys] WITH (ROWLOCK, READPAST)');
+    expect(c.text).toContain('DECLARE @held bit = 0');
+    expect(c.text).toContain('@claimed int = 0'); // no room: nothing claimed, nothing spent
   });
 
   it('refills the bucket on the database clock (a bucket never used is full), spends what was claimed, and answers a summary', () => {
@@ -75,7 +63,6 @@ describe('SQL Server limit statement shapes', () => {
     );
     expect(c.text).toContain(`    UPDATE [dbo].[jobs_queue_state] SET rate_tokens = @tokens - @claimed, rate_refilled_at = SYSUTCDATETIME() WHERE ${EXACT};`);
     expect(lines.at(-2)).toBe('SELECT @held AS held, @backoff_ms AS backoff_ms, CASE WHEN @rate IS NULL THEN NULL ELSE @tokens - @claimed END AS tokens_left,');
-    expect(c.text).toContain(`    SELECT @lapse_ms = DATEDIFF_BIG(MILLISECOND, SYSUTCDATETIME(), MIN(m.locked_until)) ${LIVE};`);
   });
 
   it('typed parameters: queue NVarChar(200), counts Int, lease BigInt ms, lock id UniqueIdentifier, rate and burst Float', () => {
@@ -87,9 +74,9 @@ describe('SQL Server limit statement shapes', () => {
 
   it('the backoff is a MERGE under HOLDLOCK that keeps the later end, on the database clock', () => {
     const b = backOffQueue(names);
-    expect(b.text.startsWith('MERGE [dbo].[jobs_queue_state] WITH (HOLDLOCK) AS target')).toBe(true);
+    expect(b.text.startsWith('DECLARE @state TABLE (backoff_until datetime2 NOT NULL);\nMERGE [dbo].[jobs_queue_state] WITH (HOLDLOCK) AS target')).toBe(true);
     expect(b.text).toContain('backoff_until = CASE WHEN target.backoff_until > DATEADD(SECOND, CAST(@ms / 1000 AS int), DATEADD(MILLISECOND, CAST(@ms % 1000 AS int), SYSUTCDATETIME()))');
-    expect(b.text).toContain('OUTPUT inserted.backoff_until;');
+    expect(b.text.endsWith('OUTPUT inserted.backoff_until INTO @state;\nSELECT backoff_until FROM @state;')).toBe(true); // L4
     expect([typeName(b, 'ms'), typeName(b, 'queue')]).toEqual(['BigInt', 'NVarChar']);
   });
 
@@ -97,7 +84,8 @@ describe('SQL Server limit statement shapes', () => {
     const o = limitedOutlook(names).text;
     expect(o).not.toMatch(/UPDATE|DELETE|INSERT|UPDLOCK|HOLDLOCK/);
     expect(o).toContain(`    CASE WHEN @concurrency IS NULL THEN 0 ELSE (SELECT COUNT(*) ${LIVE}) END AS leased,`);
-    expect(o).toContain(`    CASE WHEN @concurrency IS NOT NULL THEN (SELECT DATEDIFF_BIG(MILLISECOND, SYSUTCDATETIME(), MIN(m.locked_until)) ${LIVE})`);
-    expect(o).toContain(`         ELSE (SELECT DATEDIFF_BIG(MILLISECOND, SYSUTCDATETIME(), MIN(locked_until)) ${LEASED}) END AS lease_lapses_in_ms;`);
+    // the leased index's first live entry (a lapse makes room, and makes that row claimable again)
+    expect(o).toContain(`    ${leaseLapsesInMs(names)} AS lease_lapses_in_ms;`);
+    expect(o).not.toContain(LEASED);
   });
 });

@@ -25,7 +25,29 @@ import { length, typeName } from '../support/sqlserver-statements';
 
 const names = schemaNames(transportNames('dbo', 'jobs', 'sqlserver'), channelNames('dbo', DEFAULT_CHANNEL_TABLES, 'sqlserver'), 'sqlserver');
 const r = sqlServerRunnerStatements(names);
-const [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18, v19] = sqlServerMigrations(names);
+const all = sqlServerMigrations(names);
+const [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18, v19] = all;
+const v = (version: number) => all.find((m) => m.version === version)!;
+
+/** createIndexOnlineIfMissing's text for `create` (reviews M3, M4): low-priority wait, online, or offline up to a row count. */
+function online(index: string, create: string, table = '[dbo].[jobs]'): string[] {
+  return [
+    `IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(N'${table}', N'U') AND name = N'${index}')`,
+    'BEGIN',
+    "    IF CAST(SERVERPROPERTY('EngineEdition') AS int) IN (5, 8) OR (CAST(SERVERPROPERTY('EngineEdition') AS int) = 3 AND CAST(SERVERPROPERTY('ProductMajorVersion') AS int) >= 16)",
+    `        EXEC (N'${create} WITH (ONLINE = ON (WAIT_AT_LOW_PRIORITY (MAX_DURATION = 1 MINUTES, ABORT_AFTER_WAIT = SELF)));');`,
+    "    ELSE IF CAST(SERVERPROPERTY('EngineEdition') AS int) IN (3, 5, 8)",
+    `        EXEC (N'${create} WITH (ONLINE = ON);');`,
+    '    ELSE',
+    '    BEGIN',
+    "        IF CAST(SERVERPROPERTY('EngineEdition') AS int) NOT IN (3, 5, 8)",
+    `            AND (SELECT SUM(p.rows) FROM sys.partitions AS p WHERE p.object_id = OBJECT_ID(N'${table}', N'U') AND p.index_id IN (0, 1)) > 100000`,
+    `            THROW 51010, N'AsyncResponse schema: building the index [${index}] on ${table} reads or rewrites the whole table while it is locked on this edition (no online schema change), and the table holds more than 100000 rows, so it is not done automatically. Run it in a maintenance window, then run npm run schema -- apply again: ${create};', 1;`,
+    `        ${create};`,
+    '    END',
+    'END',
+  ];
+}
 
 describe('SQL Server schema-version statement shapes', () => {
   it('names: the migrations and subscriptions tables take the transport table as their base', () => {
@@ -133,7 +155,13 @@ describe('SQL Server schema-version statement shapes', () => {
         text: [
           'SET LOCK_TIMEOUT 5000;',
           "IF NOT EXISTS (SELECT 1 FROM sys.columns WHERE object_id = OBJECT_ID(N'[dbo].[jobs]', N'U') AND name = N'priority')",
+          'BEGIN',
+          // an edition without online schema change rewrites every row: refused above a row count, with the statement (M3)
+          "    IF CAST(SERVERPROPERTY('EngineEdition') AS int) NOT IN (3, 5, 8)",
+          "        AND (SELECT SUM(p.rows) FROM sys.partitions AS p WHERE p.object_id = OBJECT_ID(N'[dbo].[jobs]', N'U') AND p.index_id IN (0, 1)) > 100000",
+          "        THROW 51010, N'AsyncResponse schema: adding the priority column on [dbo].[jobs] reads or rewrites the whole table while it is locked on this edition (no online schema change), and the table holds more than 100000 rows, so it is not done automatically. Run it in a maintenance window, then run npm run schema -- apply again: ALTER TABLE [dbo].[jobs] ADD priority smallint NOT NULL DEFAULT 0;', 1;",
           '    ALTER TABLE [dbo].[jobs] ADD priority smallint NOT NULL DEFAULT 0;',
+          'END',
         ].join('\n'),
       },
     ]);
@@ -182,16 +210,7 @@ describe('SQL Server schema-version statement shapes', () => {
     expect(v14).toMatchObject({ version: 14, name: 'job priority ready index' });
     expect(v14!.statements.map((st) => st.name)).toEqual(['create transport priority ready index', 'drop transport legacy ready index']);
     expect(v14!.statements[0]!.text).toBe(
-      [
-        'SET LOCK_TIMEOUT 5000;',
-        "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(N'[dbo].[jobs]', N'U') AND name = N'jobs_priority_ready_idx')",
-        'BEGIN',
-        "    IF CAST(SERVERPROPERTY('EngineEdition') AS int) IN (3, 5, 8)",
-        "        EXEC (N'CREATE INDEX [jobs_priority_ready_idx] ON [dbo].[jobs] (queue, priority DESC, available_at, created_at) WITH (ONLINE = ON);');",
-        '    ELSE',
-        '        CREATE INDEX [jobs_priority_ready_idx] ON [dbo].[jobs] (queue, priority DESC, available_at, created_at);',
-        'END',
-      ].join('\n'),
+      ['SET LOCK_TIMEOUT 5000;', ...online('jobs_priority_ready_idx', 'CREATE INDEX [jobs_priority_ready_idx] ON [dbo].[jobs] (queue, priority DESC, available_at, created_at)')].join('\n'),
     );
     expect(v14!.statements[1]!.text).toBe(
       [
@@ -207,16 +226,7 @@ describe('SQL Server schema-version statement shapes', () => {
     expect(v5!.statements).toEqual([
       {
         name: 'create transport dead-letter index',
-        text: [
-          'SET LOCK_TIMEOUT 5000;',
-          "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(N'[dbo].[jobs]', N'U') AND name = N'jobs_dead_letter_idx')",
-          'BEGIN',
-          "    IF CAST(SERVERPROPERTY('EngineEdition') AS int) IN (3, 5, 8)",
-          "        EXEC (N'CREATE INDEX [jobs_dead_letter_idx] ON [dbo].[jobs] (queue, dead_letter_source) WITH (ONLINE = ON);');",
-          '    ELSE',
-          '        CREATE INDEX [jobs_dead_letter_idx] ON [dbo].[jobs] (queue, dead_letter_source);',
-          'END',
-        ].join('\n'),
+        text: ['SET LOCK_TIMEOUT 5000;', ...online('jobs_dead_letter_idx', 'CREATE INDEX [jobs_dead_letter_idx] ON [dbo].[jobs] (queue, dead_letter_source)')].join('\n'),
       },
     ]);
   });
@@ -252,14 +262,15 @@ describe('SQL Server schema-version statement shapes', () => {
   it('the enumeration lists every batch once, runner first, by unique name (for grammar tests)', () => {
     const all = sqlServerMigrationStatements(names);
     expect(new Set(all.map((s) => s.name)).size).toBe(all.length);
-    expect(all.map((s) => s.name).slice(0, 5)).toEqual([
+    expect(all.map((s) => s.name).slice(0, 6)).toEqual([
       'runner: lock',
+      'runner: tableLock',
       'runner: ensureMigrationsTable',
       'runner: migrationsTableExists',
       'runner: recordedVersions',
       'runner: recordVersion',
     ]);
-    expect(all).toHaveLength(6 + [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18, v19].reduce((sum, v) => sum + v!.statements.length, 0));
+    expect(all).toHaveLength(7 + sqlServerMigrations(names).reduce((sum, m) => sum + m.statements.length, 0));
     expect(all).toContainEqual({ name: 'v2: create subscriptions table', text: v2!.statements[0]!.text });
     expect(all).toContainEqual({ name: 'v3: create publish topic procedure', text: v3!.statements[2]!.text });
     expect(all).toContainEqual({ name: 'v5: create transport dead-letter index', text: v5!.statements[0]!.text });
@@ -272,12 +283,15 @@ describe('SQL Server schema-version statement shapes', () => {
     expect(all).toContainEqual({ name: 'v16: create transport ordering index', text: v16!.statements[0]!.text });
     expect(all).toContainEqual({ name: 'v17: create lease roster table', text: v17!.statements[0]!.text });
     expect(all).toContainEqual({ name: 'v18: alter publish topic procedure: job fields', text: v18!.statements[2]!.text });
-    expect(all.at(-1)).toEqual({ name: 'v19: add history priority and ordering key columns', text: v19!.statements[0]!.text });
+    expect(all).toContainEqual({ name: 'v19: add history priority and ordering key columns', text: v19!.statements[0]!.text });
+    expect(all.at(-1)).toEqual({ name: 'v28: drop transport ordering index', text: v(28).statements[1]!.text });
   });
 
   it('the printed script: one transaction per version under the applock, each recorded if not yet', () => {
     const script = printSqlServerMigrations(names);
-    expect(script.match(/BEGIN TRANSACTION;\nSET XACT_ABORT ON;/g)).toHaveLength(19);
+    // every version's record under the schema applock; a deferrable version's builds before it under the table applock
+    expect(script.match(/BEGIN TRANSACTION;\nSET XACT_ABORT ON;\nDECLARE @lock_result int;\nEXEC @lock_result = sp_getapplock @Resource = N'asyncresponse:ddl:dbo'/g)).toHaveLength(28);
+    expect(script.match(/BEGIN TRANSACTION;\nSET XACT_ABORT ON;\nDECLARE @lock_result int;\nEXEC @lock_result = sp_getapplock @Resource = N'asyncresponse:ddl:dbo\.jobs'/g)).toHaveLength(5);
     expect(script).toContain("IF NOT EXISTS (SELECT 1 FROM [dbo].[jobs_migrations] WHERE version = 2)\n    INSERT INTO [dbo].[jobs_migrations] (version, name) VALUES (2, N'topic subscriptions table');\nCOMMIT;\nGO");
     expect(script.indexOf('-- version 1:')).toBeLessThan(script.indexOf('-- version 2:'));
     expect(script.indexOf('-- version 2:')).toBeLessThan(script.indexOf('-- version 3: publish procedures (outbox)'));
@@ -405,5 +419,83 @@ describe('SQL Server schema-version statement shapes', () => {
     }
     // the records come only after their versions' checks; execution is back on at the end, leftovers rolled back
     expect(batches.at(-1)).toContain('SET NOEXEC OFF;\nIF @@TRANCOUNT > 0\nBEGIN\n    ROLLBACK;');
+  });
+
+  it('version 20: the ready set\'s sequence, columns (no row touched), keys table and no lock escalation, each Sch-M wait bounded', () => {
+    expect(v(20)).toMatchObject({ version: 20, name: 'ready set columns and ordering keys table' });
+    expect(v(20).deferrable).toBeUndefined();
+    expect(v(20).statements.map((st) => st.name)).toEqual(['create publish sequence', 'add state and seq columns', 'create ordering keys table', 'disable lock escalation']);
+    expect(v(20).statements[0]!.text).toBe(
+      ['SET LOCK_TIMEOUT 5000;', "IF OBJECT_ID(N'[dbo].[jobs_seq]', N'SO') IS NULL", '    CREATE SEQUENCE [dbo].[jobs_seq] AS bigint START WITH 1 INCREMENT BY 1;'].join('\n'),
+    );
+    expect(v(20).statements[1]!.text).toBe(
+      [
+        'SET LOCK_TIMEOUT 5000;',
+        "IF COL_LENGTH(N'[dbo].[jobs]', N'state') IS NULL",
+        '    ALTER TABLE [dbo].[jobs] ADD state tinyint NULL;',
+        "IF COL_LENGTH(N'[dbo].[jobs]', N'seq') IS NULL",
+        // nullable and without WITH VALUES: existing rows stay NULL, metadata only on every edition
+        '    ALTER TABLE [dbo].[jobs] ADD seq bigint NULL DEFAULT (NEXT VALUE FOR [dbo].[jobs_seq]);',
+      ].join('\n'),
+    );
+    expect(v(20).statements[2]!.text).toContain('CREATE INDEX [jobs_keys_vacant_idx] ON [dbo].[jobs_keys] (queue) WHERE vacant = 1;');
+    expect(v(20).statements[3]!.text).toContain('    ALTER TABLE [dbo].[jobs] SET (LOCK_ESCALATION = DISABLE);');
+  });
+
+  it('version 21: the keyed rows filed in one transaction (numbered in their old order, counted, the rest queued behind each head); 22: the procedure files its rows', () => {
+    expect(v(21)).toMatchObject({ version: 21, name: 'ready set: file keyed rows' });
+    expect(v(21).statements.map((st) => st.name)).toEqual(['number keyed rows', 'count keys', 'queue keyed rows behind their heads', 'schedule delayed heads']);
+    expect(v(21).statements[0]!.text).toContain(
+      'SELECT id, NEXT VALUE FOR [dbo].[jobs_seq] OVER (ORDER BY created_at, id) FROM [dbo].[jobs] WHERE ordering_key IS NOT NULL AND dead_letter_reason IS NULL AND seq IS NULL;',
+    );
+    expect(v(21).statements[2]!.text).toContain('AND o.dead_letter_reason IS NULL AND o.seq < m.seq);');
+    expect(v(21).statements.every((st) => !st.autocommit)).toBe(true);
+    expect(v(22).statements.map((st) => st.name)).toEqual(['alter enqueue procedure: ready set']);
+  });
+
+  it('versions 23–28 are deferrable: the batched filing (autocommit), one ready-set index per version (online, low priority, M3 guard), then the drops', () => {
+    expect(all.filter((m) => m.deferrable).map((m) => m.version)).toEqual([23, 24, 25, 26, 27, 28]);
+    expect(v(23).statements).toHaveLength(1);
+    expect(v(23).statements[0]!.autocommit).toBe(true);
+    const walk = v(23).statements[0]!.text;
+    expect(walk).toContain('        INSERT INTO @ids (id) SELECT TOP (5000) id FROM [dbo].[jobs] WHERE id > @last ORDER BY id;');
+    expect(walk).toContain('    UPDATE m SET state = 1');
+    expect(walk).toContain('    WHERE m.state IS NULL AND m.ordering_key IS NULL AND m.lock_id IS NULL AND m.dead_letter_reason IS NULL\n      AND m.available_at > SYSUTCDATETIME();');
+    expect(walk).not.toMatch(/BEGIN TRAN/);
+    const creates = [
+      'CREATE INDEX [jobs_ready_set_idx] ON [dbo].[jobs] (queue, priority DESC, available_at, seq) WHERE state IS NULL AND lock_id IS NULL',
+      'CREATE INDEX [jobs_scheduled_idx] ON [dbo].[jobs] (queue, available_at) WHERE state = 1',
+      'CREATE INDEX [jobs_leased_idx] ON [dbo].[jobs] (queue, locked_until) INCLUDE (lock_id) WHERE lock_id IS NOT NULL',
+      'CREATE INDEX [jobs_key_order_idx] ON [dbo].[jobs] (queue, ordering_key, seq) WHERE ordering_key IS NOT NULL',
+    ];
+    creates.forEach((create, i) => {
+      const m = v(24 + i);
+      const index = /\[(\w+)\]/.exec(create)![1]!;
+      expect(m.name).toBe(`ready set index ${index}`);
+      expect(m.statements.map((st) => st.text)).toEqual([['SET LOCK_TIMEOUT 5000;', ...online(index, create)].join('\n')]);
+    });
+    // the drops come last and apart from every build (M4), each in its own statement
+    expect(v(28).statements.map((st) => st.text)).toEqual([
+      ['SET LOCK_TIMEOUT 5000;', "IF EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(N'[dbo].[jobs]', N'U') AND name = N'jobs_priority_ready_idx')", '    DROP INDEX [jobs_priority_ready_idx] ON [dbo].[jobs];'].join('\n'),
+      ['SET LOCK_TIMEOUT 5000;', "IF EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(N'[dbo].[jobs]', N'U') AND name = N'jobs_ordering_idx')", '    DROP INDEX [jobs_ordering_idx] ON [dbo].[jobs];'].join('\n'),
+    ]);
+    expect(all.filter((m) => !m.deferrable).some((m) => m.statements.some((st) => /CREATE INDEX \[jobs_(ready_set|scheduled|leased|key_order)_idx\]/.test(st.text)))).toBe(false);
+  });
+
+  it('the runner\'s table lock: XACT_ABORT, the transport table\'s applock (the stores\' index phase takes it too), 5 s', () => {
+    expect(r.tableLock.text).toContain("EXEC @lock_result = sp_getapplock @Resource = N'asyncresponse:ddl:dbo.jobs', @LockMode = 'Exclusive',");
+    expect(r.tableLock.text).toContain("@LockOwner = 'Transaction', @LockTimeout = 5000;");
+    expect(r.tableLock.text.startsWith('SET XACT_ABORT ON;')).toBe(true);
+  });
+
+  it('the printed script runs a deferrable version as the runner does: the walk outside a transaction, builds under the table applock, the record under the schema applock', () => {
+    const script = printSqlServerMigrations(names);
+    const v23 = script.slice(script.indexOf('-- version 23:'), script.indexOf('-- version 24:'));
+    expect(v23).toContain('-- file delayed rows in batches (outside a transaction: each batch commits by itself)');
+    expect(v23.indexOf('DECLARE @last uniqueidentifier;')).toBeLessThan(v23.indexOf('BEGIN TRANSACTION;'));
+    expect(v23).toContain("INSERT INTO [dbo].[jobs_migrations] (version, name) VALUES (23, N'ready set: file delayed rows');");
+    const v24 = script.slice(script.indexOf('-- version 24:'), script.indexOf('-- version 25:'));
+    expect(v24.indexOf("@Resource = N'asyncresponse:ddl:dbo.jobs'")).toBeLessThan(v24.indexOf('-- create jobs_ready_set_idx'));
+    expect(v24.indexOf('-- create jobs_ready_set_idx')).toBeLessThan(v24.indexOf("@Resource = N'asyncresponse:ddl:dbo'"));
   });
 });

@@ -15,6 +15,7 @@ const names = schemaNames(transportNames('dbo', 'jobs', 'sqlserver'), channelNam
 const r = sqlServerRunnerStatements(names);
 const versions = sqlServerMigrations(names);
 const [v1, v2, v3, v4, v5, v6, , , , , v11, , , , , , , v18] = versions;
+const v = (version: number) => versions.find((m) => m.version === version)!;
 const LATEST = versions.length;
 const ALL = versions.map((v) => v.version);
 const recordsFrom = (from: number) => versions.filter((v) => v.version >= from).map((v) => ({ version: v.version, name: v.name }));
@@ -50,7 +51,7 @@ function unrecordedWithCatalog(catalog: ReturnType<typeof specCatalog>) {
 }
 
 const label = (c: FakeCall) =>
-  c.text === r.lock.text ? 'lock' : c.text === r.ensureMigrationsTable.text ? 'ensure table' : c.text === r.recordedVersions.text ? 'read versions'
+  c.text === r.lock.text ? 'lock' : c.text === r.tableLock.text ? 'table lock' : c.text === r.ensureMigrationsTable.text ? 'ensure table' : c.text === r.recordedVersions.text ? 'read versions'
     : c.text === r.recordVersion.text ? 'record' : c.text === r.migrationsTableExists.text ? 'table exists?' : c.text === r.baselineTables.text ? 'v1 tables?'
     : isCatalogQuery(c) ? 'catalog' : versions.flatMap((m) => m.statements.map((s) => [s.text, `v${m.version}: ${s.name}`])).find(([t]) => t === c.text)?.[1] ?? c.text;
 
@@ -58,7 +59,11 @@ describe('SQL Server migration runner', () => {
   it('a fresh database: each version in its own transaction, the applock first, the record last', async () => {
     const { pool, migrator, records } = server({ table: false, recorded: [], tables: 0 });
     expect(await migrator.apply()).toEqual({ from: 0, to: LATEST, baselineRecorded: false, applied: ALL });
-    expect(pool.events).toEqual(Array.from({ length: LATEST + 1 }, () => ['begin', 'commit']).flat());
+    // a transaction per required version; a deferrable one takes three (find it, build it, record it), version 23 two
+    // (its walk needs none); then the last look
+    const deferrable = versions.filter((m) => m.deferrable);
+    const transactions = versions.length - deferrable.length + deferrable.reduce((n, m) => n + (m.statements.some((x) => !x.autocommit) ? 3 : 2), 0) + 1;
+    expect(pool.events).toEqual(Array.from({ length: transactions }, () => ['begin', 'commit']).flat());
     const inTx = pool.calls.filter((c) => c.inTransaction).map(label);
     expect(inTx).toEqual([
       'lock', 'ensure table', 'read versions', ...v1!.statements.map((s) => `v1: ${s.name}`), 'record',
@@ -84,8 +89,20 @@ describe('SQL Server migration runner', () => {
       'lock', 'ensure table', 'read versions', 'v17: create lease roster table', 'record',
       'lock', 'ensure table', 'read versions', ...v18!.statements.map((s) => `v18: ${s.name}`), 'record',
       'lock', 'ensure table', 'read versions', 'v19: add history priority and ordering key columns', 'record',
+      'lock', 'ensure table', 'read versions', ...v(20).statements.map((s) => `v20: ${s.name}`), 'record',
+      'lock', 'ensure table', 'read versions', ...v(21).statements.map((s) => `v21: ${s.name}`), 'record',
+      'lock', 'ensure table', 'read versions', 'v22: alter enqueue procedure: ready set', 'record',
+      // deferrable (M4): the step finds it under the schema applock and lets go; version 23's walk runs in autocommit
+      // (outside this list); each build holds the table applock, then the record takes the schema applock briefly
+      'lock', 'ensure table', 'read versions', 'lock', 'read versions', 'record',
+      ...[24, 25, 26, 27].flatMap((n) => ['lock', 'ensure table', 'read versions', 'table lock', `v${n}: ${v(n).statements[0]!.name}`, 'lock', 'read versions', 'record']),
+      'lock', 'ensure table', 'read versions', 'table lock', 'v28: drop transport priority ready index', 'v28: drop transport ordering index', 'lock', 'read versions', 'record',
       'lock', 'ensure table', 'read versions',
     ]);
+    // the filing walk commits batch by batch: it runs outside any transaction
+    const walk = pool.calls.find((c) => c.text === v(23).statements[0]!.text)!;
+    expect([walk.inTransaction, walk.requestTimeout]).toEqual([false, 3_600_000]);
+    expect(pool.calls.find((c) => c.text === r.tableLock.text)!.requestTimeout).toBe(35_000);
     expect(records).toEqual([
       { version: 1, name: 'transport and channel tables' },
       { version: 2, name: 'topic subscriptions table' },
@@ -106,6 +123,7 @@ describe('SQL Server migration runner', () => {
       { version: 17, name: 'lease roster table' },
       { version: 18, name: 'publish procedures: priority and ordering key' },
       { version: 19, name: 'history priority and ordering key' },
+      ...recordsFrom(20),
     ]);
     // the lock batch outlives its own 60 s applock wait; migration batches get the index-build hour
     const lock = pool.calls.find((c) => c.text === r.lock.text)!;
@@ -170,6 +188,33 @@ describe('SQL Server migration runner', () => {
     await expect(migrator.apply()).rejects.toThrow(needs);
     expect(pool.events).toEqual([]);
     expect(pool.calls).toEqual([]);
+  });
+
+  it('the schema gate\'s apply (required versions only) stops before the first deferrable version, and takes no lock when only deferrable ones are pending', async () => {
+    const { pool, migrator, records } = server({ table: true, recorded: ALL.filter((n) => n <= 19), tables: 4 });
+    expect(await migrator.apply({ requiredOnly: true })).toEqual({ from: 19, to: 22, baselineRecorded: false, applied: [20, 21, 22] });
+    expect(records.map((x) => x.version)).toEqual([20, 21, 22]);
+    expect(pool.calls.some((c) => c.text === r.tableLock.text)).toBe(false);
+    pool.calls.length = 0;
+    pool.events.length = 0;
+    expect(await migrator.apply({ requiredOnly: true })).toEqual({ from: 22, to: 22, baselineRecorded: false, applied: [] });
+    expect(pool.events).toEqual([]);
+    expect(pool.calls.map(label)).toEqual(['table exists?', 'read versions']);
+    // the deferrable ones, when asked for all
+    expect((await migrator.apply()).applied).toEqual([23, 24, 25, 26, 27, 28]);
+  });
+
+  it('a deferrable build that fails (its table applock held by another session) is rolled back and not recorded', async () => {
+    const { pool, migrator, records } = server({ table: true, recorded: ALL.filter((n) => n <= 23), tables: 4 });
+    const handler = pool.handler;
+    pool.handler = (call) => {
+      if (call.text === r.tableLock.text) throw new Error('AsyncResponse schema migrations could not take the table lock');
+      return handler(call);
+    };
+    await expect(migrator.apply()).rejects.toThrow(/could not take the table lock/);
+    expect(records).toEqual([]);
+    expect(pool.events.slice(-2)).toEqual(['begin', 'rollback']);
+    expect(pool.calls.some((c) => c.text === v(24).statements[0]!.text)).toBe(false);
   });
 
   it('the server is probed once per migrator, not on every status', async () => {

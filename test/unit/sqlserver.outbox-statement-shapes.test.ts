@@ -209,6 +209,39 @@ describe('SQL Server outbox (schema version 3) statement shapes', () => {
     expect(e18.replace(/\n {4}-- priority:[\s\S]*?\n {4}END;\n/, '\n')).toContain(enqueue!.slice(enqueue!.indexOf('AS\nBEGIN'), enqueue!.indexOf('    INSERT INTO')));
   });
 
+  it('version 22 alters the enqueue body only: each row filed in the ready set, a keyed one counted under its key row\'s lock, seq after it; lone surrogates refused (L7)', () => {
+    const all = sqlServerMigrations(names);
+    const v22 = all.find((m) => m.version === 22)!;
+    expect([v22.name, v22.statements.map((st) => st.name)]).toEqual(['publish procedures: ready set', ['alter enqueue procedure: ready set']]);
+    const e22 = v22.statements[0]!.text;
+    const e18 = all[17]!.statements[0]!.text;
+    // same signature, same rules up to the write
+    expect(e22.slice(0, e22.indexOf('AS\nBEGIN'))).toBe(e18.slice(0, e18.indexOf('AS\nBEGIN')));
+    expect(e22).toContain('    DECLARE @queue nvarchar(200), @key nvarchar(200), @pending int, @seq bigint, @i int, @unit int;');
+    // the queue message: probe, then the key row locked (to the outermost commit), then seq, then the one INSERT
+    const probe = e22.indexOf('        IF NOT EXISTS (SELECT 1 FROM [dbo].[jobs] AS existing WITH (UPDLOCK, FORCESEEK) WHERE existing.id = @message_id)');
+    const lock = e22.indexOf('                SELECT @pending = pending FROM [dbo].[jobs_keys] WITH (UPDLOCK, HOLDLOCK) WHERE queue = @queue AND ordering_key = @key;');
+    const seq = e22.indexOf('            SET @seq = NEXT VALUE FOR [dbo].[jobs_seq];');
+    const insert = e22.indexOf('            INSERT INTO [dbo].[jobs] (id, queue, payload_json, headers_json, created_at, available_at, priority, ordering_key, state, seq)');
+    expect([e22.indexOf('sp_getapplock') < probe, probe < lock, lock < seq, seq < insert]).toEqual([true, true, true, true]);
+    expect(e22).toContain('                    INSERT INTO [dbo].[jobs_keys] (queue, ordering_key, pending) VALUES (@queue, @key, 1);');
+    expect(e22).toContain('                    UPDATE [dbo].[jobs_keys] SET pending = pending + 1 WHERE queue = @queue AND ordering_key = @key;');
+    expect(e22).toContain('CAST(ISNULL(@priority, 0) AS smallint), @key, CASE WHEN @pending > 0 THEN 2 WHEN @delay_ms > 0 THEN 1 END, @seq);');
+    // topic copies: their own INSERT (no UNION ALL: NEXT VALUE FOR may not appear in such a statement), seq from the default
+    expect(e22).not.toContain('UNION ALL');
+    expect(e22).toContain('        INSERT INTO [dbo].[jobs] (id, queue, payload_json, headers_json, created_at, available_at, priority, state)');
+    expect(e22).toContain('               CAST(ISNULL(@priority, 0) AS smallint), CASE WHEN @delay_ms > 0 THEN 1 END');
+    // L7: a key with a surrogate is walked by UTF-16 code unit; a low one alone or a high one not followed by a low one is refused
+    const rule = e22.slice(e22.indexOf("        IF @ordering_key COLLATE Latin1_General_100_BIN2 LIKE N'%[' + NCHAR(55296) + N'-' + NCHAR(57343) + N']%'"));
+    expect(rule).toContain('                SET @unit = UNICODE(SUBSTRING(@ordering_key COLLATE Latin1_General_100_BIN2, @i, 1));');
+    expect(rule).toContain("                IF @unit BETWEEN 56320 AND 57343\n                    THROW 50400, N'AsyncResponse publish: @ordering_key must not contain lone surrogates', 1;");
+    expect(rule).toContain(
+      "                    IF @i = DATALENGTH(@ordering_key) / 2 OR UNICODE(SUBSTRING(@ordering_key COLLATE Latin1_General_100_BIN2, @i + 1, 1)) NOT BETWEEN 56320 AND 57343",
+    );
+    expect(e22.indexOf('must not contain lone surrogates')).toBeLessThan(e22.indexOf('sp_getapplock'));
+    expect(e18).not.toContain('lone surrogates'); // version 18's text stays as it was applied
+  });
+
   it("generated ids: the SQL Server layout of ids.ts (timestamp in the last group, version 8) built from text", () => {
     expect(enqueue).toContain('SET @random = CONVERT(char(36), NEWID());');
     expect(enqueue).toContain(

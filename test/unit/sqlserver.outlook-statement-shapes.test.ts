@@ -4,32 +4,32 @@
 import { describe, expect, it } from 'vitest';
 import { transportNames } from '../../shared/sql/identifiers';
 import { claimOutlook, claimOutlookOf } from '../../shared/stores/sqlserver/outlook-statements';
-import { headOfKeyLines } from '../../shared/stores/sqlserver/ordering-sql';
+import { claimableExists, leaseLapsesInMs } from '../../shared/stores/sqlserver/ready-set';
 import { length, typeName } from '../support/sqlserver-statements';
 
 const BIN2 = 'Latin1_General_100_BIN2';
-const s = claimOutlook(transportNames('dbo', 'jobs', 'sqlserver'));
+const names = transportNames('dbo', 'jobs', 'sqlserver');
+const s = claimOutlook(names);
 
 describe('SQL Server claim-outlook statement shape', () => {
-  it("due: the claim's own predicate (exact queue match, available, unleased or lapsed), an EXISTS that stops at the first row", () => {
+  it("due: the claim's own ranges, one EXISTS per filtered index (each stops at its first row), and a vacant key", () => {
     const [first] = s.text.split('\n');
     expect(first).toBe(
-      `IF NOT EXISTS (SELECT 1 FROM [dbo].[jobs_queue_state] AS paused WHERE paused.queue = @queue AND paused.queue + N'.' = @queue + N'.' COLLATE ${BIN2} AND (paused.paused_at IS NOT NULL OR paused.backoff_until > SYSUTCDATETIME())) AND EXISTS (SELECT 1 FROM [dbo].[jobs] AS candidate WHERE queue = @queue AND queue + N'.' = @queue + N'.' COLLATE ${BIN2} AND available_at <= SYSUTCDATETIME() AND (locked_until IS NULL OR locked_until <= SYSUTCDATETIME())`,
+      `IF NOT EXISTS (SELECT 1 FROM [dbo].[jobs_queue_state] AS paused WHERE paused.queue = @queue AND paused.queue + N'.' = @queue + N'.' COLLATE ${BIN2} AND (paused.paused_at IS NOT NULL OR paused.backoff_until > SYSUTCDATETIME())) AND ${claimableExists(names).split('\n')[0]}`,
     );
-    // a keyed row is due only as the head of its key, as the claim takes it (no drain that claims nothing, no loop)
-    expect(s.text).toContain(`${headOfKeyLines('[dbo].[jobs]').join('\n')}\n    )\n    SELECT CAST(1 AS bit) AS due`);
-    expect(s.text).toContain('    SELECT CAST(1 AS bit) AS due, CAST(NULL AS bigint) AS lease_lapses_in_ms;');
+    // a keyed row behind its head is state 2, in none of the ranges: no drain that claims nothing, no loop
+    expect(s.text).toContain(`${claimableExists(names)}\n    SELECT CAST(1 AS bit) AS due, CAST(NULL AS bigint) AS lease_lapses_in_ms;`);
   });
 
-  it('otherwise the earliest live lease, in ms on the database clock, over the ready index bounded by available_at', () => {
+  it('otherwise the earliest live lease (the leased index\'s first entry), in ms on the database clock, and the backoff\'s end', () => {
     const elseBranch = s.text.slice(s.text.indexOf('\nELSE\n'));
-    expect(elseBranch).toContain('SELECT CAST(0 AS bit) AS due, DATEDIFF_BIG(MILLISECOND, SYSUTCDATETIME(), MIN(locked_until)) AS lease_lapses_in_ms,');
+    expect(elseBranch).toContain(`SELECT CAST(0 AS bit) AS due, ${leaseLapsesInMs(names)} AS lease_lapses_in_ms,`);
+    expect(leaseLapsesInMs(names)).toBe(
+      `(SELECT TOP (1) DATEDIFF_BIG(MILLISECOND, SYSUTCDATETIME(), locked_until) FROM [dbo].[jobs] WHERE queue = @queue AND queue + N'.' = @queue + N'.' COLLATE ${BIN2} AND lock_id IS NOT NULL AND locked_until > SYSUTCDATETIME() ORDER BY locked_until)`,
+    );
     // and when a forward backoff ends (the drain request goes out then)
     expect(elseBranch).toContain(
-      `(SELECT DATEDIFF_BIG(MILLISECOND, SYSUTCDATETIME(), backoff_until) FROM [dbo].[jobs_queue_state] WHERE queue = @queue AND queue + N'.' = @queue + N'.' COLLATE ${BIN2} AND backoff_until > SYSUTCDATETIME()) AS resumes_in_ms`,
-    );
-    expect(elseBranch).toContain(
-      `FROM [dbo].[jobs] WHERE queue = @queue AND queue + N'.' = @queue + N'.' COLLATE ${BIN2} AND available_at <= SYSUTCDATETIME() AND locked_until > SYSUTCDATETIME();`,
+      `(SELECT DATEDIFF_BIG(MILLISECOND, SYSUTCDATETIME(), backoff_until) FROM [dbo].[jobs_queue_state] WHERE queue = @queue AND queue + N'.' = @queue + N'.' COLLATE ${BIN2} AND backoff_until > SYSUTCDATETIME()) AS resumes_in_ms;`,
     );
     // one probe, no writes, no hints that could take locks a claim waits for
     expect(s.text).not.toMatch(/UPDATE|DELETE|INSERT|UPDLOCK|HOLDLOCK/);

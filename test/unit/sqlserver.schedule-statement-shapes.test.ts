@@ -74,6 +74,15 @@ describe('SQL Server schedule statement shapes', () => {
     for (const st of [s.get, s.delete, s.setPaused]) expect(st.text).toContain(EXACT_NAME);
     expect(s.setPaused.text).toContain('next_slot = CASE WHEN @paused = 1 THEN s.next_slot ELSE @next_slot END');
     expect(s.setPaused.text).toContain('OUTPUT inserted.name,');
+    // OUTPUT INTO a table variable of the table's columns, then SELECT (review L4); the delete counts server-side (L5)
+    expect(s.setPaused.text.startsWith(
+      'DECLARE @changed TABLE (name nvarchar(200) COLLATE Latin1_General_100_BIN2 NOT NULL, target_kind varchar(10) NOT NULL, target nvarchar(200) COLLATE Latin1_General_100_BIN2 NOT NULL, ' +
+        'cron nvarchar(200) NOT NULL, time_zone nvarchar(100) NOT NULL, payload_json nvarchar(max) NOT NULL, headers_json nvarchar(max) NOT NULL, paused bit NOT NULL, ' +
+        'misfire varchar(10) NOT NULL, catch_up_max int NOT NULL, last_slot datetime2 NULL, next_slot datetime2 NULL, created_at datetime2 NOT NULL, updated_at datetime2 NOT NULL);',
+    )).toBe(true);
+    expect(s.setPaused.text).toContain(', inserted.updated_at INTO @changed\nFROM');
+    expect(s.setPaused.text.endsWith('SELECT name, target_kind, target, cron, time_zone, payload_json, headers_json, paused, misfire, catch_up_max, last_slot, next_slot, created_at, updated_at FROM @changed;')).toBe(true);
+    expect(s.delete.text.endsWith(';\nSELECT @@ROWCOUNT AS deleted;')).toBe(true);
     expect(s.list.text).toContain('ORDER BY name;');
   });
 });

@@ -20,11 +20,12 @@ describe('SQL Server topic statement shapes', () => {
     const statements = t.split(';').filter((x) => x.trim() !== '');
     expect(statements.filter((x) => /INSERT INTO/.test(x))).toHaveLength(1);
     const insert = statements.find((x) => /INSERT INTO/.test(x))!;
-    expect(insert).toContain('INSERT INTO [dbo].[jobs] (id, queue, payload_json, headers_json, created_at, available_at, priority)');
+    expect(insert).toContain('INSERT INTO [dbo].[jobs] (id, queue, payload_json, headers_json, created_at, available_at, priority, state, seq)');
+    // a delayed copy is scheduled; seq in the batch's order on each queue (ready-set.ts)
+    expect(insert).toContain(' ELSE @now END,\n       COALESCE(c.priority, 0), CASE WHEN c.delay_ms > 0 THEN 1 END,\n       NEXT VALUE FOR [dbo].[jobs_seq] OVER (ORDER BY c.ord, c.queue)\nFROM (');
     // every copy takes the message's priority (0 when the element has none)
     expect(insert).toContain("        priority smallint '$.priority',");
     expect(insert).toContain('    SELECT v.copy_id AS id, sub.queue, src.payload_json, src.headers_json, src.delay_ms, src.priority, src.ord');
-    expect(insert).toContain(' ELSE @now END,\n       COALESCE(c.priority, 0)\nFROM (');
     expect(insert).toContain('OUTPUT inserted.id, inserted.queue, inserted.available_at');
     expect(insert).toContain("CROSS JOIN (SELECT @topic + N':' + s.subscription AS queue FROM [dbo].[jobs_subscriptions] AS s");
     expect(insert).toContain(`s.topic = @topic AND s.topic + N'.' = @topic + N'.' COLLATE ${BIN2}`);

@@ -192,7 +192,7 @@ describe('App Insights metrics and dependencies through the real SDK (in memory)
       },
     } as unknown as TransportStore;
     // Only the methods this test calls exist on the fake; the wrapper needs every port method to be a function.
-    for (const m of ['ensureSchema', 'publish', 'publishToTopic', 'recordSubscriptions', 'topicSubscriptions', 'claimLimited', 'backOffQueue', 'release', 'releaseUnstarted', 'releaseLostClaim', 'renew', 'cancel', 'reschedule', 'setQueuePaused', 'queueState', 'deadLetter', 'pruneDedupKeys', 'pruneDeadLetterBatch', 'ackToHistory', 'findJob', 'searchHistory', 'pruneHistoryBatch', 'queueStats', 'listWaiting', 'claimOutlook', 'listDeadLetters', 'requeueDeadLetter', 'deleteDeadLetter', 'hasMessage', 'now', 'close']) {
+    for (const m of ['ensureSchema', 'publish', 'publishToTopic', 'recordSubscriptions', 'topicSubscriptions', 'claimLimited', 'backOffQueue', 'release', 'releaseUnstarted', 'releaseLostClaim', 'renew', 'cancel', 'reschedule', 'setQueuePaused', 'queueState', 'deadLetter', 'pruneDedupKeys', 'pruneDeadLetterBatch', 'ackToHistory', 'findJob', 'searchHistory', 'pruneHistoryBatch', 'queueStats', 'queueNames', 'listWaiting', 'claimOutlook', 'listDeadLetters', 'requeueDeadLetter', 'deleteDeadLetter', 'hasMessage', 'now', 'close']) {
       (store as unknown as Record<string, unknown>)[m] = async () => undefined;
     }
     const wrapped = instrumentTransportStore(store, { record: telemetry.dependencies!, target: 'srv.database.windows.net/asyncresponse' });
@@ -218,7 +218,7 @@ describe('App Insights metrics and dependencies through the real SDK (in memory)
     const traceId = '0af7651916cd43dd8448eb211c80319c';
     const hostSpanId = 'b7ad6b7169203331';
     const store = { kind: 'sqlserver' } as Record<string, unknown>;
-    for (const m of ['ensureSchema', 'publish', 'publishToTopic', 'recordSubscriptions', 'topicSubscriptions', 'claim', 'claimLimited', 'backOffQueue', 'ack', 'release', 'releaseUnstarted', 'releaseLostClaim', 'renew', 'cancel', 'reschedule', 'setQueuePaused', 'queueState', 'deadLetter', 'pruneDedupKeys', 'pruneDeadLetterBatch', 'ackToHistory', 'findJob', 'searchHistory', 'pruneHistoryBatch', 'queueStats', 'listWaiting', 'claimOutlook', 'listDeadLetters', 'requeueDeadLetter', 'deleteDeadLetter', 'hasMessage', 'now', 'close']) {
+    for (const m of ['ensureSchema', 'publish', 'publishToTopic', 'recordSubscriptions', 'topicSubscriptions', 'claim', 'claimLimited', 'backOffQueue', 'ack', 'release', 'releaseUnstarted', 'releaseLostClaim', 'renew', 'cancel', 'reschedule', 'setQueuePaused', 'queueState', 'deadLetter', 'pruneDedupKeys', 'pruneDeadLetterBatch', 'ackToHistory', 'findJob', 'searchHistory', 'pruneHistoryBatch', 'queueStats', 'queueNames', 'listWaiting', 'claimOutlook', 'listDeadLetters', 'requeueDeadLetter', 'deleteDeadLetter', 'hasMessage', 'now', 'close']) {
       store[m] = async () => [];
     }
     const wrapped = instrumentTransportStore(store as unknown as TransportStore, { record: telemetry.dependencies!, target: 'srv/db' });

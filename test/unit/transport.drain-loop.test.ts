@@ -63,33 +63,6 @@ describe('drain loop', () => {
     expect(store.calls.ack).toBeLessThan(40);
   });
 
-  it("tells each claim the ordering keys whose jobs its acks removed, once the ack committed, each key once", async () => {
-    const store = new MemoryStore();
-    await store.publish(['a', 'b', 'c', 'a', 'b', 'c'].map((key, i) => message('q', i, { orderingKey: key })));
-    const ackedKeys: string[] = [];
-    const hintsSeenAfter: Array<{ hint: readonly string[]; acked: string[] }> = [];
-    const ack = store.ack.bind(store);
-    store.ack = async (batch) => {
-      const n = await ack(batch);
-      ackedKeys.push(...batch.map((s) => (s as { orderingKey?: string }).orderingKey!));
-      return n;
-    };
-    const claim = store.claim.bind(store);
-    store.claim = (queue, max, lock, lockId, hint) => {
-      hintsSeenAfter.push({ hint: hint?.freedKeys ?? [], acked: [...ackedKeys] });
-      return claim(queue, max, lock, lockId, hint);
-    };
-    const report = await drainQueue(options(store, { concurrency: 1, batchSize: 1, prefetch: 0 }));
-    expect(report.completed).toBe(6);
-    expect(hintsSeenAfter[0]!.hint).toEqual([]); // nothing acked yet
-    const hinted = hintsSeenAfter.filter((c) => c.hint.length > 0);
-    expect(hinted.length).toBeGreaterThan(0);
-    // a key is hinted only after an ack of one of its jobs committed, and handed to one claim only
-    for (const c of hinted) for (const key of c.hint) expect(c.acked).toContain(key);
-    expect(hinted.flatMap((c) => c.hint).length).toBeLessThanOrEqual(6);
-    expect(store.claimHints.slice(1).some((h) => h.length > 0)).toBe(true);
-  });
-
   it('never runs more handlers at once than its concurrency', async () => {
     const store = new MemoryStore();
     await store.publish(Array.from({ length: 30 }, (_, i) => message('q', i)));

@@ -1,5 +1,9 @@
-import { mkdirSync } from 'node:fs';
-import { Pool } from 'pg';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Logger } from '../../log';
+import type * as Pg from 'pg';
+import type * as PGliteModule from '@electric-sql/pglite';
+import { requirePeer } from '../../peer';
 import { pgPoolClient, pgliteClient, type PgClient } from './client';
 
 /**
@@ -13,6 +17,7 @@ export const PLANNER_SETTINGS = 'SET enable_bitmapscan = off';
 export const PLANNER_OPTIONS = '-c enable_bitmapscan=off';
 
 export function openPgPool(url: string, pool: { max: number; min: number; connectTimeoutMs: number; requestTimeoutMs: number }): PgClient {
+  const { Pool } = requirePeer<typeof Pg>('pg');
   const p = new Pool({
     connectionString: url,
     max: pool.max,
@@ -27,13 +32,69 @@ export function openPgPool(url: string, pool: { max: number; min: number; connec
   return pgPoolClient(p);
 }
 
-/** The embedded default: a directory for `npm start`, memory:// (or '') for tests. */
-export async function openPglite(dataDir: string): Promise<PgClient> {
-  const { PGlite } = await import('@electric-sql/pglite');
+/** The file in a PGlite directory that names the process holding it open (PGlite's own postmaster.pid says -42). */
+export const PGLITE_HOLDER_FILE = 'asyncresponse.holder.pid';
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+};
+
+/** The live process other than this one that holds `dataDir` open, if any. */
+export function pgliteHolder(dataDir: string): number | undefined {
+  let pid: number;
+  try {
+    pid = Number.parseInt(readFileSync(join(dataDir, PGLITE_HOLDER_FILE), 'utf8'), 10);
+  } catch {
+    return undefined;
+  }
+  return Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid) ? pid : undefined;
+}
+
+/**
+ * The embedded default: a directory for `npm start`, memory:// (or '') for tests. PGlite is one process's
+ * database: a second process that opens the same directory (`npm run schema -- status` beside `npm start`) sees
+ * a copy that the first one may overwrite, so opening a directory another live process holds is warned about.
+ */
+export async function openPglite(dataDir: string, logger?: Logger): Promise<PgClient> {
+  const { PGlite } = requirePeer<typeof PGliteModule>('@electric-sql/pglite');
   const inMemory = dataDir === '' || dataDir.startsWith('memory://');
-  if (!inMemory) mkdirSync(dataDir, { recursive: true });
+  if (!inMemory) {
+    mkdirSync(dataDir, { recursive: true });
+    const holder = pgliteHolder(dataDir);
+    if (holder !== undefined) {
+      const message =
+        `the PGlite directory ${dataDir} is held by another process (pid ${holder}, e.g. \`npm start\`). PGlite is ` +
+        'single-process: what this process reads may be stale and what it writes may be lost when that process ' +
+        'writes; stop it first, or use PostgreSQL (DATABASE_URL) to share a database.';
+      if (logger) logger.warn(message);
+      else process.emitWarning(message);
+    }
+  }
   const db = inMemory ? new PGlite() : new PGlite(dataDir);
   await db.waitReady;
   await db.query(PLANNER_SETTINGS);
-  return pgliteClient(db);
+  if (inMemory) return pgliteClient(db);
+  const holderFile = join(dataDir, PGLITE_HOLDER_FILE);
+  try {
+    writeFileSync(holderFile, String(process.pid));
+  } catch {
+    // a read-only directory: no holder mark, no warning for others
+  }
+  const client = pgliteClient(db);
+  return {
+    ...client,
+    close: async () => {
+      await client.close();
+      try {
+        if (readFileSync(holderFile, 'utf8') === String(process.pid)) rmSync(holderFile, { force: true });
+      } catch {
+        // gone already
+      }
+    },
+  };
 }

@@ -3,6 +3,8 @@
 
 import { quoteIdentifier, type TransportNames } from '../../sql/identifiers';
 import type { Queryable } from './client';
+import { pgReadySetIndexes, READY_SET_FILTER, READY_SET_KEYS } from './ready-set';
+import { IS_DEAD_LETTER, SOURCE_QUEUE } from './statements';
 
 /** FNV-1a 64-bit over UTF-8, as a signed int64 string: the advisory-lock key for a resource name. */
 export function advisoryKey(resource: string): string {
@@ -78,16 +80,28 @@ export function dropReadyIndexSql(n: TransportNames): string {
   return `DROP INDEX IF EXISTS ${quoteIdentifier(n.schema, 'postgres')}.${quoteIdentifier(n.readyIndex, 'postgres')}`;
 }
 
+export function dropIndexSql(n: TransportNames, index: string): string {
+  return `DROP INDEX IF EXISTS ${quoteIdentifier(n.schema, 'postgres')}.${quoteIdentifier(index, 'postgres')}`;
+}
+
+/** Version 18's dead-letter index: version 4's keys over dead letters only (IS_DEAD_LETTER), so live rows never write it. */
+export function pgDeadLettersIndexDdl(n: TransportNames): string {
+  return `CREATE INDEX IF NOT EXISTS ${quoteIdentifier(n.deadLettersIndex, 'postgres')} ON ${qualified(n)} (queue, ${SOURCE_QUEUE}) WHERE ${IS_DEAD_LETTER}`;
+}
+
 /**
- * The store's own index step (AUTO_CREATE_SCHEMA without migrations): today's indexes. The claim index needs the
- * ordering-key column (catalog only, added here when an older table lacks it); the ready indexes go.
+ * The store's own index step (AUTO_CREATE_SCHEMA without migrations): today's indexes, the ready set's (its columns
+ * exist by then: the store adds them first), and the superseded ones dropped.
  */
 export function createIndexesSql(n: TransportNames): string {
-  return `ALTER TABLE ${qualified(n)} ADD COLUMN IF NOT EXISTS ordering_key text NULL;
-${createClaimIndexSql(n)};
+  return `${pgReadySetIndexes(n).map((s) => s.text).join(';\n')};
+${pgDeadLettersIndexDdl(n)};
 CREATE INDEX IF NOT EXISTS ${quoteIdentifier(n.createdIndex, 'postgres')} ON ${qualified(n)} (created_at);
 ${dropLegacyReadyIndexSql(n)};
-${dropReadyIndexSql(n)};`;
+${dropReadyIndexSql(n)};
+${dropIndexSql(n, n.claimIndex)};
+${dropIndexSql(n, n.orderingIndex)};
+${dropIndexSql(n, n.deadLetterIndex)};`;
 }
 
 /** The script `npm run schema -- print --dialect postgres` prints. */
@@ -126,7 +140,13 @@ const EXPECTED_COLUMNS: ReadonlyArray<{ name: string; type: string; nullable: bo
   { name: 'dead_letter_reason', type: 'text', nullable: true },
   // job priority (PostgreSQL version 12): checked when present, left to that version when recording version 1
   { name: 'priority', type: 'smallint', nullable: false, hasDefault: true, afterVersionOne: true },
+  // the ready set (PostgreSQL version 18): the store adds and files them itself under AUTO_CREATE_SCHEMA
+  { name: 'state', type: 'smallint', nullable: true, afterVersionOne: true },
+  { name: 'seq', type: 'bigint', nullable: true, hasDefault: true, afterVersionOne: true },
 ];
+
+/** How pg_get_indexdef ends the ready-set index's definition. */
+const READY_SET_PRINTED_FILTER = 'WHERE ((state IS NULL) AND (lock_id IS NULL))';
 
 export interface CatalogState {
   exists: boolean;
@@ -135,6 +155,8 @@ export interface CatalogState {
   missingIndexes: boolean;
   /** The table predates priorities (PostgreSQL version 12): the store adds the column itself under AUTO_CREATE_SCHEMA. */
   missingPriority?: boolean;
+  /** The table predates the ready set (PostgreSQL version 18): the store files it itself under AUTO_CREATE_SCHEMA. */
+  missingReadySet?: boolean;
 }
 
 /** Reads the catalog and compares the table with the expected shape. */
@@ -174,16 +196,17 @@ export async function inspectTransportTable(q: Queryable, n: TransportNames, mod
     [n.schema, n.table],
   );
   const warnings: string[] = [];
-  const hasReady = idx.rows.some((r) => r.valid && r.def.endsWith(`(${CLAIM_INDEX_KEYS_PRINTED})`) && !/ WHERE /.test(r.def));
+  const hasReady = idx.rows.some((r) => r.valid && r.def.includes(`(${READY_SET_KEYS})`) && r.def.endsWith(READY_SET_PRINTED_FILTER));
   const hasCreated = idx.rows.some((r) => r.valid && /\(created_at\)$/.test(r.def) && !/ WHERE /.test(r.def));
-  if (!hasReady) {
+  const missingReadySet = !cols.rows.some((r) => r.column_name === 'state');
+  if (!hasReady && !missingReadySet) {
     warnings.push(
-      `${where} has no claim index (a valid, unfiltered index on (${CLAIM_INDEX_KEYS}), PostgreSQL schema version 14); ` +
-        `every claim will sort the ready set. Create it: ${createClaimIndexSql(n)}`,
+      `${where} has no ready-set index (a valid index on (${READY_SET_KEYS}) WHERE ${READY_SET_FILTER}, PostgreSQL schema version 18); ` +
+        `every claim will read the queue's rows. Create it: ${pgReadySetIndexes(n)[0]!.text}`,
     );
   }
   const missingPriority = !cols.rows.some((r) => r.column_name === 'priority');
-  return { exists: true, problems, warnings, missingIndexes: !hasReady || !hasCreated, missingPriority };
+  return { exists: true, problems, warnings, missingIndexes: !hasReady || !hasCreated, missingPriority, missingReadySet };
 }
 
 export function evaluateColumns(rows: readonly ColumnRow[], where: string, versionOneOnly = false): string[] {

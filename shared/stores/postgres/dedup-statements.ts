@@ -7,6 +7,7 @@
 import { quoteIdentifier, type TransportNames } from '../../sql/identifiers';
 import { dedupTableName, dedupWindowIndexName } from '../queue-state-names';
 import { TRANSPORT_NOTIFY_CHANNEL } from './notify-channel';
+import { STATE_QUEUED, STATE_SCHEDULED } from './ready-set';
 
 export interface PgDedupStatements {
   holdKeys: string;
@@ -41,10 +42,12 @@ RETURNING d.queue, d.dedup_key, d.job_id`,
     // left alone (not returned), and the publish enqueues a new job instead. Due rows wake the queue's drains.
     replaceWaiting: `WITH moved AS (
   UPDATE ${t} AS m SET payload_json = r.payload_json, headers_json = r.headers_json,
-         available_at = CASE WHEN r.delay_ms > 0 THEN clock_timestamp() + r.delay_ms ${MS} ELSE clock_timestamp() END
+         available_at = CASE WHEN r.delay_ms > 0 THEN clock_timestamp() + r.delay_ms ${MS} ELSE clock_timestamp() END,
+         state = CASE WHEN m.state = ${STATE_QUEUED} THEN ${STATE_QUEUED} WHEN r.delay_ms > 0 THEN ${STATE_SCHEDULED} END,
+         locked_until = NULL, lock_id = NULL
   FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::bigint[]) AS r(id, queue, payload_json, headers_json, delay_ms)
   WHERE m.id = r.id AND m.queue = r.queue AND (m.locked_until IS NULL OR m.locked_until <= now())
-  RETURNING m.id, m.queue, m.available_at, m.available_at <= clock_timestamp() AS due),
+  RETURNING m.id, m.queue, m.available_at, m.state IS NULL AND m.available_at <= clock_timestamp() AS due),
 woken AS (SELECT pg_notify('${TRANSPORT_NOTIFY_CHANNEL}', $6 || w.queue) FROM (SELECT DISTINCT queue FROM moved WHERE due) AS w)
 SELECT id, available_at FROM moved, (SELECT count(*) FROM woken) AS n`,
     // Points held keys (locked by holdKeys) at a job with a new window: a debounced job's window restarts; a

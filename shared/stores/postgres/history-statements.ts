@@ -9,6 +9,7 @@ import { quoteIdentifier, type TransportNames } from '../../sql/identifiers';
 import { CORRELATION_ID_HEADER } from '../../transport/types';
 import { historyNames } from '../history-names';
 import { UNSAFE_JSON_ESCAPE } from './statements';
+import { pgReleaseKeys } from './ready-set';
 
 export interface PgHistoryStatements {
   ackToHistory: string;
@@ -43,9 +44,13 @@ LIMIT $7`;
     ackToHistory: `WITH done AS (
   DELETE FROM ${t} AS m USING unnest($1::uuid[], $2::uuid[]) AS s(id, lock_id)
   WHERE m.id = ANY($1::uuid[]) AND m.id = s.id AND m.lock_id = s.lock_id
-  RETURNING m.id, m.queue, m.payload_json, m.headers_json, m.attempts, m.created_at, m.available_at, ${CORRELATION} AS correlation_id, m.priority, m.ordering_key)
-INSERT INTO ${h} (id, queue, state, correlation_id, payload_json, headers_json, attempts, created_at, available_at, completed_at, priority, ordering_key)
-SELECT id, queue, 'completed', correlation_id, payload_json, headers_json, attempts, created_at, available_at, clock_timestamp(), priority, ordering_key FROM done`,
+  RETURNING m.id, m.queue, m.payload_json, m.headers_json, m.attempts, m.created_at, m.available_at, ${CORRELATION} AS correlation_id, m.priority, m.ordering_key, m.state, m.seq),
+${pgReleaseKeys(names, 'done')},
+kept AS (
+  INSERT INTO ${h} (id, queue, state, correlation_id, payload_json, headers_json, attempts, created_at, available_at, completed_at, priority, ordering_key)
+  SELECT id, queue, 'completed', correlation_id, payload_json, headers_json, attempts, created_at, available_at, clock_timestamp(), priority, ordering_key FROM done
+  RETURNING 1)
+SELECT count(*)::int AS n FROM kept`,
     // The live row (primary key) and the history rows (id index) of one id, with the lease read on the database clock.
     findJob: `SELECT 'queue' AS source, id, queue, attempts, headers_json, created_at, available_at, NULL::timestamptz AS completed_at,
        COALESCE(locked_until > now(), false) AS leased, available_at > now() AS delayed, dead_letter_reason, priority, ordering_key

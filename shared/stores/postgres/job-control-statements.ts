@@ -4,6 +4,7 @@
 import { quoteIdentifier, type TransportNames } from '../../sql/identifiers';
 import { CANCEL_MARK_PREFIX } from '../../transport/job-control';
 import { TRANSPORT_NOTIFY_CHANNEL } from './notify-channel';
+import { pgReleaseKeys, STATE_QUEUED, STATE_SCHEDULED } from './ready-set';
 
 export interface PgJobControlStatements {
   cancel: string;
@@ -15,6 +16,8 @@ export interface PgJobControlStatements {
 }
 
 const UNLEASED = '(locked_until IS NULL OR locked_until <= now())';
+/** The reschedule's new time: $3 an instant, else $4 ms from the database clock. */
+const AT = `CASE WHEN $3::timestamptz IS NOT NULL THEN $3::timestamptz ELSE clock_timestamp() + $4::bigint * interval '1 millisecond' END`;
 const MS = "* interval '1 millisecond'";
 
 /** headers_json with the cancel marker first; a row already marked keeps its text (the first cancel's time). */
@@ -39,20 +42,23 @@ export function pgJobControlStatements(names: TransportNames, queueStateTable: s
     // the row lock, and the delete then re-checks the lease and leaves it (answer: running). `present` reads the
     // statement's snapshot, so it is true for a row the statement deleted or marked.
     // SQL Server: DELETE …; IF @@ROWCOUNT = 0 AND @running = 1 UPDATE …; SELECT ….
+    // A cancelled head lets its key go on (ready-set.ts pgReleaseKeys).
     cancel: `WITH waiting AS (
-  DELETE FROM ${t} WHERE id = $2 AND queue = $1 AND ${UNLEASED} RETURNING id),
+  DELETE FROM ${t} WHERE id = $2 AND queue = $1 AND ${UNLEASED} RETURNING id, queue, ordering_key, state, seq),
+${pgReleaseKeys(names, 'waiting')},
 marked AS (
   UPDATE ${t} SET headers_json = ${pgMarkedHeaders()}
   WHERE $3::boolean AND id = $2 AND queue = $1 AND locked_until > now() RETURNING id)
-SELECT (SELECT count(*) FROM waiting)::int AS deleted, (SELECT count(*) FROM marked)::int AS marked,
+SELECT (SELECT count(*) FROM waiting)::int AS deleted, (SELECT count(*) FROM marked)::int AS marked, 
        EXISTS (SELECT 1 FROM ${t} WHERE id = $2 AND queue = $1) AS present`,
     // A waiting row only: $3 an instant, else $4 ms from the database clock. The lease columns are cleared, so a
     // lapsed owner's late settlement no longer matches its fence. A row due now NOTIFYs the queue's drains.
+    // A row queued behind its key's head stays queued (its new time applies once it is the head).
     reschedule: `WITH moved AS (
-  UPDATE ${t} SET available_at = CASE WHEN $3::timestamptz IS NOT NULL THEN $3::timestamptz ELSE clock_timestamp() + $4::bigint ${MS} END,
-         locked_until = NULL, lock_id = NULL
+  UPDATE ${t} SET available_at = ${AT}, locked_until = NULL, lock_id = NULL,
+         state = CASE WHEN state = ${STATE_QUEUED} THEN ${STATE_QUEUED} WHEN ${AT} > clock_timestamp() THEN ${STATE_SCHEDULED} END
   WHERE id = $2 AND queue = $1 AND ${UNLEASED}
-  RETURNING available_at, available_at <= clock_timestamp() AS due),
+  RETURNING available_at, state IS NULL AND available_at <= clock_timestamp() AS due),
 woken AS (SELECT pg_notify('${TRANSPORT_NOTIFY_CHANNEL}', $5 || $1) FROM moved WHERE due)
 SELECT (SELECT available_at FROM moved) AS available_at, (SELECT count(*) FROM woken)::int AS woken,
        EXISTS (SELECT 1 FROM ${t} WHERE id = $2 AND queue = $1) AS present`,

@@ -8,15 +8,16 @@ import type { SchemaNames } from '../schema-names';
 import { quoteIdentifier } from '../../sql/identifiers';
 import { channelDdl, channelTables } from './channel-statements';
 import { SOURCE_QUEUE } from './statements';
-import { addPriorityColumnSql, advisoryKey, createClaimIndexSql, createReadyIndexSql, dropReadyIndexSql, createTableSql, createV1IndexesSql, dropLegacyReadyIndexSql, schemaLockResource } from './ddl';
-import { postgresOutboxJobFieldsStatements, postgresOutboxStatements } from './outbox';
+import { addPriorityColumnSql, advisoryKey, dropIndexSql, pgDeadLettersIndexDdl, createClaimIndexSql, createReadyIndexSql, dropReadyIndexSql, createTableSql, createV1IndexesSql, dropLegacyReadyIndexSql, schemaLockResource } from './ddl';
+import { postgresOutboxJobFieldsStatements, postgresOutboxReadySetStatements, postgresOutboxStatements } from './outbox';
+import { pgReadySetBackfill, pgReadySetDdl, pgReadySetIndexes } from './ready-set';
 import { flowStateDdl } from './flow-statements';
 import { pgScheduleDdl } from './schedule-statements';
 import { pgQueueStateTableDdl } from './job-control-statements';
 import { pgDedupDdl } from './dedup-statements';
 import { queueStateTableName } from '../queue-state-names';
 import { pgHistoryDdl, pgHistoryJobFieldsDdl } from './history-statements';
-import { pgLeaseRosterDdl, pgLimitColumnsDdl } from './limit-statements';
+import { pgLeaseRosterDdl, pgLimitColumnsDdl, pgLimitedClaimRoutineDdl } from './limit-statements';
 import { pgOrderingColumnDdl, pgOrderingIndexDdl } from './ordering-sql';
 
 const q = (n: string) => quoteIdentifier(n, 'postgres');
@@ -193,6 +194,38 @@ export function postgresMigrations(n: SchemaNames): readonly Migration[] {
       statements: [
         { name: 'bound the lock wait', text: `SET LOCAL lock_timeout = '5s'` },
         { name: 'add history priority and ordering key columns', text: pgHistoryJobFieldsDdl(n.transport) },
+      ],
+    },
+    {
+      // The ready set (issue 25, ready-set.ts): the state and seq columns (catalog only, no rewrite), the publish
+      // sequence, the ordering keys table, the existing rows filed (keyed rows numbered and counted, each key's first
+      // row its head, delayed rows scheduled, dead letters marked: writes only those rows), the partial indexes
+      // claims read, and the SQL publish filing its rows too. Each index build reads the table once while writes
+      // wait (the version's locks are held to its commit); the lock wait itself is bounded. The indexes the claim no
+      // longer reads are dropped by version 19, in a transaction of its own. SQL Server's twins are its versions 20-21.
+      version: 18,
+      name: 'ready set',
+      statements: [
+        { name: 'bound the lock wait', text: `SET LOCAL lock_timeout = '5s'` },
+        ...pgReadySetDdl(n.transport),
+        ...pgReadySetBackfill(n.transport),
+        { name: 'create transport dead letters index', text: pgDeadLettersIndexDdl(n.transport) },
+        ...pgReadySetIndexes(n.transport),
+        ...postgresOutboxReadySetStatements(n),
+        { name: 'create limited claim routine', text: pgLimitedClaimRoutineDdl(n.transport) },
+      ],
+    },
+    {
+      // What claims read before the ready set: the claim index (version 14), the ordering index (version 13) and the
+      // dead-letter index over every row (version 4). A host of an earlier release still running then claims and
+      // lists dead letters without them (correct, slower) until it stops. docs/schema.md says so.
+      version: 19,
+      name: 'drop indexes the ready set replaced',
+      statements: [
+        { name: 'bound the lock wait', text: `SET LOCAL lock_timeout = '5s'` },
+        { name: 'drop transport claim index', text: dropIndexSql(n.transport, n.transport.claimIndex) },
+        { name: 'drop transport ordering index', text: dropIndexSql(n.transport, n.transport.orderingIndex) },
+        { name: 'drop transport dead-letter index', text: dropIndexSql(n.transport, n.transport.deadLetterIndex) },
       ],
     },
   ]);

@@ -3,7 +3,8 @@
 // they still find the rows at their next poll; the listener only shortens the wait, so every failure here
 // is logged and retried, never fatal.
 
-import { Client } from 'pg';
+import type * as Pg from 'pg';
+import { requirePeer } from '../../peer';
 import type { Logger } from '../../log';
 import { backoffDelay } from '../../sql/retry';
 import { trackOpen } from '../open-handles';
@@ -24,7 +25,8 @@ export interface NotifyListener {
 
 export function startNotifyListener(url: string, targets: NotifyTargets, logger: Logger): NotifyListener {
   const release = trackOpen('pg notify listener');
-  let client: Client | undefined;
+  const { Client } = requirePeer<typeof Pg>('pg');
+  let client: Pg.Client | undefined;
   let closed = false;
   let failures = 0;
   let retryTimer: NodeJS.Timeout | undefined;
@@ -61,7 +63,7 @@ export function startNotifyListener(url: string, targets: NotifyTargets, logger:
     }
   };
 
-  const reconnect = (failed: Client) => {
+  const reconnect = (failed: Pg.Client) => {
     if (closed || client !== failed) return;
     client = undefined;
     failed.end().catch(() => undefined);

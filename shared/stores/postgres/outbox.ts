@@ -15,6 +15,7 @@ import { quoteIdentifier } from '../../sql/identifiers';
 import { MAX_DELAY_SECONDS, MAX_HEADERS_BYTES, MAX_ORDERING_KEY_CHARS, MAX_PRIORITY, MIN_PRIORITY } from '../../transport/publish-request';
 import { CORRELATION_ID_HEADER } from '../../transport/types';
 import { notifyPrefix, TRANSPORT_NOTIFY_CHANNEL } from './statements';
+import { STATE_QUEUED, STATE_SCHEDULED } from './ready-set';
 
 /** The SQL publish's payload limit: MAX_MESSAGE_BYTES' default, fixed when version 3 is applied. */
 export const SQL_PUBLISH_MAX_PAYLOAD_BYTES = 262_144;
@@ -40,8 +41,12 @@ const SIGNATURE = 'text, text, text, text, text, double precision';
 const SIGNATURE_16 = `${SIGNATURE}, integer, text`;
 const TOPIC_SIGNATURE_16 = `${SIGNATURE}, integer`;
 
-/** The shared body: version 3's, or version 16's with priority and an ordering key (HTTP's rules for both). */
-function enqueueFunction(n: SchemaNames, jobFields = false): string {
+/**
+ * The shared body: version 3's, version 16's with priority and an ordering key (HTTP's rules for both), or version
+ * 18's, which also files the row in the ready set (ready-set.ts): a delayed row is scheduled, and a keyed row is
+ * counted into its key under the key row's lock and queued behind the key's head when the key has one.
+ */
+function enqueueFunction(n: SchemaNames, jobFields = false, readySet = false): string {
   const f = postgresOutboxNames(n);
   const t = `${q(n.schema)}.${q(n.transport.table)}`;
   const subs = `${q(n.schema)}.${q(n.subscriptionsTable)}`;
@@ -60,7 +65,7 @@ DECLARE
   v_value text;
   v_delay_ms bigint;
   v_woken bigint;
-  v_bytes bytea;
+  v_bytes bytea;${readySet ? '\n  v_pending integer;' : ''}
 BEGIN
   -- the queue or topic name: validateQueueName's rules
   IF p_name IS NULL OR char_length(p_name) = 0 OR char_length(p_name) > 200 THEN
@@ -159,7 +164,7 @@ BEGIN
   v_delay_ms := floor(coalesce(p_delay_seconds, 0) * 1000 + 0.5)::bigint;${jobFields ? jobFieldRules(invalid) : ''}
   IF p_kind = 'topic' AND EXISTS (SELECT 1 FROM ${subs} AS s WHERE s.topic = p_name AND char_length(s.topic || ':' || s.subscription) > 200) THEN
     ${invalid(`'AsyncResponse publish: a subscription queue name of this topic is longer than 200 characters'`)};
-  END IF;
+  END IF;${readySet ? keyedInsert(n) : ''}
   -- one statement: a queue publish inserts the message; a topic publish one copy per subscription, each with the
   -- id topicCopyId() derives (transport/topic-names.ts). Existing ids are skipped; due rows wake their queue.
   WITH target AS (
@@ -170,9 +175,9 @@ BEGIN
     CROSS JOIN LATERAL (SELECT substring(sha256(convert_to(lower(message_id::text) || E'\\n' || c.queue, 'UTF8')) FROM 1 FOR 16) AS h) AS d
   ),
   ins AS (
-    INSERT INTO ${t} AS m (id, queue, payload_json, headers_json, created_at, available_at${jobFields ? ', priority, ordering_key' : ''})
+    INSERT INTO ${t} AS m (id, queue, payload_json, headers_json, created_at, available_at${jobFields ? ', priority, ordering_key' : ''}${readySet ? ', state' : ''})
     SELECT target.id, target.queue, p_payload, v_headers::text, clock_timestamp(),
-           CASE WHEN v_delay_ms > 0 THEN clock_timestamp() + v_delay_ms * interval '1 millisecond' ELSE clock_timestamp() END${jobFields ? ',\n           coalesce(p_priority, 0)::smallint, p_ordering_key' : ''}
+           CASE WHEN v_delay_ms > 0 THEN clock_timestamp() + v_delay_ms * interval '1 millisecond' ELSE clock_timestamp() END${jobFields ? ',\n           coalesce(p_priority, 0)::smallint, p_ordering_key' : ''}${readySet ? `, CASE WHEN v_delay_ms > 0 THEN ${STATE_SCHEDULED} END` : ''}
     FROM target
     ORDER BY target.queue
     ON CONFLICT (id) DO NOTHING
@@ -182,6 +187,41 @@ BEGIN
   SELECT (SELECT count(*) FROM ins)::integer, (SELECT count(*) FROM woken) INTO copies, v_woken;
 END
 $fn$`;
+}
+
+/**
+ * Version 18's keyed queue publish (ready-set.ts): the id tested first (a duplicate inserts nothing and counts
+ * nothing), then the key counted and the row inserted in a block whose unique violation (a concurrent insert of the
+ * same id) undoes both. The row wakes its queue only as the key's head.
+ */
+function keyedInsert(n: SchemaNames): string {
+  const t = `${q(n.schema)}.${q(n.transport.table)}`;
+  const k = `${q(n.schema)}.${q(n.transport.keysTable)}`;
+  const seq = `${q(n.schema)}.${q(n.transport.sequence)}`;
+  return `
+  IF p_kind = 'queue' AND p_ordering_key IS NOT NULL THEN
+    copies := 0;
+    IF EXISTS (SELECT 1 FROM ${t} AS e WHERE e.id = message_id) THEN
+      RETURN;
+    END IF;
+    BEGIN
+      INSERT INTO ${k} AS kk (queue, ordering_key, pending) VALUES (p_name, p_ordering_key, 1)
+      ON CONFLICT (queue, ordering_key) DO UPDATE SET pending = kk.pending + 1
+      RETURNING kk.pending INTO v_pending;
+      INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at, priority, ordering_key, state, seq)
+      VALUES (message_id, p_name, p_payload, v_headers::text, clock_timestamp(),
+              CASE WHEN v_delay_ms > 0 THEN clock_timestamp() + v_delay_ms * interval '1 millisecond' ELSE clock_timestamp() END,
+              coalesce(p_priority, 0)::smallint, p_ordering_key,
+              CASE WHEN v_pending > 1 THEN ${STATE_QUEUED} WHEN v_delay_ms > 0 THEN ${STATE_SCHEDULED} END, nextval('${seq}'));
+      copies := 1;
+    EXCEPTION WHEN unique_violation THEN
+      RETURN;
+    END;
+    IF v_pending = 1 AND v_delay_ms = 0 THEN
+      PERFORM pg_notify('${TRANSPORT_NOTIFY_CHANNEL}', '${notifyPrefix(n.transport)}' || p_name);
+    END IF;
+    RETURN;
+  END IF;`;
 }
 
 /** Version 16's checks of priority and the ordering key: publish-request.ts's rules, with its messages. */
@@ -300,6 +340,18 @@ export function postgresOutboxJobFieldsStatements(n: SchemaNames): MigrationStat
     { name: 'replace publish function', text: replaceWrapper(n, 'queue') },
     { name: 'replace publish topic function', text: replaceWrapper(n, 'topic') },
     { name: 'drop version 3 enqueue function', text: `DROP FUNCTION IF EXISTS ${f.enqueue}(text, ${SIGNATURE})` },
+    { name: 'revoke execute on enqueue from public', text: `REVOKE ALL ON FUNCTION ${f.enqueue}(text, ${SIGNATURE_16}) FROM PUBLIC` },
+  ];
+}
+
+/**
+ * Version 18: the shared body files SQL publishes in the ready set (same signature as version 16's: the wrappers and
+ * their grants are untouched).
+ */
+export function postgresOutboxReadySetStatements(n: SchemaNames): MigrationStatement[] {
+  const f = postgresOutboxNames(n);
+  return [
+    { name: 'replace enqueue function for the ready set', text: enqueueFunction(n, true, true) },
     { name: 'revoke execute on enqueue from public', text: `REVOKE ALL ON FUNCTION ${f.enqueue}(text, ${SIGNATURE_16}) FROM PUBLIC` },
   ];
 }

@@ -5,17 +5,16 @@
 // stamps use clock_timestamp() so the rows of one batch publish keep their order.
 
 import { quoteIdentifier, type TransportNames } from '../../sql/identifiers';
+import { DEAD_LETTER_SOURCE_HEADER } from '../../transport/types';
 import { queueStateTableName } from '../queue-state-names';
 import { PG_CANCEL_REQUESTED, pgJobControlStatements } from './job-control-statements';
 import { TRANSPORT_NOTIFY_CHANNEL } from './notify-channel';
-import { pgClaimable } from './ordering-sql';
+import { pgClaimCandidates, pgCountKeys, pgPromoteVacant, pgReleaseKeys, pgTables, READY_SET_FILTER, STATE_QUEUED, STATE_SCHEDULED, stateFor } from './ready-set';
 
 export interface PgStatements {
   publish: string;
   existing: string;
   claim: string;
-  /** The claim with $5 text[]: keys whose head the caller just settled, looked up first (ordering-sql.ts pgClaimable). */
-  claimFreed: string;
   ack: string;
   release: string;
   releaseUnstarted: string;
@@ -24,6 +23,7 @@ export interface PgStatements {
   deadLetter: string;
   pruneDeadLetters: string;
   stats: string;
+  queueNames: string;
   listDeadLetters: string;
   requeueDeadLetter: string;
   deleteDeadLetter: string;
@@ -40,7 +40,13 @@ export const UNSAFE_JSON_ESCAPE = String.raw`(^|[^\\])(\\\\)*\\u(0000|d[89a-f])`
 // expression on (queue, SOURCE_QUEUE): every dead-letter statement below must keep this text for the planner to
 // match the index.
 export const SOURCE_QUEUE = `(CASE WHEN left(ltrim(headers_json), 1) = '{' AND headers_json !~* '${UNSAFE_JSON_ESCAPE}' THEN headers_json::jsonb ->> 'AR-DeadLetter-Source-Queue' END)`;
-const UNLEASED = '(locked_until IS NULL OR locked_until <= now())';
+/**
+ * Rows that may be dead letters: those whose headers name a source queue (every dead-letter move writes it, as a .NET
+ * host's does; SOURCE_QUEUE reads it). The dead-letters index (version 18) holds these rows only, so a publish, a
+ * claim or a promotion (none of them a HOT update since the ready set) neither writes it nor runs SOURCE_QUEUE's
+ * header parse for a live row; version 4's index held every row. A substring test, cheap on every row version.
+ */
+export const IS_DEAD_LETTER = `headers_json LIKE '%${DEAD_LETTER_SOURCE_HEADER}%'`;
 export { TRANSPORT_NOTIFY_CHANNEL };
 /** Payload prefix of a transport notification: which table it is about ("schema.table:" + queue). */
 export const notifyPrefix = (names: TransportNames) => `${names.schema}.${names.table}:`;
@@ -50,8 +56,6 @@ const MS = "* interval '1 millisecond'";
  * expression into a Date (two per row were 15 % of a drain's allocations). Date has millisecond precision anyway.
  */
 export const CLAIM_TIMES = '(EXTRACT(EPOCH FROM m.created_at) * 1000)::float8 AS created_ms, (EXTRACT(EPOCH FROM m.available_at) * 1000)::float8 AS available_ms';
-/** The claim's order, the claim index's keys after the queue and the keyed flag (ddl.ts CLAIM_INDEX_KEYS): higher priority first. */
-export const CLAIM_ORDER = 'priority DESC, available_at, created_at';
 /**
  * created_at of a batch's rows: the statement's start (an InitPlan, evaluated once) plus one microsecond per row, so
  * rows keep batch order even where clock_timestamp() repeats (it does, many rows per microsecond): the claim and
@@ -63,86 +67,150 @@ const BATCH_CREATED_AT = "(SELECT clock_timestamp()) + (s.ord - 1) * interval '1
 export function pgStatements(names: TransportNames): PgStatements {
   const t = `${quoteIdentifier(names.schema, 'postgres')}.${quoteIdentifier(names.table, 'postgres')}`;
   const paused = pgJobControlStatements(names, queueStateTableName(names, 'postgres')).pausedTest;
+  const { seq } = pgTables(names);
   return {
     // SQL Server: INSERT … SELECT … WHERE NOT EXISTS (… WITH (UPDLOCK, HOLDLOCK)); here ON CONFLICT DO NOTHING.
     // The same statement NOTIFYs each queue that got a row claimable now, so drain loops in other processes
     // wake at once (delivered at commit; none for delayed rows). SQL Server has no NOTIFY: peers poll.
-    publish: `WITH ins AS (
-  INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at, priority, ordering_key)
+    // Keyed rows (ready-set.ts) are counted into their keys first: the count must be exact, so they are inserted
+    // without ON CONFLICT after a NOT EXISTS test; a concurrent insert of the same id fails the statement with a
+    // unique violation (23505), and the store runs it again (its NOT EXISTS then sees the other row).
+    publish: `WITH src AS (
+  SELECT s.* FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::bigint[], $7::smallint[], $8::text[]) WITH ORDINALITY AS s(id, queue, payload_json, headers_json, delay_ms, priority, ordering_key, ord)),
+keyed_src AS (
+  SELECT s.queue, s.ordering_key, s.ord FROM src AS s WHERE s.ordering_key IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ${t} AS e WHERE e.id = s.id)),
+${pgCountKeys(names, 'keyed_src')},
+ins_plain AS (
+  INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at, priority, state)
   SELECT s.id, s.queue, s.payload_json, s.headers_json, ${BATCH_CREATED_AT},
-         CASE WHEN s.delay_ms > 0 THEN clock_timestamp() + s.delay_ms ${MS} ELSE clock_timestamp() END, s.priority, s.ordering_key
-  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::bigint[], $7::smallint[], $8::text[]) WITH ORDINALITY AS s(id, queue, payload_json, headers_json, delay_ms, priority, ordering_key, ord)
+         CASE WHEN s.delay_ms > 0 THEN clock_timestamp() + s.delay_ms ${MS} ELSE clock_timestamp() END, s.priority, ${stateFor('s.delay_ms > 0')}
+  FROM src AS s WHERE s.ordering_key IS NULL
   ORDER BY s.ord
   ON CONFLICT (id) DO NOTHING
-  RETURNING id, queue, available_at, available_at <= clock_timestamp() AS due),
+  RETURNING id, queue, available_at, state IS NULL AS due),
+ins_keyed AS (
+  INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at, priority, ordering_key, state, seq)
+  SELECT s.id, s.queue, s.payload_json, s.headers_json, ${BATCH_CREATED_AT},
+         CASE WHEN s.delay_ms > 0 THEN clock_timestamp() + s.delay_ms ${MS} ELSE clock_timestamp() END, s.priority, s.ordering_key,
+         CASE WHEN h.head AND s.ord = h.first THEN ${stateFor('s.delay_ms > 0')} ELSE ${STATE_QUEUED} END, nextval('${seq}')
+  FROM src AS s JOIN key_heads AS h ON h.queue = s.queue AND h.ordering_key = s.ordering_key
+  WHERE NOT EXISTS (SELECT 1 FROM ${t} AS e WHERE e.id = s.id)
+  ORDER BY s.ord
+  RETURNING id, queue, available_at, state IS NULL AS due),
+ins AS (SELECT * FROM ins_plain UNION ALL SELECT * FROM ins_keyed),
 woken AS (SELECT pg_notify('${TRANSPORT_NOTIFY_CHANNEL}', $6 || q.queue) FROM (SELECT DISTINCT queue FROM ins WHERE due) AS q)
 SELECT id, available_at FROM ins, (SELECT count(*) FROM woken) AS n`,
     existing: `SELECT id, available_at, queue FROM ${t} WHERE id = ANY($1::uuid[])`,
-    // SQL Server: TOP (@n) … WITH (UPDLOCK, ROWLOCK, READPAST); here FOR UPDATE SKIP LOCKED.
-    // The claimed ids go to the UPDATE as an array: joined to a CTE instead, the planner hashes the CTE and
-    // reads the whole table (a Seq Scan per claim on mid-sized tables); `id = ANY(array)` probes the primary key.
-    // A paused queue claims nothing: the pause test is uncorrelated, a one-time filter over the same seek.
-    claim: `UPDATE ${t} AS m
-SET attempts = m.attempts + 1, locked_until = clock_timestamp() + $3::bigint ${MS}, lock_id = $4::uuid
-WHERE m.id = ANY(ARRAY(
-  ${pgClaimable(names, { queueParam: '$1', n: '$2', extraWhere: `NOT ${paused}` })}))
-RETURNING m.id, m.queue, m.payload_json, m.headers_json, m.attempts, m.lock_id, ${CLAIM_TIMES}, m.priority, m.ordering_key`,
-    claimFreed: `UPDATE ${t} AS m
-SET attempts = m.attempts + 1, locked_until = clock_timestamp() + $3::bigint ${MS}, lock_id = $4::uuid
-WHERE m.id = ANY(ARRAY(
-  ${pgClaimable(names, { queueParam: '$1', n: '$2', extraWhere: `NOT ${paused}`, freedKeysParam: '$5' })}))
-RETURNING m.id, m.queue, m.payload_json, m.headers_json, m.attempts, m.lock_id, ${CLAIM_TIMES}, m.priority, m.ordering_key`,
+    // SQL Server: the same ranges, promoted then claimed in one batch with UPDLOCK, ROWLOCK, READPAST; here FOR
+    // UPDATE SKIP LOCKED in each leaf (ready-set.ts). The claimed ids go to the UPDATE as an array: joined to a CTE
+    // instead, the planner hashes the CTE and reads the whole table; `id = ANY(array)` probes the primary key.
+    // A paused queue claims nothing: the pause test is uncorrelated, a one-time filter.
+    claim: `WITH ${pgClaimCandidates(names, { queueParam: '$1', n: '$2', hold: paused })},
+claimed AS (
+  UPDATE ${t} AS m
+  SET attempts = m.attempts + 1, locked_until = clock_timestamp() + $3::bigint ${MS}, lock_id = $4::uuid, state = NULL
+  WHERE m.ctid = ANY(ARRAY(SELECT ctid FROM picked)) AND m.id = ANY(ARRAY(SELECT id FROM picked))
+  RETURNING m.id, m.queue, m.payload_json, m.headers_json, m.attempts, m.lock_id, ${CLAIM_TIMES}, m.priority, m.ordering_key, m.seq),
+${pgPromoteVacant(names, '$1')}
+SELECT * FROM claimed`,
     // `m.id = ANY($1)` beside the join: without it the planner hashes the whole table for a join with unnest's
     // 500 pairs once the table is a few hundred pages (a Seq Scan per ack, its cost growing with the backlog).
-    ack: `DELETE FROM ${t} AS m USING unnest($1::uuid[], $2::uuid[]) AS s(id, lock_id)
-WHERE m.id = ANY($1::uuid[]) AND m.id = s.id AND m.lock_id = s.lock_id`,
-    release: `UPDATE ${t} SET available_at = clock_timestamp() + $3::bigint ${MS}, locked_until = NULL, lock_id = NULL
+    // A head's ack marks its key vacant when rows remain (ready-set.ts pgReleaseKeys); unkeyed acks skip that part.
+    ack: `WITH removed AS (
+  DELETE FROM ${t} AS m USING unnest($1::uuid[], $2::uuid[]) AS s(id, lock_id)
+  WHERE m.id = ANY($1::uuid[]) AND m.id = s.id AND m.lock_id = s.lock_id
+  RETURNING m.queue, m.ordering_key, m.state, m.seq),
+${pgReleaseKeys(names, 'removed')}
+SELECT count(*)::int AS n FROM removed`,
+    // A keyed head stays its key's head (scheduled while it waits out the delay).
+    release: `UPDATE ${t} SET available_at = clock_timestamp() + $3::bigint ${MS}, locked_until = NULL, lock_id = NULL, state = ${stateFor('$3::bigint > 0')}
 WHERE id = $1 AND lock_id = $2`,
     // SQL Server: UPDATE … FROM … JOIN OPENJSON(@settlements); here unnest. available_at stays: the row keeps its place.
     releaseUnstarted: `UPDATE ${t} AS m SET attempts = GREATEST(m.attempts - 1, 0), locked_until = NULL, lock_id = NULL
 FROM unnest($1::uuid[], $2::uuid[]) AS s(id, lock_id)
 WHERE m.id = ANY($1::uuid[]) AND m.id = s.id AND m.lock_id = s.lock_id`,
-    // A claim whose answer was lost, handed back by the lock id the drain chose: the queue's ready rows (the claim
-    // took only rows with available_at <= now()) still leased under it. SKIP LOCKED: rows an uncommitted claim
-    // holds are left to lapse. SQL Server: UPDATE … WITH (ROWLOCK, READPAST).
+    // A claim whose answer was lost, handed back by the lock id the drain chose: the queue's rows still leased under
+    // it, found in the leased index (the queue's live leases, lock_id included). SKIP LOCKED: rows an uncommitted
+    // claim holds are left to lapse. SQL Server: UPDATE … WITH (ROWLOCK, READPAST).
     releaseLostClaim: `UPDATE ${t} AS m SET attempts = GREATEST(m.attempts - 1, 0), locked_until = NULL, lock_id = NULL
 WHERE m.id = ANY(ARRAY(
-  SELECT id FROM ${t} WHERE queue = $1 AND available_at <= now() AND lock_id = $2::uuid AND locked_until > now()
+  SELECT id FROM ${t} WHERE queue = $1 AND lock_id IS NOT NULL AND locked_until > now() AND lock_id = $2::uuid
   FOR UPDATE SKIP LOCKED))`,
-    // RETURNING tells the owner whether an operator marked the job cancelled (job-control-statements.ts).
-    renew: `UPDATE ${t} SET locked_until = clock_timestamp() + $3::bigint ${MS} WHERE id = $1 AND lock_id = $2
+    // RETURNING tells the owner whether an operator marked the job cancelled (job-control-statements.ts). A lapsed
+    // lease is not renewed (review M2): a limited claim may have given its slot away, and a claim may take the row.
+    renew: `UPDATE ${t} SET locked_until = clock_timestamp() + $3::bigint ${MS} WHERE id = $1 AND lock_id = $2 AND locked_until > now()
 RETURNING ${PG_CANCEL_REQUESTED} AS cancel_requested`,
     // Delete first; the insert runs only for a row the fence matched (SQL Server: IF @@ROWCOUNT = 1).
     // The dead-letter row keeps the removed row's attempts (SQL Server: OUTPUT deleted.attempts INTO @removed).
     // It keeps the priority and the ordering key too, so a requeue (redrive) puts the job back at its priority, on its key.
-    deadLetter: `WITH removed AS (DELETE FROM ${t} WHERE id = $1 AND lock_id = $2 RETURNING id, attempts, priority, ordering_key)
-INSERT INTO ${t} (id, queue, payload_json, headers_json, dead_letter_reason, attempts, priority, ordering_key)
-SELECT $3, $4, $5, $6, $7, attempts, priority, ordering_key FROM removed
-ON CONFLICT (id) DO NOTHING
-RETURNING id`,
+    // A keyed head's move lets its key go on (ready-set.ts pgReleaseKeys); the dead letter itself is counted nowhere.
+    deadLetter: `WITH removed AS (DELETE FROM ${t} WHERE id = $1 AND lock_id = $2 RETURNING id, queue, attempts, priority, ordering_key, state, seq),
+${pgReleaseKeys(names, 'removed')},
+moved AS (
+  INSERT INTO ${t} (id, queue, payload_json, headers_json, dead_letter_reason, attempts, priority, ordering_key)
+  SELECT $3, $4, $5, $6, $7, attempts, priority, ordering_key FROM removed
+  ON CONFLICT (id) DO NOTHING
+  RETURNING id)
+SELECT id FROM moved`,
     // SQL Server: SET NOCOUNT OFF; DELETE TOP (1000); PostgreSQL has no DELETE … LIMIT, so bound by ctid.
+    // IS_DEAD_LETTER lets every dead-letter statement read the dead-letters index (version 18).
     pruneDeadLetters: `DELETE FROM ${t} WHERE ctid IN (
-  SELECT ctid FROM ${t} WHERE queue = $1 AND created_at < clock_timestamp() - $2::bigint ${MS} LIMIT 1000)`,
-    stats: `SELECT
-  (SELECT count(*) FROM ${t} WHERE queue = $1 AND available_at <= now() AND ${UNLEASED})::int AS ready,
-  (SELECT count(*) FROM ${t} WHERE queue = $1 AND available_at > now() AND ${UNLEASED})::int AS delayed,
-  (SELECT count(*) FROM ${t} WHERE queue = $1 AND locked_until > now())::int AS leased,
-  (SELECT count(*) FROM ${t} WHERE queue = $2 AND ${SOURCE_QUEUE} = $1)::int AS dead_lettered,
-  (SELECT EXTRACT(EPOCH FROM now() - min(available_at))::float8 FROM ${t}
-     WHERE queue = $1 AND available_at <= now() AND ${UNLEASED}) AS oldest_ready_age_seconds`,
+  SELECT ctid FROM ${t} WHERE queue = $1 AND ${IS_DEAD_LETTER} AND created_at < clock_timestamp() - $2::bigint ${MS} LIMIT 1000)`,
+    // Queues that hold rows: a loose index scan (one probe per distinct queue) over each partial index whose rows
+    // together are every row (the ready set, scheduled, leased, keyed); the ready set's states leave no other kind.
+    queueNames: `WITH RECURSIVE ready_q AS (
+  (SELECT queue FROM ${t} WHERE ${READY_SET_FILTER} ORDER BY queue LIMIT 1)
+  UNION ALL
+  SELECT (SELECT n.queue FROM ${t} AS n WHERE ${READY_SET_FILTER} AND n.queue > ready_q.queue ORDER BY n.queue LIMIT 1) FROM ready_q WHERE ready_q.queue IS NOT NULL),
+scheduled_q AS (
+  (SELECT queue FROM ${t} WHERE state = ${STATE_SCHEDULED} ORDER BY queue LIMIT 1)
+  UNION ALL
+  SELECT (SELECT n.queue FROM ${t} AS n WHERE n.state = ${STATE_SCHEDULED} AND n.queue > scheduled_q.queue ORDER BY n.queue LIMIT 1) FROM scheduled_q WHERE scheduled_q.queue IS NOT NULL),
+leased_q AS (
+  (SELECT queue FROM ${t} WHERE lock_id IS NOT NULL ORDER BY queue LIMIT 1)
+  UNION ALL
+  SELECT (SELECT n.queue FROM ${t} AS n WHERE n.lock_id IS NOT NULL AND n.queue > leased_q.queue ORDER BY n.queue LIMIT 1) FROM leased_q WHERE leased_q.queue IS NOT NULL),
+keyed_q AS (
+  (SELECT queue FROM ${t} WHERE ordering_key IS NOT NULL ORDER BY queue LIMIT 1)
+  UNION ALL
+  SELECT (SELECT n.queue FROM ${t} AS n WHERE n.ordering_key IS NOT NULL AND n.queue > keyed_q.queue ORDER BY n.queue LIMIT 1) FROM keyed_q WHERE keyed_q.queue IS NOT NULL)
+SELECT DISTINCT queue FROM (SELECT queue FROM ready_q UNION ALL SELECT queue FROM scheduled_q UNION ALL SELECT queue FROM leased_q UNION ALL SELECT queue FROM keyed_q) AS x
+WHERE queue IS NOT NULL ORDER BY queue LIMIT $1`,
+    // Each part reads one partial index from the queue's prefix: the ready set, the scheduled rows, the rows queued
+    // behind their keys' heads, the leases (a lapsed one counts as ready, as the claim takes it).
+    stats: `SELECT count(*) FILTER (WHERE w.due)::int AS ready, count(*) FILTER (WHERE NOT w.due)::int AS delayed,
+  (SELECT count(*) FROM ${t} WHERE queue = $1 AND lock_id IS NOT NULL AND locked_until > now())::int AS leased,
+  (SELECT count(*) FROM ${t} WHERE queue = $2 AND ${IS_DEAD_LETTER} AND ${SOURCE_QUEUE} = $1)::int AS dead_lettered,
+  EXTRACT(EPOCH FROM now() - min(w.available_at) FILTER (WHERE w.due))::float8 AS oldest_ready_age_seconds
+FROM (
+  SELECT available_at, available_at <= now() AS due FROM ${t} WHERE queue = $1 AND ${READY_SET_FILTER}
+  UNION ALL
+  SELECT available_at, available_at <= now() FROM ${t} WHERE queue = $1 AND state = ${STATE_SCHEDULED}
+  UNION ALL
+  SELECT available_at, available_at <= now() FROM ${t} WHERE queue = $1 AND ordering_key IS NOT NULL AND state = ${STATE_QUEUED}
+  UNION ALL
+  SELECT available_at, true FROM ${t} WHERE queue = $1 AND lock_id IS NOT NULL AND locked_until <= now()) AS w`,
     listDeadLetters: `SELECT id, payload_json, headers_json, dead_letter_reason, attempts, created_at FROM ${t}
-WHERE queue = $1 AND ${SOURCE_QUEUE} = $2
+WHERE queue = $1 AND ${IS_DEAD_LETTER} AND ${SOURCE_QUEUE} = $2
 ORDER BY created_at DESC
 LIMIT $3`,
-    // A keyed job goes to the back of its key (created_at now): with the dead letter's stamp it could run beside the
-    // key's current head, which is older than the requeue but younger than that stamp.
-    requeueDeadLetter: `UPDATE ${t}
+    // Back on its queue like a new publish: a keyed job goes to the back of its key (a new seq, counted into the
+    // key; it is the head when the key has no row left). `row` locks the dead letter first, so the key is counted
+    // only for a row this statement moves.
+    requeueDeadLetter: `WITH row AS (
+  SELECT id, ordering_key FROM ${t} WHERE id = $3 AND queue = $1 AND ${IS_DEAD_LETTER} AND ${SOURCE_QUEUE} = $2 FOR UPDATE),
+keyed_src AS (SELECT $2::text AS queue, ordering_key, 1 AS ord FROM row WHERE ordering_key IS NOT NULL),
+${pgCountKeys(names, 'keyed_src')}
+UPDATE ${t} AS m
 SET queue = $2, attempts = 0, available_at = clock_timestamp(), locked_until = NULL, lock_id = NULL,
-    created_at = CASE WHEN ordering_key IS NULL THEN created_at ELSE clock_timestamp() END,
+    created_at = CASE WHEN m.ordering_key IS NULL THEN m.created_at ELSE clock_timestamp() END,
+    seq = CASE WHEN m.ordering_key IS NULL THEN m.seq ELSE nextval('${seq}') END,
+    state = CASE WHEN m.ordering_key IS NULL OR (SELECT bool_and(head) FROM key_heads) THEN NULL ELSE ${STATE_QUEUED} END,
     dead_letter_reason = NULL,
-    headers_json = (headers_json::jsonb - 'AR-DeadLetter-Reason' - 'AR-DeadLetter-Source-Queue')::text
-WHERE id = $3 AND queue = $1 AND ${SOURCE_QUEUE} = $2`,
-    deleteDeadLetter: `DELETE FROM ${t} WHERE id = $3 AND queue = $1 AND ${SOURCE_QUEUE} = $2`,
+    headers_json = (m.headers_json::jsonb - 'AR-DeadLetter-Reason' - 'AR-DeadLetter-Source-Queue')::text
+FROM row
+WHERE m.id = row.id`,
+    deleteDeadLetter: `DELETE FROM ${t} WHERE id = $3 AND queue = $1 AND ${IS_DEAD_LETTER} AND ${SOURCE_QUEUE} = $2`,
     hasMessage: `SELECT EXISTS (SELECT 1 FROM ${t} WHERE id = $2 AND queue = $1) AS present`,
     now: 'SELECT clock_timestamp() AS now',
   };

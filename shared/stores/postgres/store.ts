@@ -3,7 +3,6 @@ import { transportNames, type TransportNames } from '../../sql/identifiers';
 import { jsonbSafe, parseHeadersLenient } from '../../transport/headers';
 import type {
   ClaimedMessage,
-  ClaimHint,
   ClaimOutlook,
   DeadLetterItem,
   DeadLetterMove,
@@ -40,14 +39,15 @@ import { pgJobControlStatements, pgQueueStateTableDdl, type PgJobControlStatemen
 import { dedupTableName, queueStateTableName } from '../queue-state-names';
 import type { CancelOutcome, QueueState, RenewResult, RescheduleOutcome, RescheduleTime } from '../../transport/job-control';
 import { pgWaitingStatements, type PgWaitingStatements } from './waiting-statements';
-import { pgLeaseRosterDdl, pgLimitColumnsDdl, pgLimitStatements, qualifiedLeaseRoster, type PgLimitStatements } from './limit-statements';
+import { pgLeaseRosterDdl, pgLimitColumnsDdl, pgLimitedClaimRoutineDdl, pgLimitStatements, qualifiedLeaseRoster, type PgLimitStatements } from './limit-statements';
 import { bucketSize, hasLimits, type LimitedClaim, type QueueLimits } from '../../transport/limits';
 import { limitedClaimOf, limitedOutlookOf, type LimitedOutlookRow } from '../limited-claim';
 import type { WaitingJob, WaitingQuery } from '../../transport/waiting';
 import type { HistoryPage, HistoryQuery, JobRecord } from '../../transport/history';
 import { historyPage, readJob, searchKey, type HistoryRowShape } from '../../transport/history-rows';
 import { pgHistoryDdl, pgHistoryJobFieldsDdl, pgHistoryStatements, type PgHistoryStatements } from './history-statements';
-import { ORDERING_KEY_COLUMN, pgOrderingColumnDdl, pgOrderingIndexDdl } from './ordering-sql';
+import { ORDERING_KEY_COLUMN, pgOrderingColumnDdl } from './ordering-sql';
+import { pgReadySetBackfill, pgReadySetDdl, pgReadySetIndexes } from './ready-set';
 
 /** The limited claim's summary row (limit-statements.ts). */
 interface LimitStateRow {
@@ -71,7 +71,15 @@ interface ClaimRow {
   available_ms: number;
   priority: number;
   ordering_key: string | null;
+  /** bigint as text; NULL for a row published before the ready set (PostgreSQL version 18) */
+  seq: string | null;
 }
+
+const keyOrderIndexDdl = (n: TransportNames) => pgReadySetIndexes(n).find((s) => s.name === 'create key order index')!.text;
+
+/** A keyed publish lost a race for its id to a concurrent insert (statements.ts publish): run it again. */
+const UNIQUE_VIOLATION = '23505';
+const KEYED_PUBLISH_ATTEMPTS = 5;
 
 /** Serves a PostgreSQL server (pg Pool) and the embedded PGlite alike. */
 export class PostgresTransportStore implements TransportStore {
@@ -134,6 +142,9 @@ export class PostgresTransportStore implements TransportStore {
           await tx.query('SELECT pg_advisory_xact_lock($1::bigint)', [advisoryKey(schemaLockResource(n.schema))]);
           for (const stmt of splitStatements(createTableSql(n))) await tx.query(stmt);
           await tx.query(addPriorityColumnSql(n));
+          await tx.query(pgOrderingColumnDdl(n));
+          for (const stmt of pgReadySetDdl(n)) await tx.query(stmt.text);
+          await tx.query(pgLimitedClaimRoutineDdl(n));
         });
         state = await inspectTransportTable(this.client, n);
       }
@@ -143,6 +154,18 @@ export class PostgresTransportStore implements TransportStore {
           await tx.query(`SET LOCAL lock_timeout = '5s'`);
           await tx.query('SELECT pg_advisory_xact_lock($1::bigint)', [advisoryKey(schemaLockResource(n.schema))]);
           await tx.query(addPriorityColumnSql(n));
+        });
+        state = await inspectTransportTable(this.client, n);
+      }
+      if (state.exists && state.missingReadySet) {
+        // a table from before the ready set (PostgreSQL version 18 files migrated schemas): catalog-only columns, then
+        // the existing rows filed (keyed, delayed and dead-letter rows only), under the schema lock
+        await this.client.transaction(async (tx) => {
+          await tx.query(`SET LOCAL lock_timeout = '5s'`);
+          await tx.query('SELECT pg_advisory_xact_lock($1::bigint)', [advisoryKey(schemaLockResource(n.schema))]);
+          await tx.query(pgOrderingColumnDdl(n));
+          for (const stmt of [...pgReadySetDdl(n), ...pgReadySetBackfill(n)]) await tx.query(stmt.text);
+          await tx.query(pgLimitedClaimRoutineDdl(n));
         });
         state = await inspectTransportTable(this.client, n);
       }
@@ -176,7 +199,7 @@ export class PostgresTransportStore implements TransportStore {
           `table ${n.schema}.${n.table} has no column 'ordering_key' (PostgreSQL schema version 13): run \`npm run schema -- apply\` or set AUTO_CREATE_SCHEMA=true`,
         );
       } else if (!ordering.index) {
-        state.warnings.push(`table ${n.schema}.${n.table} has no ordering index, so a claim of a keyed job reads its key's rows. Create it: ${pgOrderingIndexDdl(n)}`);
+        state.warnings.push(`table ${n.schema}.${n.table} has no key order index, so a claim that promotes a key's next job reads the key's rows. Create it: ${keyOrderIndexDdl(n)}`);
       }
     }
     if (!state.exists) {
@@ -222,7 +245,7 @@ export class PostgresTransportStore implements TransportStore {
     const r = await this.client.query<{ column: boolean; index: boolean }>(
       `SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 AND column_name = '${ORDERING_KEY_COLUMN}') AS column,
          to_regclass($3) IS NOT NULL AS index`,
-      [this.names.schema, this.names.table, `"${this.names.schema}"."${this.names.orderingIndex}"`],
+      [this.names.schema, this.names.table, `"${this.names.schema}"."${this.names.keyOrderIndex}"`],
     );
     return { column: r.rows[0]?.column === true, index: r.rows[0]?.index === true };
   }
@@ -236,7 +259,7 @@ export class PostgresTransportStore implements TransportStore {
       await tx.query(`SET LOCAL lock_timeout = '60s'`);
       await tx.query('SELECT pg_advisory_xact_lock($1::bigint)', [advisoryKey(schemaLockResource(n.schema))]);
       await tx.query(pgOrderingColumnDdl(n));
-      await tx.query(pgOrderingIndexDdl(n));
+      await tx.query(keyOrderIndexDdl(n));
     });
   }
 
@@ -275,18 +298,40 @@ export class PostgresTransportStore implements TransportStore {
     return outcomes;
   }
 
-  /** Insert-if-absent of every message in one statement; duplicates answered from the stored rows. */
-  private async insertMessages(q: Queryable, messages: readonly OutgoingMessage[]): Promise<PublishOutcome[]> {
+  /**
+   * Insert-if-absent of every message in one statement; duplicates answered from the stored rows. An id given twice
+   * in one batch is inserted once (its first occurrence), the others answered as its duplicates. A keyed row that
+   * lost a race for its id fails the statement (see the publish statement), which then runs again.
+   */
+  private async insertMessages(q: Queryable, messages: readonly OutgoingMessage[], inTransaction = false): Promise<PublishOutcome[]> {
     if (messages.length === 0) return [];
+    const seen = new Set<string>();
+    const firsts = messages.filter((m) => !seen.has(m.id.toLowerCase()) && seen.add(m.id.toLowerCase()));
+    if (!firsts.some((m) => m.orderingKey !== undefined)) return this.insertOnce(q, firsts, messages);
+    // inside a transaction a failed statement would abort it: the retry needs a savepoint
+    for (let attempt = 1; ; attempt++) {
+      if (inTransaction) await q.query('SAVEPOINT ar_keyed_publish');
+      try {
+        const outcomes = await this.insertOnce(q, firsts, messages);
+        if (inTransaction) await q.query('RELEASE SAVEPOINT ar_keyed_publish');
+        return outcomes;
+      } catch (err) {
+        if (inTransaction) await q.query('ROLLBACK TO SAVEPOINT ar_keyed_publish');
+        if ((err as { code?: string }).code !== UNIQUE_VIOLATION || attempt >= KEYED_PUBLISH_ATTEMPTS) throw err;
+      }
+    }
+  }
+
+  private async insertOnce(q: Queryable, firsts: readonly OutgoingMessage[], messages: readonly OutgoingMessage[]): Promise<PublishOutcome[]> {
     const inserted = await q.query<{ id: string; available_at: Date }>(this.sql.publish, [
-      messages.map((m) => m.id),
-      messages.map((m) => m.queue),
-      messages.map((m) => m.payloadJson),
-      messages.map((m) => JSON.stringify(m.headers)),
-      messages.map((m) => Math.max(0, Math.round(m.delayMs))),
+      firsts.map((m) => m.id),
+      firsts.map((m) => m.queue),
+      firsts.map((m) => m.payloadJson),
+      firsts.map((m) => JSON.stringify(m.headers)),
+      firsts.map((m) => Math.max(0, Math.round(m.delayMs))),
       notifyPrefix(this.names),
-      messages.map((m) => m.priority ?? 0),
-      messages.map((m) => m.orderingKey ?? null),
+      firsts.map((m) => m.priority ?? 0),
+      firsts.map((m) => m.orderingKey ?? null),
     ], this.prepared.publish);
     const byId = new Map(inserted.rows.map((r) => [r.id, r.available_at]));
     const existing = await this.storedRows(q, messages.filter((m) => !byId.has(m.id.toLowerCase())).map((m) => m.id));
@@ -345,7 +390,7 @@ export class PostgresTransportStore implements TransportStore {
       ]);
     }
     const taking = plan.filter((p) => p.took).map((p) => p.m);
-    const inserted = new Map((await this.insertMessages(tx, taking)).map((o, i) => [taking[i]!, o]));
+    const inserted = new Map((await this.insertMessages(tx, taking, true)).map((o, i) => [taking[i]!, o]));
     const elsewhere = taking.filter((m) => inserted.get(m)?.existingQueue !== undefined && inserted.get(m)?.existingQueue !== m.queue);
     if (elsewhere.length > 0) {
       await tx.query(this.dedupSql.releaseKeys, [elsewhere.map((m) => m.queue), elsewhere.map((m) => m.dedup!.key), elsewhere.map((m) => m.id)]);
@@ -388,19 +433,17 @@ export class PostgresTransportStore implements TransportStore {
     return r.rows.map((row) => ({ topic: row.topic, subscription: row.subscription }));
   }
 
-  async claim(queue: string, max: number, lockTimeoutMs: number, lockId: string = randomUUID(), hint?: ClaimHint): Promise<ClaimedMessage[]> {
+  async claim(queue: string, max: number, lockTimeoutMs: number, lockId: string = randomUUID()): Promise<ClaimedMessage[]> {
     await this.ensureSchema();
-    const freed = hint?.freedKeys ?? [];
-    const r =
-      freed.length === 0
-        ? await this.client.query<ClaimRow>(this.sql.claim, [queue, max, Math.round(lockTimeoutMs), lockId], this.prepared.claim)
-        : await this.client.query<ClaimRow>(this.sql.claimFreed, [queue, max, Math.round(lockTimeoutMs), lockId, freed], this.prepared.claimFreed);
+    const r = await this.client.query<ClaimRow>(this.sql.claim, [queue, max, Math.round(lockTimeoutMs), lockId], this.prepared.claim);
     return this.toClaimed(r.rows);
   }
 
+  /** RETURNING has no order: the claim order again (seq breaks ties; rows from before version 18 have none). */
   private toClaimed(rows: ClaimRow[]): ClaimedMessage[] {
+    const seq = (r: ClaimRow) => (r.seq === null ? -1 : Number(r.seq));
     return rows
-      .sort((a, b) => b.priority - a.priority || a.available_ms - b.available_ms || a.created_ms - b.created_ms)
+      .sort((a, b) => b.priority - a.priority || a.available_ms - b.available_ms || seq(a) - seq(b) || a.created_ms - b.created_ms)
       .map((row) => ({
         id: row.id,
         lockId: row.lock_id,
@@ -422,13 +465,8 @@ export class PostgresTransportStore implements TransportStore {
     await this.ensureSchema();
     const sql = (this.limitSql ??= pgLimitStatements(this.names));
     const values = [queue, Math.max(0, Math.floor(max)), Math.round(lockTimeoutMs), lockId, limits.concurrency ?? null, limits.ratePerSecond ?? null, bucketSize(limits)];
-    const r = await this.client.transaction(async (tx) => {
-      if ((await tx.query(sql.lock, [queue])).rows.length === 0) {
-        await tx.query(sql.ensureRow, [queue]);
-        await tx.query(sql.lock, [queue]);
-      }
-      return tx.query<ClaimRow & LimitStateRow>(sql.claim, values);
-    });
+    // one round trip: the routine takes the queue-state row's lock and claims (limit-statements.ts)
+    const r = await this.client.query<ClaimRow & LimitStateRow>(sql.claimCall, values);
     const jobs = r.rows.filter((row) => row.kind === 'job');
     return limitedClaimOf(this.toClaimed(jobs), r.rows.find((row) => row.kind === 'state'), max, limits);
   }
@@ -444,15 +482,15 @@ export class PostgresTransportStore implements TransportStore {
   async ack(settlements: readonly Settlement[]): Promise<number> {
     if (settlements.length === 0) return 0;
     await this.ensureSchema();
-    const r = await this.client.query(this.sql.ack, [settlements.map((s) => s.id), settlements.map((s) => s.lockId)], this.prepared.ack);
-    return r.rowCount;
+    const r = await this.client.query<{ n: number }>(this.sql.ack, [settlements.map((s) => s.id), settlements.map((s) => s.lockId)], this.prepared.ack);
+    return r.rows[0]?.n ?? 0;
   }
 
   async ackToHistory(settlements: readonly Settlement[]): Promise<number> {
     if (settlements.length === 0) return 0;
     await this.ensureSchema();
-    const r = await this.client.query(this.historySql.ackToHistory, [settlements.map((s) => s.id), settlements.map((s) => s.lockId)], this.historyPrepared);
-    return r.rowCount;
+    const r = await this.client.query<{ n: number }>(this.historySql.ackToHistory, [settlements.map((s) => s.id), settlements.map((s) => s.lockId)], this.historyPrepared);
+    return r.rows[0]?.n ?? 0;
   }
 
   async findJob(id: string, deadLetterQueue: string): Promise<JobRecord | null> {
@@ -596,6 +634,14 @@ export class PostgresTransportStore implements TransportStore {
     await this.ensureSchema();
     const r = await this.client.query(this.sql.pruneDeadLetters, [deadLetterQueue, Math.round(retentionMs)]);
     return r.rowCount;
+  }
+
+  async queueNames(max: number): Promise<string[]> {
+    const n = Math.floor(max);
+    if (!(n > 0)) return [];
+    await this.ensureSchema();
+    const r = await this.client.query<{ queue: string }>(this.sql.queueNames, [n]);
+    return r.rows.map((row) => row.queue);
   }
 
   async queueStats(queue: string, deadLetterQueue: string): Promise<QueueStats> {

@@ -1,6 +1,7 @@
 // The PostgreSQL statements of topics (spec 003): the fan-out publish, the durable subscriptions' upsert and
 // list. The SQL Server twins live in stores/sqlserver/topic-statements.ts.
 
+import { stateFor } from './ready-set';
 import { quoteIdentifier, type TransportNames } from '../../sql/identifiers';
 import { SUBSCRIPTION_SEPARATOR } from '../../transport/topic-names';
 import { MAX_QUEUE_NAME_LENGTH } from '../../transport/topics';
@@ -41,13 +42,13 @@ copies AS (
   SELECT ${pgTopicCopyId('src.id', 'subs.queue')} AS id, subs.queue, src.payload_json, src.headers_json, src.delay_ms, src.priority, src.ord
   FROM src CROSS JOIN subs),
 ins AS (
-  INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at, priority)
+  INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at, priority, state)
   SELECT c.id, c.queue, c.payload_json, c.headers_json, clock_timestamp(),
-         CASE WHEN c.delay_ms > 0 THEN clock_timestamp() + c.delay_ms ${MS} ELSE clock_timestamp() END, c.priority
+         CASE WHEN c.delay_ms > 0 THEN clock_timestamp() + c.delay_ms ${MS} ELSE clock_timestamp() END, c.priority, ${stateFor('c.delay_ms > 0')}
   FROM copies AS c
   ORDER BY c.ord, c.queue
   ON CONFLICT (id) DO NOTHING
-  RETURNING id, queue, available_at, available_at <= clock_timestamp() AS due),
+  RETURNING id, queue, available_at, state IS NULL AS due),
 woken AS (SELECT pg_notify('${TRANSPORT_NOTIFY_CHANNEL}', $6 || q.queue) FROM (SELECT DISTINCT queue FROM ins WHERE due) AS q)
 SELECT c.id, c.queue, ins.id IS NOT NULL AS inserted, COALESCE(ins.available_at, e.available_at) AS available_at
 FROM copies AS c

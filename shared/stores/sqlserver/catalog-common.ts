@@ -50,6 +50,8 @@ export interface CatalogIndexRow {
   key_ordinal: number | null;
   is_descending_key: boolean | null;
   is_included_column: boolean | null;
+  /** a filtered index's predicate as the catalog stores it, e.g. ([state]=(1)); absent in older fakes */
+  filter_definition?: string | null;
 }
 
 const OBJECT_KINDS: Record<string, string> = {
@@ -232,9 +234,16 @@ export interface IndexShape {
   isDisabled: boolean;
   isHypothetical: boolean;
   hasFilter: boolean;
+  /** the filter predicate as the catalog stores it (null: none, or not read) */
+  filter: string | null;
   /** ascending key columns in key order; descending keys are marked with a trailing ' DESC'. */
   keys: string[];
+  /** included (non-key) columns */
+  included: string[];
 }
+
+/** A filter predicate without brackets, parentheses, spaces and case: ([state]=(1)) and state = 1 both read state=1. */
+export const normaliseFilter = (text: string) => text.replace(/[[\]()\s]/g, '').toLowerCase();
 
 export function groupIndexes(rows: readonly CatalogIndexRow[]): IndexShape[] {
   const byName = new Map<string, IndexShape & { ordered: Array<[number, string]> }>();
@@ -249,13 +258,17 @@ export function groupIndexes(rows: readonly CatalogIndexRow[]): IndexShape[] {
         isDisabled: row.is_disabled,
         isHypothetical: row.is_hypothetical,
         hasFilter: row.has_filter,
+        filter: row.filter_definition ?? null,
         keys: [],
+        included: [],
         ordered: [],
       };
       byName.set(row.index_name, shape);
     }
     if (row.column_name && row.key_ordinal && row.key_ordinal > 0 && !row.is_included_column) {
       shape.ordered.push([row.key_ordinal, row.is_descending_key ? `${row.column_name} DESC` : row.column_name]);
+    } else if (row.column_name && row.is_included_column) {
+      shape.included.push(row.column_name);
     }
   }
   return [...byName.values()].map(({ ordered, ...shape }) => ({

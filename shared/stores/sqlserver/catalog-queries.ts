@@ -9,7 +9,7 @@ export const KEY_AND_INDEX_SNAPSHOT: readonly string[] = [
       "WHERE kc.parent_object_id = @object_id AND kc.type = 'PK' AND ic.key_ordinal > 0",
       'ORDER BY ic.key_ordinal;',
       'SELECT i.name AS index_name, i.index_id, i.type_desc, i.is_unique, i.is_primary_key, i.is_disabled,',
-      '       i.is_hypothetical, i.has_filter, col.name AS column_name, ic.key_ordinal, ic.is_descending_key,',
+      '       i.is_hypothetical, i.has_filter, i.filter_definition, col.name AS column_name, ic.key_ordinal, ic.is_descending_key,',
       '       ic.is_included_column',
       'FROM sys.indexes AS i',
       'LEFT JOIN sys.index_columns AS ic ON ic.object_id = i.object_id AND ic.index_id = i.index_id',

@@ -8,7 +8,7 @@
 
 import * as sql from 'mssql';
 import type { CallbackJobTarget, ChannelNames, ChannelTable } from '../../channel/types';
-import { quoteIdentifier, validateIdentifier } from '../../sql/identifiers';
+import { quoteIdentifier, transportNames, validateIdentifier } from '../../sql/identifiers';
 import {
   BIN2,
   createIndexIfMissing,
@@ -418,7 +418,8 @@ export function claimForRecovery(names: ChannelNames): Statement<'id'> {
  * of one waits), enqueues one reference job per registration on the transport table's callbacks queue
  * (INSERT … SELECT: ids and the registration's state as a JSON string, never the payload), and for a final
  * response deletes exactly the picked registrations. One row: claimed (0/1) and jobs (how many enqueued).
- * created_at steps 100 ns per job so the jobs are claimed in registration order, as a batch publish's are.
+ * seq (the transport's sequence) is drawn in registration order, so the jobs are claimed in that order, as a batch
+ * publish's are (created_at steps 100 ns per job for readers); they are ready (state NULL) at once.
  * PostgreSQL: one statement of data-modifying CTEs (claimed → picked → jobs, consumed), plus a NOTIFY.
  */
 export function routeToCallbacks(
@@ -427,6 +428,8 @@ export function routeToCallbacks(
 ): Statement<'id' | 'correlation_id' | 'queue' | 'final'> {
   const t = qualifiedChannelNames(names);
   const jobs = `${q(validateIdentifier(callbacks.schema, 'Schema name', 'sqlserver'))}.${q(validateIdentifier(callbacks.table, 'Transport table name', 'sqlserver'))}`;
+  // the transport's publish-order sequence (its ready set): the jobs are claimed in registration order
+  const seq = `${q(callbacks.schema)}.${q(transportNames(callbacks.schema, callbacks.table, 'sqlserver').sequence)}`;
   const guid = (column: string) => `LOWER(CONVERT(nchar(36), ${column}))`;
   return {
     text: [
@@ -446,12 +449,12 @@ export function routeToCallbacks(
       '    SELECT registration_id, state_json, ROW_NUMBER() OVER (ORDER BY registered_at, registration_id)',
       `    FROM ${t.recovery} WITH (UPDLOCK, HOLDLOCK)`,
       '    WHERE correlation_id = @correlation_id AND expires_at > @now;',
-      `    INSERT INTO ${jobs} (id, queue, payload_json, headers_json, created_at, available_at)`,
+      `    INSERT INTO ${jobs} (id, queue, payload_json, headers_json, created_at, available_at, seq)`,
       '    SELECT NEWID(), @queue,',
       `           CONCAT(N'{"messageId":"', ${guid('@id')}, N'","correlationId":"', STRING_ESCAPE(@correlation_id, 'json'),`,
       `                  N'","registrationId":"', ${guid('p.registration_id')}, N'","registration":"', STRING_ESCAPE(p.state_json, 'json'), N'"}'),`,
       `           CONCAT(N'{"AR-Correlation-Id":"', STRING_ESCAPE(@correlation_id, 'json'), N'"}'),`,
-      '           DATEADD(NANOSECOND, p.ord * 100, @now), @now',
+      `           DATEADD(NANOSECOND, p.ord * 100, @now), @now, NEXT VALUE FOR ${seq} OVER (ORDER BY p.ord)`,
       '    FROM @picked AS p;',
       '    IF @final = 1',
       `        DELETE r FROM ${t.recovery} AS r INNER JOIN @picked AS p ON r.registration_id = p.registration_id`,

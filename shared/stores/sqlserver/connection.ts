@@ -6,6 +6,7 @@ import * as sql from 'mssql';
 import type { DefaultAzureCredential, ManagedIdentityCredential, WorkloadIdentityCredential } from '@azure/identity';
 import type { Logger } from '../../log';
 import { trackOpen } from '../open-handles';
+import { requirePeer } from '../../peer';
 
 export interface SqlServerConnectionOptions {
   connectionString?: string;
@@ -311,7 +312,7 @@ export function sqlCredential(kind: CredentialKind, clientId?: string): SqlCrede
   let credential = credentials.get(key);
   if (!credential) {
     // Loaded on first use: most processes (tests, PostgreSQL hosts) never need it.
-    const identity = require('@azure/identity') as typeof import('@azure/identity');
+    const identity = requirePeer<typeof import('@azure/identity')>('@azure/identity');
     credential =
       plan.type === 'DefaultAzureCredential'
         ? new identity.DefaultAzureCredential(plan.options)

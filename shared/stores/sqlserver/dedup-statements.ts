@@ -8,6 +8,7 @@ import { DEAD_LETTER_PRUNE_BATCH } from '../options';
 import { BIN2 } from './queue-match';
 import { dedupTableBody, qualifiedDedupTable } from './dedup-table-sql';
 import { createIndexIfMissing, createTableIfMissing, dbClockPlus, qualifiedTable, type Statement } from './statements';
+import { COUNTS_DECLARATION, countKeysLines, FRESH_DECLARATION, readySetTables, STATE_QUEUED, STATE_SCHEDULED } from './ready-set';
 
 /** Version 10's batches, also run by the store's phase 1: the table, then its window index (for the prune). */
 export { dedupTableBody, qualifiedDedupTable };
@@ -30,11 +31,13 @@ const same = (a: string, b: string) => `${a} = ${b} AND ${a} + N'.' = ${b} + N'.
  *    ended; the INSERT adds the new keys. Two publishers of a new key meet on the primary key: the second waits on
  *    the first's key-range lock, or (where the lock hints are ignored) fails with 2627 and the store re-runs the
  *    batch, which then finds the key held. Race-free either way: nothing here is check-then-insert without the key.
- * 2. Debounce: a held key's job that still waits (not leased) takes the new payload, headers and due time; a claim
+ * 2. Debounce: a held key's job that still waits (not leased) takes the new payload, headers and due time (and its
+ *    state by that time, unless it waits behind its ordering key's head); a claim
  *    holding the row makes the UPDATE wait and re-check the lease. Those keys' windows restart; a holder that was
  *    claimed or is gone hands its key to the new job.
- * 3. The jobs that hold their key are inserted if absent (by id, as publishBatch); a key taken for an id that is
- *    another queue's job is given up again (that publish enqueued nothing).
+ * 3. The jobs that hold their key are inserted if absent (by id, as publishBatch), their ordering keys counted first
+ *    (ready-set.ts countKeysLines); a key taken for an id that is another queue's job is given up again (that publish
+ *    enqueued nothing).
  * One result set, by ord: id (the job answered), inserted, debounced, available_at, existing_queue.
  * PostgreSQL: holdKeys (INSERT … ON CONFLICT DO UPDATE … RETURNING), replaceWaiting, retake, publish in one transaction.
  */
@@ -57,11 +60,16 @@ export function publishKeyedBatch(names: TransportNames): Statement<'batch'> {
       '    headers_json nvarchar(max) NOT NULL,',
       '    delay_ms bigint NOT NULL,',
       '    priority smallint NOT NULL,',
-      '    ord int NOT NULL PRIMARY KEY,',
+      // clustered on the key (review L2): the joins below visit, and lock, the dedup rows in key order, so two keyed
+      // batches sharing keys lock them in one order and cannot deadlock; ord stays unique for the answer's order
+      '    ord int NOT NULL UNIQUE,',
       `    ordering_key nvarchar(200) COLLATE ${BIN2} NULL,`,
-      '    holder uniqueidentifier NULL);',
+      '    holder uniqueidentifier NULL,',
+      '    PRIMARY KEY (queue, dedup_key));',
       'DECLARE @replaced TABLE (id uniqueidentifier NOT NULL PRIMARY KEY, available_at datetime2 NOT NULL);',
       'DECLARE @inserted TABLE (id uniqueidentifier NOT NULL PRIMARY KEY, available_at datetime2 NOT NULL);',
+      FRESH_DECLARATION,
+      COUNTS_DECLARATION,
       'INSERT INTO @keys (queue, dedup_key, id, window_ms, debounce, payload_json, headers_json, delay_ms, priority, ord, ordering_key)',
       'SELECT src.queue, src.dedup_key, src.id, src.window_ms, src.debounce, src.payload_json, src.headers_json, src.delay_ms,',
       '       COALESCE(src.priority, 0), src.ord, src.ordering_key',
@@ -101,8 +109,10 @@ export function publishKeyedBatch(names: TransportNames): Statement<'batch'> {
       `INNER JOIN @keys AS k ON m.id = k.holder AND ${same('m.queue', 'k.queue')}`,
       'WHERE k.debounce = 1 AND k.holder <> k.id',
       '  AND (m.locked_until IS NULL OR m.locked_until <= SYSUTCDATETIME());',
+      // a replaced row queued behind its key's head stays queued; else it is scheduled or ready by its new time
       'UPDATE m',
-      'SET payload_json = k.payload_json, headers_json = k.headers_json, available_at = r.available_at',
+      'SET payload_json = k.payload_json, headers_json = k.headers_json, available_at = r.available_at, locked_until = NULL, lock_id = NULL,',
+      `    state = CASE WHEN m.state = ${STATE_QUEUED} THEN ${STATE_QUEUED} WHEN k.delay_ms > 0 THEN ${STATE_SCHEDULED} END`,
       `FROM ${t} AS m`,
       'INNER JOIN @replaced AS r ON r.id = m.id',
       'INNER JOIN @keys AS k ON k.holder = r.id AND k.debounce = 1;',
@@ -115,13 +125,19 @@ export function publishKeyedBatch(names: TransportNames): Statement<'batch'> {
       'UPDATE k SET holder = k.id',
       'FROM @keys AS k',
       'WHERE k.debounce = 1 AND k.holder <> k.id AND NOT EXISTS (SELECT 1 FROM @replaced AS r WHERE r.id = k.holder);',
-      // 3. insert
-      `INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at, priority, ordering_key)`,
-      'OUTPUT inserted.id, inserted.available_at INTO @inserted',
-      'SELECT k.id, k.queue, k.payload_json, k.headers_json, DATEADD(NANOSECOND, k.ord * 100, @now),',
-      `       CASE WHEN k.delay_ms > 0 THEN ${dbClockPlus('k.delay_ms', '@now')} ELSE @now END, k.priority, k.ordering_key`,
+      // 3. insert: the rows not stored yet, their ordering keys counted first (ready-set.ts), seq drawn after that
+      'INSERT INTO @fresh (ord, queue, ordering_key)',
+      'SELECT k.ord, k.queue, k.ordering_key',
       'FROM @keys AS k',
       `WHERE k.holder = k.id AND NOT EXISTS (SELECT 1 FROM ${t} AS existing WITH (UPDLOCK, FORCESEEK) WHERE existing.id = k.id);`,
+      ...countKeysLines(names),
+      `INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at, priority, ordering_key, state, seq)`,
+      'OUTPUT inserted.id, inserted.available_at INTO @inserted',
+      'SELECT k.id, k.queue, k.payload_json, k.headers_json, DATEADD(NANOSECOND, k.ord * 100, @now),',
+      `       CASE WHEN k.delay_ms > 0 THEN ${dbClockPlus('k.delay_ms', '@now')} ELSE @now END, k.priority, k.ordering_key,`,
+      `       COALESCE(f.state, CASE WHEN k.delay_ms > 0 THEN ${STATE_SCHEDULED} END), NEXT VALUE FOR ${readySetTables(names).seq} OVER (ORDER BY k.ord)`,
+      'FROM @keys AS k',
+      'INNER JOIN @fresh AS f ON f.ord = k.ord;',
       // an id that is another queue's job (ids are unique across queues) enqueued nothing: it must not hold the key
       'DELETE d',
       `FROM ${d} AS d`,

@@ -203,7 +203,9 @@ export function flowList(n: SchemaNames, filter: FlowListFilter): Statement<List
   if (filter.status !== undefined) where.push('status = @status');
   if (filter.flowName !== undefined) where.push('flow_name = @flow_name');
   if (filter.cursor) {
+    // the first conjunct bounds the backward seek at the cursor; the OR alone would rescan every earlier page (review L6)
     where.push(
+      'updated_at_utc <= CONVERT(datetime2(7), @cursor_at, 121)',
       '(updated_at_utc < CONVERT(datetime2(7), @cursor_at, 121) OR (updated_at_utc = CONVERT(datetime2(7), @cursor_at, 121) AND flow_id < @cursor_id))',
     );
   }

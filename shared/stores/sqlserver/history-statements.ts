@@ -1,9 +1,12 @@
 // The T-SQL statements of job lookup and history (issue 16 §2). PostgreSQL twins: stores/postgres/history-statements.ts;
 // the model is transport/history.ts.
 //
-// The move to history is ONE statement: the plain ack's DELETE with OUTPUT deleted.… INTO the history table, so a
-// job is never in both tables nor in neither. History has no unique key on id (an id may be published again once
-// its job completed); it is clustered on (queue, completed_at): a queue's search and its prune are range seeks.
+// The move to history is one transaction (XACT_ABORT ON): the plain ack's DELETE with OUTPUT deleted.… INTO a table
+// variable, the history rows inserted from it, and the keys of the keyed rows among them settled (ready-set.ts), so a
+// job is never in both tables nor in neither. OUTPUT INTO the history table itself would need a second OUTPUT target
+// for the keys (T-SQL allows one), and breaks on a trigger or foreign key an operator adds there (review L4): a
+// table variable has neither. History has no unique key on id (an id may be published again once its job
+// completed); it is clustered on (queue, completed_at): a queue's search and its prune are range seeks.
 
 import * as sql from 'mssql';
 import { quoteIdentifier, type TransportNames } from '../../sql/identifiers';
@@ -22,6 +25,7 @@ import {
   settledRows,
   type Statement,
 } from './statements';
+import { GONE_DECLARATION, releaseKeysLines } from './ready-set';
 
 const q = (n: string) => quoteIdentifier(n, 'sqlserver');
 
@@ -41,25 +45,41 @@ export function qualifiedHistoryTable(names: TransportNames): string {
   return `${q(names.schema)}.${q(historyNames(names, 'sqlserver').table)}`;
 }
 
-/** The correlation header of a deleted row; NULL for headers that are not JSON and for a value longer than a correlation id. */
-const CORRELATION_VALUE = `JSON_VALUE(deleted.headers_json, N'$."${CORRELATION_ID_HEADER}"')`;
-const CORRELATION = `CASE WHEN ISJSON(deleted.headers_json) = 1 THEN CASE WHEN LEN(${CORRELATION_VALUE}) <= 400 THEN ${CORRELATION_VALUE} END END`;
+/**
+ * The correlation header of a moved row; NULL for headers that are not JSON and for a value longer than a correlation
+ * id. DATALENGTH, not LEN: LEN ignores trailing spaces, and a value of 400 characters plus spaces would fail the whole
+ * ack batch with 2628 (review L3).
+ */
+const CORRELATION_VALUE = `JSON_VALUE(headers_json, N'$."${CORRELATION_ID_HEADER}"')`;
+const CORRELATION = `CASE WHEN ISJSON(headers_json) = 1 THEN CASE WHEN DATALENGTH(${CORRELATION_VALUE}) <= 800 THEN ${CORRELATION_VALUE} END END`;
 
 /**
- * Ack a batch into history: the plain ack (statements.ts ackBatch) with OUTPUT deleted.… INTO the history table.
- * PostgreSQL: WITH done AS (DELETE … RETURNING …) INSERT INTO history SELECT … FROM done.
+ * Ack a batch into history: the plain ack (statements.ts ackBatch) with OUTPUT deleted.… INTO @done, then the history
+ * rows from it and the keys settled, in one transaction (see the header).
+ * PostgreSQL: WITH done AS (DELETE … RETURNING …) INSERT INTO history SELECT … FROM done, plus the keys CTEs.
  */
 export function ackToHistory(names: TransportNames): Statement<'settlements'> {
   return {
     text: [
-      'DECLARE @completed_at datetime2 = SYSUTCDATETIME();',
+      'SET XACT_ABORT ON;',
+      'DECLARE @completed_at datetime2 = SYSUTCDATETIME(), @affected int;',
+      `DECLARE @done TABLE (id uniqueidentifier NOT NULL, queue nvarchar(200) COLLATE ${BIN2} NOT NULL, payload_json nvarchar(max) NOT NULL,`,
+      '    headers_json nvarchar(max) NOT NULL, attempts int NOT NULL, created_at datetime2 NOT NULL, available_at datetime2 NOT NULL,',
+      `    priority smallint NOT NULL, ordering_key nvarchar(200) COLLATE ${BIN2} NULL, state tinyint NULL, seq bigint NULL);`,
+      GONE_DECLARATION,
+      'BEGIN TRANSACTION;',
       'DELETE target',
-      `OUTPUT deleted.id, deleted.queue, N'completed', ${CORRELATION},`,
-      '       deleted.payload_json, deleted.headers_json, deleted.attempts, deleted.created_at, deleted.available_at, @completed_at,',
-      '       deleted.priority, deleted.ordering_key',
-      `INTO ${qualifiedHistoryTable(names)} (id, queue, state, correlation_id, payload_json, headers_json, attempts, created_at, available_at, completed_at, priority, ordering_key)`,
+      'OUTPUT deleted.id, deleted.queue, deleted.payload_json, deleted.headers_json, deleted.attempts, deleted.created_at,',
+      '       deleted.available_at, deleted.priority, deleted.ordering_key, deleted.state, deleted.seq INTO @done',
       ...settledRows(names),
-      'SELECT @@ROWCOUNT AS affected;',
+      'SET @affected = @@ROWCOUNT;',
+      `INSERT INTO ${qualifiedHistoryTable(names)} (id, queue, state, correlation_id, payload_json, headers_json, attempts, created_at, available_at, completed_at, priority, ordering_key)`,
+      `SELECT id, queue, N'completed', ${CORRELATION},`,
+      '       payload_json, headers_json, attempts, created_at, available_at, @completed_at, priority, ordering_key',
+      'FROM @done;',
+      ...releaseKeysLines(names, '@done'),
+      'COMMIT;',
+      'SELECT @affected AS affected;',
     ].join('\n'),
     params: { settlements: types.text() },
   };
@@ -96,6 +116,8 @@ function search(names: TransportNames, key: 'queue' | 'correlation_id'): Stateme
       `FROM ${qualifiedHistoryTable(names)}`,
       `WHERE ${match}`,
       '  AND completed_at >= CAST(@since AS datetime2(7)) AND completed_at < CAST(@until AS datetime2(7))',
+      // the first conjunct bounds the backward seek at the cursor; the OR alone would rescan every earlier page (review L6)
+      '  AND completed_at <= CAST(@after_at AS datetime2(7))',
       '  AND (completed_at < CAST(@after_at AS datetime2(7)) OR (completed_at = CAST(@after_at AS datetime2(7)) AND id < @after_id))',
       '  AND (@state IS NULL OR state = @state)',
       'ORDER BY completed_at DESC, id DESC;',

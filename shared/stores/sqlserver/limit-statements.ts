@@ -5,20 +5,23 @@
 // timeout, roll it back): the queue's queue-state row is read WITH (UPDLOCK, HOLDLOCK) first, so claimers of one
 // limited queue run one after another (a missing row is inserted under the key-range lock HOLDLOCK took); then the
 // leased rows are counted (claimed rows count as running), the token bucket is refilled on the database clock, at
-// most the room is claimed with the claim of today (UPDLOCK, ROWLOCK, READPAST) and the tokens are spent. Each
+// most the room is claimed with the unlimited claim's statements (ready-set.ts: the vacant keys' successors, the due
+// rows, the lapsed leases, then the ready-set seek under UPDLOCK, ROWLOCK, READPAST) and the tokens are spent. Each
 // statement after the lock reads what the previous holder committed (READ COMMITTED, with or without RCSI: a new
 // statement reads the latest committed versions).
 //
-// Leases are counted from the lease roster ({table}_leases, schema version 17), as on PostgreSQL: the claim's OUTPUT
-// enrols each row it leases as (queue, id, lock_id); entries whose row no longer holds that lease (settled, handed
-// back, re-claimed, lapsed) are deleted first, and the rest are counted. Counting the transport table's leased rows
-// read the queue's whole ready backlog on every claim.
+// The leases are the queue's live leases in the leased index (the ready set, schema version 27: (queue, locked_until)
+// INCLUDE (lock_id) WHERE lock_id IS NOT NULL), as on PostgreSQL: one range of as many entries as jobs run, whatever
+// the backlog. Before the ready set no index found leased rows, and the lease roster ({table}_leases, version 17)
+// that limited claims enrolled into stood in for one; it is no longer written. A lease counts while it is live
+// (locked_until ahead): a lapsed one does not, and its owner cannot renew it (statements.ts renewLease), so a slot
+// given away on a lapse stays given (review M2). Every instance's leases count, limited or not.
 
 import * as sql from 'mssql';
 import type { TransportNames } from '../../sql/identifiers';
-import { qualifiedLeaseRoster, qualifiedQueueStateTable } from './queue-state-sql';
-import { claimLines, exactQueueMatch, qualifiedTable, dbClockPlus, type Statement } from './statements';
-import { headOfKeyLines } from './ordering-sql';
+import { qualifiedQueueStateTable } from './queue-state-sql';
+import { exactQueueMatch, qualifiedTable, dbClockPlus, type Statement } from './statements';
+import { claimableExists, claimLines, LEASED_FILTER, leaseLapsesInMs, promoteLines, VACANT_KEYS_DECLARATION } from './ready-set';
 
 const types = {
   queue: () => sql.NVarChar(200),
@@ -28,12 +31,9 @@ const types = {
   rate: () => sql.Float(),
 };
 
-const leasedWhere = (names: TransportNames) =>
-  `FROM ${qualifiedTable(names)} WHERE ${exactQueueMatch('queue', 'queue')} AND available_at <= SYSUTCDATETIME() AND locked_until > SYSUTCDATETIME()`;
-
-/** The roster's entries of @queue whose row still holds that lease (a primary-key probe per entry). */
+/** The live leases of @queue: the leased index's range (queue, locked_until > now), as many entries as jobs run. */
 const liveLeases = (names: TransportNames) =>
-  `FROM ${qualifiedLeaseRoster(names)} AS lease INNER JOIN ${qualifiedTable(names)} AS m ON m.id = lease.id AND m.lock_id = lease.lock_id AND m.locked_until > SYSUTCDATETIME() WHERE ${exactQueueMatch('lease.queue', 'queue')}`;
+  `FROM ${qualifiedTable(names)} WHERE ${exactQueueMatch('queue', 'queue')} AND ${LEASED_FILTER} AND locked_until > SYSUTCDATETIME()`;
 
 /** Token arithmetic shared by the claim and the outlook: the bucket now (NULL tokens = a bucket never used = full). */
 const refilled = (tokens: string, refilledAt: string) =>
@@ -43,19 +43,19 @@ const refilled = (tokens: string, refilledAt: string) =>
 
 /**
  * @n rows at most, @concurrency (NULL = none), @rate per second (NULL = none), @burst the bucket size. First result
- * set: the claimed rows, as the claim's OUTPUT; second: one summary row (held, backoff_ms, tokens_left, leased,
- * lease_lapses_in_ms), read by stores/limited-claim.ts.
+ * set: the claimed rows, as the claim's OUTPUT (none when there is no room); second: one summary row (held,
+ * backoff_ms, tokens_left, leased: the live leases before the claim, lease_lapses_in_ms: when the earliest of them
+ * lapses, given only when they fill the limit), read by stores/limited-claim.ts.
  */
 export function claimLimited(names: TransportNames): Statement<'n' | 'queue' | 'lock_timeout_ms' | 'lock_id' | 'concurrency' | 'rate' | 'burst'> {
   const s = qualifiedQueueStateTable(names);
-  const roster = qualifiedLeaseRoster(names);
   const match = exactQueueMatch('queue', 'queue');
   return {
     text: [
       'SET XACT_ABORT ON;',
       'SET NOCOUNT ON;',
-      'DECLARE @held bit = 0, @backoff_ms bigint, @tokens float, @refilled_at datetime2, @leased int = 0, @room int, @claimed int, @lapse_ms bigint;',
-      'DECLARE @enrolled TABLE (id uniqueidentifier NOT NULL PRIMARY KEY);',
+      'DECLARE @held bit = 0, @backoff_ms bigint, @tokens float, @refilled_at datetime2, @leased int = 0, @room int, @claimed int = 0, @lapse_ms bigint;',
+      VACANT_KEYS_DECLARATION,
       'BEGIN TRANSACTION;',
       'SELECT @held = CASE WHEN paused_at IS NOT NULL OR backoff_until > SYSUTCDATETIME() THEN 1 ELSE 0 END,',
       '       @backoff_ms = CASE WHEN backoff_until > SYSUTCDATETIME() THEN DATEDIFF_BIG(MILLISECOND, SYSUTCDATETIME(), backoff_until) END,',
@@ -63,25 +63,23 @@ export function claimLimited(names: TransportNames): Statement<'n' | 'queue' | '
       `FROM ${s} WITH (UPDLOCK, HOLDLOCK) WHERE ${match};`,
       'IF @@ROWCOUNT = 0',
       `    INSERT INTO ${s} (queue) VALUES (@queue);`,
+      // the live leases and the earliest of their ends (when a slot frees at the latest), one range of the leased index
       'IF @concurrency IS NOT NULL',
-      'BEGIN',
-      `    DELETE lease FROM ${roster} AS lease WHERE ${exactQueueMatch('lease.queue', 'queue')}`,
-      `        AND NOT EXISTS (SELECT 1 FROM ${qualifiedTable(names)} AS m WHERE m.id = lease.id AND m.lock_id = lease.lock_id AND m.locked_until > SYSUTCDATETIME());`,
-      `    SELECT @leased = COUNT(*) FROM ${roster} AS lease WHERE ${exactQueueMatch('lease.queue', 'queue')};`,
-      'END',
+      `    SELECT @leased = COUNT(*), @lapse_ms = DATEDIFF_BIG(MILLISECOND, SYSUTCDATETIME(), MIN(locked_until)) ${liveLeases(names)};`,
       `IF @rate IS NOT NULL SET @tokens = ${refilled('@tokens', '@refilled_at')};`,
       'SET @room = CASE WHEN @held = 1 THEN 0 ELSE @n END;',
       'IF @concurrency IS NOT NULL AND @concurrency - @leased < @room SET @room = @concurrency - @leased;',
       'IF @rate IS NOT NULL AND FLOOR(@tokens) < @room SET @room = FLOOR(@tokens);',
       'IF @room < 0 SET @room = 0;',
-      ...claimLines(names, '@room', [], '@enrolled'),
-      'SET @claimed = @@ROWCOUNT;',
-      'IF @concurrency IS NOT NULL',
-      `    INSERT INTO ${roster} (queue, id, lock_id) SELECT @queue, id, @lock_id FROM @enrolled;`,
+      'IF @room > 0',
+      'BEGIN',
+      ...promoteLines(names, '@room'),
+      ...claimLines(names, '@room'),
+      '    SET @claimed = @@ROWCOUNT;',
+      'END;',
       'IF @rate IS NOT NULL',
       `    UPDATE ${s} SET rate_tokens = @tokens - @claimed, rate_refilled_at = SYSUTCDATETIME() WHERE ${match};`,
-      'IF @concurrency IS NOT NULL AND @leased >= @concurrency',
-      `    SELECT @lapse_ms = DATEDIFF_BIG(MILLISECOND, SYSUTCDATETIME(), MIN(m.locked_until)) ${liveLeases(names)};`,
+      'IF @concurrency IS NULL OR @leased < @concurrency SET @lapse_ms = NULL;',
       'COMMIT;',
       'SELECT @held AS held, @backoff_ms AS backoff_ms, CASE WHEN @rate IS NULL THEN NULL ELSE @tokens - @claimed END AS tokens_left,',
       '       @leased AS leased, @lapse_ms AS lease_lapses_in_ms;',
@@ -103,6 +101,7 @@ export function backOffQueue(names: TransportNames): Statement<'queue' | 'ms'> {
   const until = dbClockPlus('@ms');
   return {
     text: [
+      'DECLARE @state TABLE (backoff_until datetime2 NOT NULL);',
       `MERGE ${qualifiedQueueStateTable(names)} WITH (HOLDLOCK) AS target`,
       'USING (SELECT @queue AS queue) AS src',
       `    ON target.queue = src.queue AND ${exactQueueMatch('target.queue', 'queue')}`,
@@ -111,30 +110,31 @@ export function backOffQueue(names: TransportNames): Statement<'queue' | 'ms'> {
       '    updated_at = SYSUTCDATETIME()',
       'WHEN NOT MATCHED THEN INSERT (queue, backoff_until, updated_at)',
       `    VALUES (@queue, ${until}, SYSUTCDATETIME())`,
-      'OUTPUT inserted.backoff_until;',
+      // INTO a table variable, then SELECT: a bare OUTPUT fails on a table an operator gave a trigger (review L4)
+      'OUTPUT inserted.backoff_until INTO @state;',
+      'SELECT backoff_until FROM @state;',
     ].join('\n'),
     params: { queue: types.queue(), ms: types.ms() },
   };
 }
 
-/** A limited queue's outlook facts (stores/limited-claim.ts limitedOutlookOf): one SELECT, no locks taken. */
+/**
+ * A limited queue's outlook facts (stores/limited-claim.ts limitedOutlookOf): one SELECT, no locks taken. `ready` reads
+ * the claim's own ranges (ready-set.ts claimableExists); the live leases and the earliest lapse come from the leased
+ * index (a lapse makes room under the limit, and makes that row claimable again).
+ */
 export function limitedOutlook(names: TransportNames): Statement<'queue' | 'concurrency' | 'rate' | 'burst'> {
-  const t = qualifiedTable(names);
   const s = qualifiedQueueStateTable(names);
   const match = exactQueueMatch('queue', 'queue');
   return {
     text: [
-      `SELECT CAST(CASE WHEN EXISTS (SELECT 1 FROM ${t} AS candidate WHERE ${match} AND available_at <= SYSUTCDATETIME() AND (locked_until IS NULL OR locked_until <= SYSUTCDATETIME())`,
-      ...headOfKeyLines(t),
-      '    ) THEN 1 ELSE 0 END AS bit) AS ready,',
+      `SELECT CAST(CASE WHEN ${claimableExists(names)}`,
+      '    THEN 1 ELSE 0 END AS bit) AS ready,',
       `    CAST(CASE WHEN EXISTS (SELECT 1 FROM ${s} WHERE ${match} AND paused_at IS NOT NULL) THEN 1 ELSE 0 END AS bit) AS paused,`,
       `    (SELECT DATEDIFF_BIG(MILLISECOND, SYSUTCDATETIME(), backoff_until) FROM ${s} WHERE ${match} AND backoff_until > SYSUTCDATETIME()) AS backoff_ms,`,
       `    CASE WHEN @rate IS NULL THEN NULL ELSE (SELECT ${refilled('rate_tokens', 'rate_refilled_at')} FROM ${s} WHERE ${match}) END AS tokens,`,
       `    CASE WHEN @concurrency IS NULL THEN 0 ELSE (SELECT COUNT(*) ${liveLeases(names)}) END AS leased,`,
-      // the earliest lapse that would make room: of the roster's leases under a concurrency limit, else of any
-      // leased row of the queue (a lapse makes that row claimable again)
-      `    CASE WHEN @concurrency IS NOT NULL THEN (SELECT DATEDIFF_BIG(MILLISECOND, SYSUTCDATETIME(), MIN(m.locked_until)) ${liveLeases(names)})`,
-      `         ELSE (SELECT DATEDIFF_BIG(MILLISECOND, SYSUTCDATETIME(), MIN(locked_until)) ${leasedWhere(names)}) END AS lease_lapses_in_ms;`,
+      `    ${leaseLapsesInMs(names)} AS lease_lapses_in_ms;`,
     ].join('\n'),
     params: { queue: types.queue(), concurrency: types.count(), rate: types.rate(), burst: types.rate() },
   };

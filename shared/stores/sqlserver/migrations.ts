@@ -9,7 +9,7 @@ import * as sql from 'mssql';
 import { quoteIdentifier } from '../../sql/identifiers';
 import { checkMigrations, type Migration, type MigrationStatement } from '../migration-plan';
 import type { SchemaNames } from '../schema-names';
-import { sqlServerOutboxJobFieldsStatements, sqlServerOutboxStatements } from './outbox';
+import { sqlServerOutboxJobFieldsStatements, sqlServerOutboxReadySetStatements, sqlServerOutboxStatements } from './outbox';
 import { flowStateDdl } from './flow-statements';
 import { scheduleDdl } from './schedule-statements';
 import {
@@ -31,13 +31,25 @@ import {
   createIndexIfMissing,
   createIndexOnlineIfMissing,
   createSchemaIfMissing,
+  createFilteredIndexOnlineIfMissing,
   createTableIfMissing,
   qualifiedTable,
   READY_INDEX_KEYS,
+  applockLines,
   schemaApplockLines,
+  tableLockResource,
   transportTableBody,
   type Statement,
 } from './statements';
+import {
+  addReadySetColumnsIfMissing,
+  createKeysTableIfMissing,
+  createSequenceIfMissing,
+  disableLockEscalation,
+  fileExistingRowsBatched,
+  fileKeyedRows,
+  readySetIndexes,
+} from './ready-set';
 import { qualifiedQueueStateTable, queueStateTableBody } from './job-control-statements';
 import { dedupDdl } from './dedup-statements';
 import { addHistoryJobFieldsIfMissing, historyDdl, qualifiedHistoryTable } from './history-statements';
@@ -49,6 +61,7 @@ const q = (n: string) => quoteIdentifier(n, 'sqlserver');
 /** How long a migration's DDL waits for a table lock before its version fails (and is retried later). */
 export const MIGRATION_LOCK_TIMEOUT_MS = 5000;
 const batch = (name: string, lines: readonly string[]): MigrationStatement => ({ name, text: lines.join('\n') });
+const bounded = (name: string, lines: readonly string[]) => batch(name, [`SET LOCK_TIMEOUT ${MIGRATION_LOCK_TIMEOUT_MS};`, ...lines]);
 
 export const migrationsTable = (n: SchemaNames) => `${q(n.schema)}.${q(n.migrationsTable)}`;
 export const subscriptionsTable = (n: SchemaNames) => `${q(n.schema)}.${q(n.subscriptionsTable)}`;
@@ -234,6 +247,68 @@ export function sqlServerMigrations(n: SchemaNames): readonly Migration[] {
         ]),
       ],
     },
+    {
+      // The ready set (issue 25, ready-set.ts): the publish-order sequence, the state and seq columns (nullable, added
+      // without WITH VALUES: no row is touched on any edition, existing rows stay NULL), the ordering keys table with
+      // its vacant-keys index (built empty) and no lock escalation on the transport table (review H2.2). Each Sch-M
+      // wait is bounded. PostgreSQL's twin is the first half of its version 18.
+      version: 20,
+      name: 'ready set columns and ordering keys table',
+      statements: [
+        bounded('create publish sequence', createSequenceIfMissing(n.transport)),
+        bounded('add state and seq columns', addReadySetColumnsIfMissing(n.transport)),
+        batch('create ordering keys table', createKeysTableIfMissing(n.transport)),
+        bounded('disable lock escalation', disableLockEscalation(n.transport)),
+      ],
+    },
+    {
+      // The keyed rows of before the ready set, in one transaction before this release claims anything: numbered from
+      // the sequence in their old order, counted into their keys, each key's first row its head, the rest queued. It
+      // reads the keyed rows only (version 16's filtered index). Delayed rows are filed by version 23, in batches,
+      // after the app runs (until then claims pass over them as before).
+      version: 21,
+      name: 'ready set: file keyed rows',
+      statements: fileKeyedRows(n.transport).map((b) => bounded(b.name, b.lines)),
+    },
+    {
+      // The SQL publish files its rows in the ready set too (outbox.ts); the wrappers keep their parameters and grants.
+      // PostgreSQL's twin is the procedure part of its version 18.
+      version: 22,
+      name: 'publish procedures: ready set',
+      statements: sqlServerOutboxReadySetStatements(n),
+    },
+    // Deferrable from here (migration-plan.ts): the app runs without them, so the schema gate does not wait; the
+    // runner applies each outside the schema DDL lock (builds under the table applock, as the stores' index phase
+    // does), one index per version, so a build lost to a lock wait loses only itself (review M4).
+    {
+      // Delayed unleased unkeyed rows get state 1: one walk of the primary key in batches of 5,000 rows, each batch
+      // committing by itself (autocommit), so it never holds more than one batch's locks.
+      version: 23,
+      name: 'ready set: file delayed rows',
+      deferrable: true,
+      statements: [{ name: 'file delayed rows in batches', text: fileExistingRowsBatched(n.transport).join('\n'), autocommit: true }],
+    },
+    ...readySetIndexes(n.transport).map((index, i) => ({
+      // online where the edition has it, with a low-priority wait where the server has that; offline only up to a
+      // row count elsewhere (review M3); PostgreSQL builds its twins in version 18
+      version: 24 + i,
+      name: `ready set index ${index.name}`,
+      deferrable: true,
+      statements: [bounded(`create ${index.name}`, createFilteredIndexOnlineIfMissing(transport, index))],
+    })),
+    {
+      // What claims read before the ready set: the priority ready index (version 14) and the ordering index (version
+      // 16), each dropped in its own statement once the ready set's indexes exist (this version comes after them). A
+      // host of an earlier release still running then claims without them (correct, slower) until it stops; the
+      // schema docs say so. PostgreSQL's twin is its version 19.
+      version: 28,
+      name: 'drop indexes the ready set replaced',
+      deferrable: true,
+      statements: [
+        bounded('drop transport priority ready index', dropIndexIfPresent(transport, n.transport.readyIndex)),
+        bounded('drop transport ordering index', dropIndexIfPresent(transport, n.transport.orderingIndex)),
+      ],
+    },
   ]);
 }
 
@@ -247,6 +322,21 @@ export function sqlServerRunnerStatements(n: SchemaNames) {
      * so the SET lasts for this batch only; what rolls a failed version back is the runner's rollback.
      */
     lock: { text: ['SET XACT_ABORT ON;', ...schemaApplockLines(n.schema, 'schema migrations')].join('\n'), params: {} } as Statement<never>,
+    /**
+     * A deferrable version's build: XACT_ABORT, then the transport table's applock (the stores' index phase takes the
+     * same), 5 s at most: held by another session means that session builds it.
+     */
+    tableLock: {
+      text: [
+        'SET XACT_ABORT ON;',
+        ...applockLines(
+          tableLockResource(n.schema, n.transport.table),
+          MIGRATION_LOCK_TIMEOUT_MS,
+          `AsyncResponse schema migrations could not take the table lock ${tableLockResource(n.schema, n.transport.table)} within ${MIGRATION_LOCK_TIMEOUT_MS} ms (another session is building an index of a deferrable version).`,
+        ),
+      ].join('\n'),
+      params: {},
+    } as Statement<never>,
     ensureMigrationsTable: {
       text: [...createSchemaIfMissing(n.schema), ...createTableIfMissing(t, migrationsTableBody())].join('\n'),
       params: {},
@@ -303,9 +393,9 @@ export const PRINTED_SCRIPT_SET_OPTIONS = [
  * rest of the script, so no later batch runs in autocommit and nothing failed is recorded, with or without
  * sqlcmd -b. The last batch turns it back on, rolls back what is left open and says so.
  */
-function stopOnFailure(version: number): string[] {
+function stopOnFailure(version: number, inTransaction = true): string[] {
   return [
-    `IF @@ERROR <> 0 OR @@TRANCOUNT = 0`,
+    inTransaction ? `IF @@ERROR <> 0 OR @@TRANCOUNT = 0` : 'IF @@ERROR <> 0',
     'BEGIN',
     `    RAISERROR (N'version ${version} failed and was not recorded; the script stops here (fix the error and run it again).', 16, 1);`,
     '    SET NOEXEC ON;',
@@ -338,8 +428,19 @@ export function printSqlServerMigrations(n: SchemaNames): string {
         'GO',
       );
     }
+    // a deferrable version as the runner applies it: its autocommit statements first (each batch inside commits by
+    // itself), its builds under the table applock, then its record under the schema applock
+    for (const s of m.statements.filter((x) => x.autocommit)) {
+      out.push(`-- ${s.name} (outside a transaction: each batch commits by itself)`, s.text, 'GO', ...stopOnFailure(m.version, false), 'GO');
+    }
+    const inTransaction = m.statements.filter((x) => !x.autocommit);
+    if (m.deferrable && inTransaction.length > 0) {
+      out.push('BEGIN TRANSACTION;', r.tableLock.text, 'GO', ...stopOnFailure(m.version), 'GO');
+      for (const s of inTransaction) out.push(`-- ${s.name}`, s.text, 'GO', ...stopOnFailure(m.version), 'GO');
+      out.push('COMMIT;', 'GO');
+    }
     out.push('BEGIN TRANSACTION;', r.lock.text, 'GO', ...stopOnFailure(m.version), 'GO');
-    for (const s of m.statements) {
+    for (const s of m.deferrable ? [] : inTransaction) {
       // every statement is its own batch (CREATE OR ALTER PROCEDURE must open its batch), checked after it
       out.push(`-- ${s.name}`, s.text, 'GO', ...stopOnFailure(m.version), 'GO');
     }

@@ -21,6 +21,7 @@ import { quoteIdentifier } from '../../sql/identifiers';
 import { MAX_DELAY_SECONDS, MAX_HEADERS_BYTES, MAX_ORDERING_KEY_CHARS, MAX_PRIORITY, MIN_PRIORITY } from '../../transport/publish-request';
 import { CORRELATION_ID_HEADER } from '../../transport/types';
 import { BIN2, dbClockPlus, exactQueueMatch } from './statements';
+import { readySetTables, STATE_QUEUED, STATE_SCHEDULED } from './ready-set';
 
 export const SQL_PUBLISH_MAX_PAYLOAD_BYTES = 262_144;
 export const SQLSERVER_PUBLISH_INVALID = 50400;
@@ -69,8 +70,13 @@ export function copyIdExpression(messageId: string, queue: string): { apply: str
   };
 }
 
-/** The shared body: version 3's (and 6's), or version 18's with @priority and @ordering_key (HTTP's rules for both). */
-function enqueueProcedure(n: SchemaNames, jobFields = false): string {
+/**
+ * The shared body: version 3's (and 6's), version 18's with @priority and @ordering_key (HTTP's rules for both), or
+ * version 22's, which also files the row in the ready set (ready-set.ts): a delayed row is scheduled, a keyed row is
+ * counted into its key under the key row's lock and queued behind the key's head when the key has one, and its seq is
+ * drawn after that lock (review H3); an ordering key with a lone surrogate is refused as HTTP refuses it (review L7).
+ */
+function enqueueProcedure(n: SchemaNames, jobFields = false, readySet = false): string {
   const f = sqlServerOutboxNames(n);
   const t = `${q(n.schema)}.${q(n.transport.table)}`;
   const subs = `${q(n.schema)}.${q(n.subscriptionsTable)}`;
@@ -100,6 +106,7 @@ function enqueueProcedure(n: SchemaNames, jobFields = false): string {
     '    DECLARE @outer_tran int = @@TRANCOUNT;',
     '    DECLARE @lock_result int;',
     '    DECLARE @lock_resource nvarchar(255);',
+    ...(readySet ? ['    DECLARE @queue nvarchar(200), @key nvarchar(200), @pending int, @seq bigint, @i int, @unit int;'] : []),
     "    -- the queue or topic name: validateQueueName's rules (length in UTF-16 units, as JavaScript counts)",
     '    IF @name IS NULL OR DATALENGTH(@name) = 0 OR DATALENGTH(@name) / 2 > 200',
     '    BEGIN',
@@ -189,7 +196,7 @@ function enqueueProcedure(n: SchemaNames, jobFields = false): string {
     `    IF @delay_seconds IS NOT NULL AND NOT (@delay_seconds >= 0 AND @delay_seconds <= ${MAX_DELAY_SECONDS})`,
     `        ${throwInvalid(msg(`@delay_seconds must be a number from 0 to ${MAX_DELAY_SECONDS} (3650 days)`))}`,
     '    SET @delay_ms = CAST(FLOOR(ISNULL(@delay_seconds, 0) * 1000 + 0.5) AS bigint);',
-    ...(jobFields ? jobFieldRules(msg) : []),
+    ...(jobFields ? jobFieldRules(msg, readySet) : []),
     `    IF @kind = N'topic' AND EXISTS (SELECT 1 FROM ${subs} AS s WHERE ${exactQueueMatch('s.topic', 'name')} AND DATALENGTH(s.topic + N':' + s.subscription) / 2 > 200)`,
     `        ${throwInvalid(msg('a subscription queue name of this topic is longer than 200 characters'))}`,
     '    -- one publisher of this message id (and so of its copies) at a time, until the outermost transaction',
@@ -202,13 +209,25 @@ function enqueueProcedure(n: SchemaNames, jobFields = false): string {
     '        IF @outer_tran = 0 ROLLBACK TRANSACTION;',
     `        THROW ${SQLSERVER_PUBLISH_LOCK_FAILED}, N'AsyncResponse publish: the lock on this message id was not granted (lock timeout or deadlock); retry the publish.', 1;`,
     '    END;',
+    ...(readySet ? readySetInsert(n) : plainInsert(n, jobFields)),
+    '    IF @outer_tran = 0 COMMIT TRANSACTION;',
+    'END',
+  ].join('\n');
+}
+
+/** Versions 3, 6 and 18: one INSERT of the message or of its topic copies. */
+function plainInsert(n: SchemaNames, jobFields: boolean): string[] {
+  const t = `${q(n.schema)}.${q(n.transport.table)}`;
+  const subs = `${q(n.schema)}.${q(n.subscriptionsTable)}`;
+  const copy = copyIdExpression('@message_id', 's.topic + N\':\' + s.subscription');
+  return [
     '    -- one statement: the message on its queue, or one copy per subscription with the id topicCopyId() derives;',
     '    -- ids already stored are skipped',
     '    SET @now = SYSUTCDATETIME();',
     `    INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at${jobFields ? ', priority, ordering_key' : ''})`,
     '    SELECT target.id, target.queue, @payload, @stored_headers, @now,',
     `           CASE WHEN @delay_ms > 0 THEN ${dbClockPlus('@delay_ms', '@now')} ELSE @now END${jobFields ? ',' : ''}`,
-    ...(jobFields ? ["           CAST(ISNULL(@priority, 0) AS smallint), CAST(@ordering_key AS nvarchar(200))"] : []),
+    ...(jobFields ? ['           CAST(ISNULL(@priority, 0) AS smallint), CAST(@ordering_key AS nvarchar(200))'] : []),
     '    FROM (',
     "        SELECT @message_id AS id, CAST(@name AS nvarchar(200)) AS queue WHERE @kind = N'queue'",
     '        UNION ALL',
@@ -219,13 +238,62 @@ function enqueueProcedure(n: SchemaNames, jobFields = false): string {
     '    ) AS target',
     `    WHERE NOT EXISTS (SELECT 1 FROM ${t} AS existing WITH (UPDLOCK, FORCESEEK) WHERE existing.id = target.id);`,
     '    SET @copies = @@ROWCOUNT;',
-    '    IF @outer_tran = 0 COMMIT TRANSACTION;',
-    'END',
-  ].join('\n');
+  ];
+}
+
+/**
+ * Version 22: the queue message (its key counted under the key row's lock first, UPDLOCK and HOLDLOCK held to the
+ * outermost transaction's end, so publishers of one key line up; then its seq drawn) or the topic copies (seq from the
+ * column's default), each filed in the ready set. Two statements instead of one INSERT over a UNION ALL: NEXT VALUE FOR
+ * is not allowed in a statement with UNION ALL.
+ */
+function readySetInsert(n: SchemaNames): string[] {
+  const t = `${q(n.schema)}.${q(n.transport.table)}`;
+  const subs = `${q(n.schema)}.${q(n.subscriptionsTable)}`;
+  const { k, seq } = readySetTables(n.transport);
+  const copy = copyIdExpression('@message_id', 's.topic + N\':\' + s.subscription');
+  const key = 'queue = @queue AND ordering_key = @key';
+  const availableAt = `CASE WHEN @delay_ms > 0 THEN ${dbClockPlus('@delay_ms', '@now')} ELSE @now END`;
+  return [
+    '    SET @now = SYSUTCDATETIME();',
+    "    IF @kind = N'queue'",
+    '    BEGIN',
+    '        SET @queue = CAST(@name AS nvarchar(200));',
+    '        SET @key = CAST(@ordering_key AS nvarchar(200));',
+    '        SET @copies = 0;',
+    `        IF NOT EXISTS (SELECT 1 FROM ${t} AS existing WITH (UPDLOCK, FORCESEEK) WHERE existing.id = @message_id)`,
+    '        BEGIN',
+    '            IF @key IS NOT NULL',
+    '            BEGIN',
+    `                SELECT @pending = pending FROM ${k} WITH (UPDLOCK, HOLDLOCK) WHERE ${key};`,
+    '                IF @pending IS NULL',
+    `                    INSERT INTO ${k} (queue, ordering_key, pending) VALUES (@queue, @key, 1);`,
+    '                ELSE',
+    `                    UPDATE ${k} SET pending = pending + 1 WHERE ${key};`,
+    '            END;',
+    `            SET @seq = NEXT VALUE FOR ${seq};`,
+    `            INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at, priority, ordering_key, state, seq)`,
+    `            VALUES (@message_id, @queue, @payload, @stored_headers, @now, ${availableAt},`,
+    `                    CAST(ISNULL(@priority, 0) AS smallint), @key, CASE WHEN @pending > 0 THEN ${STATE_QUEUED} WHEN @delay_ms > 0 THEN ${STATE_SCHEDULED} END, @seq);`,
+    '            SET @copies = 1;',
+    '        END;',
+    '    END',
+    '    ELSE',
+    '    BEGIN',
+    `        INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at, priority, state)`,
+    `        SELECT ${copy.id}, s.topic + N':' + s.subscription, @payload, @stored_headers, @now, ${availableAt},`,
+    `               CAST(ISNULL(@priority, 0) AS smallint), CASE WHEN @delay_ms > 0 THEN ${STATE_SCHEDULED} END`,
+    `        FROM ${subs} AS s`,
+    `        ${copy.apply}`,
+    `        WHERE ${exactQueueMatch('s.topic', 'name')}`,
+    `          AND NOT EXISTS (SELECT 1 FROM ${t} AS existing WITH (UPDLOCK, FORCESEEK) WHERE existing.id = ${copy.id});`,
+    '        SET @copies = @@ROWCOUNT;',
+    '    END;',
+  ];
 }
 
 /** Version 18's checks of @priority and @ordering_key: publish-request.ts's rules, THROW 50400 like the others. */
-function jobFieldRules(msg: (text: string) => string): string[] {
+function jobFieldRules(msg: (text: string) => string, wellFormed = false): string[] {
   return [
     '    -- priority: a smallint (NULL = 0), higher is claimed first',
     `    IF @priority IS NOT NULL AND (@priority < ${MIN_PRIORITY} OR @priority > ${MAX_PRIORITY})`,
@@ -239,7 +307,37 @@ function jobFieldRules(msg: (text: string) => string): string[] {
     `            ${throwInvalid(msg(`@ordering_key must be 1 to ${MAX_ORDERING_KEY_CHARS} characters`))}`,
     `        IF ${hasCodePoints('@ordering_key', [[1, 31], [127, 127]])}`,
     `            ${throwInvalid(msg('@ordering_key must not contain control characters'))}`,
+    ...(wellFormed ? loneSurrogateRule(msg) : []),
     '    END;',
+  ];
+}
+
+/**
+ * Version 22: an ordering key must be well-formed UTF-16, as orderingKeyOf (publish-request.ts) requires: a high
+ * surrogate followed by a low one, no low one alone. Compared by UTF-16 code unit (BIN2, not a supplementary-character
+ * collation); the walk runs only for a key that holds a surrogate at all.
+ */
+function loneSurrogateRule(msg: (text: string) => string): string[] {
+  const unit = (at: string) => `UNICODE(SUBSTRING(@ordering_key COLLATE ${BIN2}, ${at}, 1))`;
+  const invalid = throwInvalid(msg('@ordering_key must not contain lone surrogates'));
+  return [
+    `        IF @ordering_key COLLATE ${BIN2} LIKE N'%[' + NCHAR(55296) + N'-' + NCHAR(57343) + N']%'`,
+    '        BEGIN',
+    '            SET @i = 1;',
+    '            WHILE @i <= DATALENGTH(@ordering_key) / 2',
+    '            BEGIN',
+    `                SET @unit = ${unit('@i')};`,
+    '                IF @unit BETWEEN 56320 AND 57343',
+    `                    ${invalid}`,
+    '                IF @unit BETWEEN 55296 AND 56319',
+    '                BEGIN',
+    `                    IF @i = DATALENGTH(@ordering_key) / 2 OR ${unit('@i + 1')} NOT BETWEEN 56320 AND 57343`,
+    `                        ${invalid}`,
+    '                    SET @i += 1;',
+    '                END;',
+    '                SET @i += 1;',
+    '            END;',
+    '        END;',
   ];
 }
 
@@ -288,4 +386,12 @@ export function sqlServerOutboxJobFieldsStatements(n: SchemaNames): MigrationSta
     { name: 'alter publish procedure: job fields', text: wrapper(n, 'queue', true) },
     { name: 'alter publish topic procedure: job fields', text: wrapper(n, 'topic', true) },
   ];
+}
+
+/**
+ * Version 22: the ready set (issue 25). The enqueue body files each row in it (see enqueueProcedure); the wrappers are
+ * unchanged (same parameters), so only the body is altered and every grant stays. PostgreSQL's twin is its version 18.
+ */
+export function sqlServerOutboxReadySetStatements(n: SchemaNames): MigrationStatement[] {
+  return [{ name: 'alter enqueue procedure: ready set', text: enqueueProcedure(n, true, true) }];
 }

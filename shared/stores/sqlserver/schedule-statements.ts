@@ -120,22 +120,33 @@ export function listSchedules(n: SchemaNames): Statement<'limit'> {
   return { text: `SELECT TOP (@limit) ${COLUMNS} FROM ${schedulesTable(n)} ORDER BY name;`, params: { limit: sql.Int() } };
 }
 
+/** The count read server-side (review L5): under a server-wide SET NOCOUNT ON the driver's row count is missing. */
 export function deleteSchedule(n: SchemaNames): Statement<'name'> {
   return {
-    text: `DELETE s FROM ${schedulesTable(n)} AS s WHERE ${exactQueueMatch('s.name', 'name')};`,
+    text: [`DELETE s FROM ${schedulesTable(n)} AS s WHERE ${exactQueueMatch('s.name', 'name')};`, 'SELECT @@ROWCOUNT AS deleted;'].join('\n'),
     params: { name: sql.NVarChar(200) },
   };
 }
 
-/** Pause keeps the next slot (shown as where it would run); resume sets a fresh one from now. */
+/**
+ * Pause keeps the next slot (shown as where it would run); resume sets a fresh one from now. OUTPUT INTO a table
+ * variable, then SELECT: a bare OUTPUT fails on a table an operator gave a trigger (review L4).
+ */
 export function setSchedulePaused(n: SchemaNames): Statement<'name' | 'paused' | 'next_slot'> {
   const output = COLUMNS.split(', ').map((c) => `inserted.${c}`).join(', ');
+  // the table's columns without their constraints and defaults
+  const columns = scheduleTableBody()
+    .split('\n')
+    .map((line) => line.trim().replace(/,$/, '').replace(/ PRIMARY KEY| CHECK \(.*\)| DEFAULT \S+/g, ''))
+    .join(', ');
   return {
     text: [
+      `DECLARE @changed TABLE (${columns});`,
       `UPDATE s SET paused = @paused, next_slot = CASE WHEN @paused = 1 THEN s.next_slot ELSE @next_slot END, updated_at = SYSUTCDATETIME()`,
-      `OUTPUT ${output}`,
+      `OUTPUT ${output} INTO @changed`,
       `FROM ${schedulesTable(n)} AS s`,
       `WHERE ${exactQueueMatch('s.name', 'name')};`,
+      `SELECT ${COLUMNS} FROM @changed;`,
     ].join('\n'),
     params: { name: sql.NVarChar(200), paused: sql.Bit(), next_slot: sql.DateTime2(3) },
   };

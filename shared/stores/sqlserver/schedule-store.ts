@@ -73,7 +73,7 @@ export class SqlServerScheduleStore implements ScheduleStore {
 
   async delete(name: string): Promise<boolean> {
     const r = await this.run(this.sql.delete, { name });
-    return (r.rowsAffected[0] ?? 0) > 0;
+    return Number(rows(r)[0]?.deleted ?? 0) > 0;
   }
 
   async setPaused(name: string, paused: boolean, nextSlot: Date | null): Promise<ScheduleRow | null> {

@@ -16,7 +16,34 @@ import {
 } from '../options';
 import { KEY_AND_INDEX_SNAPSHOT } from './catalog-queries';
 import { dedupTableBody, qualifiedDedupTable } from './dedup-table-sql';
-import { addOrderingKeyIfMissing, headOfKeyLines, ORDERING_INDEX_FILTER, ORDERING_INDEX_KEYS } from './ordering-sql';
+import { addOrderingKeyIfMissing } from './ordering-sql';
+import { dbClockPlus } from './db-clock';
+import {
+  addReadySetColumnsIfMissing,
+  claimLines,
+  COUNTS_DECLARATION,
+  countKeysLines,
+  createFilteredIndexText,
+  createKeysTableIfMissing,
+  createSequenceIfMissing,
+  disableLockEscalation,
+  fileExistingRowsBatched,
+  fileKeyedRows,
+  FRESH_DECLARATION,
+  GONE_DECLARATION,
+  LEASED_FILTER,
+  promoteLines,
+  READY_SET_FILTER,
+  readySetIndexes,
+  readySetTables,
+  releaseKeysLines,
+  REMOVED_DECLARATION,
+  SCHEDULED_FILTER,
+  STATE_QUEUED,
+  STATE_SCHEDULED,
+  VACANT_KEYS_DECLARATION,
+  type FilteredIndex,
+} from './ready-set';
 
 export interface Statement<P extends string = string> {
   readonly text: string;
@@ -24,7 +51,7 @@ export interface Statement<P extends string = string> {
   readonly params: Readonly<Record<P, sql.ISqlType>>;
 }
 
-export { BIN2, exactQueueMatch, exactTextMatch };
+export { BIN2, dbClockPlus, exactQueueMatch, exactTextMatch };
 
 const types = {
   queue: () => sql.NVarChar(200),
@@ -106,35 +133,68 @@ export function createIndexIfMissing(qualifiedTable: string, index: string, keys
 export const ONLINE_INDEX_EDITIONS = '(3, 5, 8)';
 
 /**
- * CREATE INDEX behind the same guard, WITH (ONLINE = ON) where the edition has it (through EXEC, so other
- * editions never compile the option), offline elsewhere. For indexes added to tables that may be large and busy.
- * `where`: a filtered index's predicate (fixed text).
+ * Editions without online schema changes (Standard, Web, Express: review M3) rewrite or scan a table while it is locked;
+ * above this many rows the migrations refuse such a change and print the statement to run in a maintenance window.
  */
-export function createIndexOnlineIfMissing(qualifiedTable: string, index: string, keys: readonly string[], where?: string): string[] {
-  const create = `CREATE INDEX ${q(index)} ON ${qualifiedTable} (${keys.join(', ')})${where ? ` WHERE ${where}` : ''}`;
+export const OFFLINE_CHANGE_ROW_LIMIT = 100_000;
+/** THROWn by refuseOfflineAboveRowLimit: not transient, the deployer must act. */
+export const OFFLINE_CHANGE_REFUSED = 51010;
+
+/**
+ * Lines that THROW OFFLINE_CHANGE_REFUSED on an edition without online index builds (EngineEdition NOT IN (3, 5, 8))
+ * when `qualifiedTable` holds more than OFFLINE_CHANGE_ROW_LIMIT rows (sys.partitions of the heap or clustered index:
+ * metadata, no scan), naming `what` and the statement to run in a maintenance window instead.
+ */
+export function refuseOfflineAboveRowLimit(qualifiedTable: string, what: string, statement: string): string[] {
+  const message =
+    `AsyncResponse schema: ${what} on ${qualifiedTable} reads or rewrites the whole table while it is locked on this edition ` +
+    `(no online schema change), and the table holds more than ${OFFLINE_CHANGE_ROW_LIMIT} rows, so it is not done ` +
+    `automatically. Run it in a maintenance window, then run npm run schema -- apply again: ${statement}`;
+  return [
+    `    IF CAST(SERVERPROPERTY('EngineEdition') AS int) NOT IN ${ONLINE_INDEX_EDITIONS}`,
+    `        AND (SELECT SUM(p.rows) FROM sys.partitions AS p WHERE p.object_id = OBJECT_ID(${nameLiteral(qualifiedTable)}, N'U') AND p.index_id IN (0, 1)) > ${OFFLINE_CHANGE_ROW_LIMIT}`,
+    `        THROW ${OFFLINE_CHANGE_REFUSED}, N'${message.replace(/'/g, "''")}', 1;`,
+  ];
+}
+
+/**
+ * Where CREATE INDEX … WITH (ONLINE = ON (WAIT_AT_LOW_PRIORITY …)) exists: Azure SQL Database and Managed Instance, and
+ * SQL Server 2022 (16.x) and later (to verify per version: review M4). The build's short locks at its start and end
+ * then wait at low priority for at most a minute and give up (ABORT_AFTER_WAIT = SELF) instead of queueing writers.
+ */
+export const LOW_PRIORITY_WAIT_TEST =
+  "CAST(SERVERPROPERTY('EngineEdition') AS int) IN (5, 8) OR (CAST(SERVERPROPERTY('EngineEdition') AS int) = 3 AND CAST(SERVERPROPERTY('ProductMajorVersion') AS int) >= 16)";
+export const LOW_PRIORITY_ONLINE = 'ONLINE = ON (WAIT_AT_LOW_PRIORITY (MAX_DURATION = 1 MINUTES, ABORT_AFTER_WAIT = SELF))';
+
+/**
+ * CREATE INDEX behind the same guard: online with a low-priority lock wait where the server has it, WITH (ONLINE = ON)
+ * where the edition has online builds (both through EXEC, so other editions never compile the options), offline
+ * elsewhere, and there only up to OFFLINE_CHANGE_ROW_LIMIT rows (review M3). For indexes added to tables that may be
+ * large and busy. `where`: a filtered index's predicate; `include`: included columns (fixed texts).
+ */
+export function createIndexOnlineIfMissing(qualifiedTable: string, index: string, keys: readonly string[], where?: string, include?: readonly string[]): string[] {
+  const create = `CREATE INDEX ${q(index)} ON ${qualifiedTable} (${keys.join(', ')})${include ? ` INCLUDE (${include.join(', ')})` : ''}${where ? ` WHERE ${where}` : ''}`;
   // built from validated identifiers and fixed keys; a quote would end the EXEC literal
   if (create.includes("'")) throw new Error(`refusing to render '${create}' inside an EXEC literal`);
   return [
     `IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(${nameLiteral(qualifiedTable)}, N'U') AND name = ${nameLiteral(index)})`,
     'BEGIN',
-    `    IF CAST(SERVERPROPERTY('EngineEdition') AS int) IN ${ONLINE_INDEX_EDITIONS}`,
+    `    IF ${LOW_PRIORITY_WAIT_TEST}`,
+    `        EXEC (N'${create} WITH (${LOW_PRIORITY_ONLINE});');`,
+    `    ELSE IF CAST(SERVERPROPERTY('EngineEdition') AS int) IN ${ONLINE_INDEX_EDITIONS}`,
     `        EXEC (N'${create} WITH (ONLINE = ON);');`,
     '    ELSE',
+    '    BEGIN',
+    ...refuseOfflineAboveRowLimit(qualifiedTable, `building the index ${q(index)}`, `${create};`).map((l) => `    ${l}`),
     `        ${create};`,
+    '    END',
     'END',
   ];
 }
 
-/**
- * base + ms on the database clock (spec §1.12). DATEADD takes an int, so a bigint of milliseconds is split into
- * seconds and a millisecond remainder: exact for negatives and up to 3650 days.
- * PostgreSQL: clock_timestamp() + $1 * interval '1 millisecond'.
- */
-export function dbClockPlus(msExpression: string, base = 'SYSUTCDATETIME()'): string {
-  return (
-    `DATEADD(SECOND, CAST(${msExpression} / 1000 AS int), ` +
-    `DATEADD(MILLISECOND, CAST(${msExpression} % 1000 AS int), ${base}))`
-  );
+/** A filtered index of the ready set (ready-set.ts) as createIndexOnlineIfMissing builds it. */
+export function createFilteredIndexOnlineIfMissing(qualifiedTable: string, index: FilteredIndex): string[] {
+  return createIndexOnlineIfMissing(qualifiedTable, index.name, index.keys, index.where, index.include);
 }
 
 /**
@@ -180,122 +240,165 @@ export function transportTableBody(): string {
   ].join('\n');
 }
 
-/** The claim's index (schema version 14): higher priority first, then availability order. */
+/** The claim's index from schema version 14 to the ready set (dropped by version 27, superseded by ready-set.ts's indexes). */
 export const READY_INDEX_KEYS = ['queue', 'priority DESC', 'available_at', 'created_at'] as const;
 /** Version 1's ready index, dropped by version 14 once the claim's index is built. */
 export const LEGACY_READY_INDEX_KEYS = ['queue', 'available_at', 'created_at'] as const;
-/** The claim's ORDER BY (claimLines): the ready index's keys after the queue. */
-export const CLAIM_ORDER = READY_INDEX_KEYS.slice(1).join(', ');
 export const PRIORITY_COLUMN = 'priority';
 
 /**
  * ALTER TABLE … ADD priority behind a sys.columns guard (version 13 and the store's phase 1). Not in the spec's DDL;
- * a NOT NULL column with a constant default is a metadata-only add (SQL Server 2012+ Enterprise and Azure SQL), and
- * .NET hosts that name their columns insert the default 0.
+ * a NOT NULL column with a constant default is a metadata-only add on editions with online schema change
+ * (Enterprise/Developer, Azure SQL); elsewhere it rewrites every row under Sch-M, so above OFFLINE_CHANGE_ROW_LIMIT
+ * rows it is refused with the statement to run in a maintenance window (review M3). .NET hosts that name their
+ * columns insert the default 0.
  */
 export function addPriorityIfMissing(qualifiedTable: string): string[] {
+  const add = `ALTER TABLE ${qualifiedTable} ADD ${PRIORITY_COLUMN} smallint NOT NULL DEFAULT 0;`;
   return [
     `IF NOT EXISTS (SELECT 1 FROM sys.columns WHERE object_id = OBJECT_ID(${nameLiteral(qualifiedTable)}, N'U') AND name = N'${PRIORITY_COLUMN}')`,
-    `    ALTER TABLE ${qualifiedTable} ADD ${PRIORITY_COLUMN} smallint NOT NULL DEFAULT 0;`,
+    'BEGIN',
+    ...refuseOfflineAboveRowLimit(qualifiedTable, 'adding the priority column', add),
+    `    ${add}`,
+    'END',
   ];
 }
 export const CREATED_INDEX_KEYS = ['created_at'] as const;
 
+/** The OPENJSON columns of a publish batch (publishBatch, publishOrderedBatch). */
+const PUBLISH_BATCH_COLUMNS = [
+  "    id uniqueidentifier '$.id',",
+  "    queue nvarchar(200) '$.queue',",
+  "    payload_json nvarchar(max) '$.payload_json',",
+  "    headers_json nvarchar(max) '$.headers_json',",
+  "    delay_ms bigint '$.delay_ms',",
+  "    priority smallint '$.priority',",
+  "    ord int '$.ord',",
+  "    ordering_key nvarchar(200) '$.ordering_key'",
+];
+
+/** The second result set of both publishes: the stored rows of the batch's ids, when some were not inserted. */
+const STORED_DUPLICATES = [
+  'IF @inserted < (SELECT COUNT(*) FROM OPENJSON(@batch))',
+  '    SELECT existing.id, existing.available_at, existing.queue',
+  '    FROM {t} AS existing',
+  "    INNER JOIN OPENJSON(@batch) WITH (id uniqueidentifier '$.id') AS dup ON existing.id = dup.id;",
+];
+
 /**
- * Batch publish: insert-if-absent of every row of the JSON array @batch in ONE INSERT. The NOT EXISTS probe takes
- * no key-range lock (no HOLDLOCK): generated ids are time-ordered, so every new id would probe, and lock, the primary
- * key's last range, and concurrent publishes would run one at a time. Two publishers of one id may therefore both
- * find it absent; the second gets 2627, and the store re-runs the statement, which then reports the duplicate.
- * Rows of one batch share @now; created_at steps 100 ns by `ord` so a batch is claimed in array order.
- * Result set 1 = rows inserted; result set 2 (only when some were not) = the stored rows of the batch's ids.
- * Each element: { id, queue, payload_json, headers_json, delay_ms, priority, ord, ordering_key (absent = NULL) }.
- * PostgreSQL: INSERT … SELECT FROM jsonb_to_recordset($1) ON CONFLICT (id) DO NOTHING RETURNING id, available_at.
+ * Batch publish of unkeyed rows: insert-if-absent of every row of the JSON array @batch in ONE INSERT. The NOT EXISTS
+ * probe takes no key-range lock (no HOLDLOCK): generated ids are time-ordered, so every new id would probe, and lock,
+ * the primary key's last range, and concurrent publishes would run one at a time. Two publishers of one id may
+ * therefore both find it absent; the second gets 2627, and the store re-runs the statement, which then reports the
+ * duplicate. Rows of one batch share @now; seq, the claim's tie-breaker, is drawn from the sequence in `ord` order, so
+ * a batch is claimed in array order (created_at steps 100 ns by ord for readers). A delayed row is scheduled (state 1,
+ * ready-set.ts). Result set 1 = rows inserted; result set 2 (only when some were not) = the stored rows of the
+ * batch's ids. Each element: { id, queue, payload_json, headers_json, delay_ms, priority, ord } (a keyed batch is
+ * publishOrderedBatch's).
+ * PostgreSQL: INSERT … SELECT FROM unnest(…) ON CONFLICT (id) DO NOTHING RETURNING id, available_at.
  */
 export function publishBatch(names: TransportNames): Statement<'batch'> {
   const t = qualifiedTable(names);
+  const { seq } = readySetTables(names);
   return {
     text: [
       'DECLARE @now datetime2 = SYSUTCDATETIME();',
       'DECLARE @inserted int;',
-      `INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at, priority, ordering_key)`,
+      `INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at, priority, state, seq)`,
       'OUTPUT inserted.id, inserted.available_at',
       'SELECT src.id, src.queue, src.payload_json, src.headers_json,',
       '       DATEADD(NANOSECOND, src.ord * 100, @now),',
       `       CASE WHEN src.delay_ms > 0 THEN ${dbClockPlus('src.delay_ms', '@now')} ELSE @now END,`,
-      '       COALESCE(src.priority, 0), src.ordering_key',
+      `       COALESCE(src.priority, 0), CASE WHEN src.delay_ms > 0 THEN ${STATE_SCHEDULED} END,`,
+      `       NEXT VALUE FOR ${seq} OVER (ORDER BY src.ord)`,
       'FROM OPENJSON(@batch) WITH (',
-      "    id uniqueidentifier '$.id',",
-      "    queue nvarchar(200) '$.queue',",
-      "    payload_json nvarchar(max) '$.payload_json',",
-      "    headers_json nvarchar(max) '$.headers_json',",
-      "    delay_ms bigint '$.delay_ms',",
-      "    priority smallint '$.priority',",
-      "    ord int '$.ord',",
-      "    ordering_key nvarchar(200) '$.ordering_key'",
+      ...PUBLISH_BATCH_COLUMNS.slice(0, -1).map((c, i, all) => (i === all.length - 1 ? c.replace(/,$/, '') : c)),
       ') AS src',
       `WHERE NOT EXISTS (SELECT 1 FROM ${t} AS existing WITH (UPDLOCK, FORCESEEK) WHERE existing.id = src.id);`,
       'SET @inserted = @@ROWCOUNT;',
-      'IF @inserted < (SELECT COUNT(*) FROM OPENJSON(@batch))',
-      '    SELECT existing.id, existing.available_at, existing.queue',
-      `    FROM ${t} AS existing`,
-      "    INNER JOIN OPENJSON(@batch) WITH (id uniqueidentifier '$.id') AS dup ON existing.id = dup.id;",
+      ...STORED_DUPLICATES.map((l) => l.replace('{t}', t)),
     ].join('\n'),
     params: { batch: types.text() },
   };
 }
 
 /**
- * Claim up to @n ready rows of exactly @queue, higher priority first and then in availability order, in ONE statement:
- * an ordered seek on the ready index (queue, priority DESC, available_at, created_at) that skips rows other claimers
- * hold (READPAST). Every row of one claim gets @lock_id, which the
- * drain chose: the fence stays (id, lock_id), and a claim whose answer was lost with its connection can be handed
- * back by it (releaseLostClaim). OUTPUT order is not guaranteed, so priority and available_at are returned for the
- * client-side sort.
- * PostgreSQL: WITH next AS (SELECT id … ORDER BY priority DESC, available_at, created_at FOR UPDATE SKIP LOCKED LIMIT $n)
- * UPDATE … FROM next RETURNING ….
+ * Batch publish with ordering keys, one batch and one transaction (XACT_ABORT ON): the rows not stored yet (the same
+ * probe as publishBatch) go to @fresh; their keys are counted into the keys table under each key row's lock
+ * (ready-set.ts countKeysLines), which marks every keyed row that is not its key's new head as queued (state 2); then
+ * ONE INSERT writes them, seq drawn after the key locks in `ord` order (review H3). A concurrent insert of one of the
+ * ids fails the INSERT with 2627: the transaction rolls back with its counts and the store runs the batch again.
+ * Unkeyed rows of the batch are inserted as publishBatch would. The same two result sets as publishBatch; each element
+ * as publishBatch's plus ordering_key (absent = NULL).
+ * PostgreSQL: the publish statement's keyed_src, keyed and key_heads CTEs (ready-set.ts pgCountKeys).
  */
-export function claimBatch(names: TransportNames): Statement<'n' | 'queue' | 'lock_timeout_ms' | 'lock_id'> {
+export function publishOrderedBatch(names: TransportNames): Statement<'batch'> {
+  const t = qualifiedTable(names);
+  const { seq } = readySetTables(names);
   return {
-    // a paused queue claims nothing: uncorrelated (a startup filter), the ready-index seek is unchanged
-    text: claimLines(names, '@n', [`      AND NOT ${pausedTest(names)}`]).join('\n'),
-    params: { n: types.count(), queue: types.queue(), lock_timeout_ms: types.ms(), lock_id: types.id() },
+    text: [
+      'SET XACT_ABORT ON;',
+      'DECLARE @now datetime2 = SYSUTCDATETIME();',
+      'DECLARE @inserted int;',
+      FRESH_DECLARATION,
+      COUNTS_DECLARATION,
+      'BEGIN TRANSACTION;',
+      'INSERT INTO @fresh (ord, queue, ordering_key)',
+      'SELECT src.ord, src.queue, src.ordering_key',
+      "FROM OPENJSON(@batch) WITH (id uniqueidentifier '$.id', queue nvarchar(200) '$.queue', ord int '$.ord', ordering_key nvarchar(200) '$.ordering_key') AS src",
+      `WHERE NOT EXISTS (SELECT 1 FROM ${t} AS existing WITH (UPDLOCK, FORCESEEK) WHERE existing.id = src.id);`,
+      ...countKeysLines(names),
+      `INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at, priority, ordering_key, state, seq)`,
+      'OUTPUT inserted.id, inserted.available_at',
+      'SELECT src.id, src.queue, src.payload_json, src.headers_json,',
+      '       DATEADD(NANOSECOND, src.ord * 100, @now),',
+      `       CASE WHEN src.delay_ms > 0 THEN ${dbClockPlus('src.delay_ms', '@now')} ELSE @now END,`,
+      `       COALESCE(src.priority, 0), src.ordering_key, COALESCE(f.state, CASE WHEN src.delay_ms > 0 THEN ${STATE_SCHEDULED} END),`,
+      `       NEXT VALUE FOR ${seq} OVER (ORDER BY src.ord)`,
+      'FROM OPENJSON(@batch) WITH (',
+      ...PUBLISH_BATCH_COLUMNS,
+      ') AS src',
+      'INNER JOIN @fresh AS f ON f.ord = src.ord;',
+      'SET @inserted = @@ROWCOUNT;',
+      'COMMIT;',
+      ...STORED_DUPLICATES.map((l) => l.replace('{t}', t)),
+    ].join('\n'),
+    params: { batch: types.text() },
   };
 }
 
 /**
- * The claim itself (TOP (`top`) ready rows in the claim order under UPDLOCK, ROWLOCK, READPAST; attempt, lease
- * and the caller's lock id), with `extraWhere` lines after the ready predicate: the claim above and the limited
- * claim (limit-statements.ts) share it. A keyed row is taken only as the head of its key (ordering-sql.ts: the
- * probe has no READPAST, so a locked older row of the key is never skipped).
+ * Claim up to @n rows of exactly @queue, higher priority first and then in availability and publish order: one
+ * batch, one short transaction (ready-set.ts: (a) vacant keys' successors, (b) due scheduled rows, (c) lapsed leases,
+ * then (d) the claim, one ordered seek of the ready-set index under UPDLOCK, ROWLOCK, READPAST). A paused or backed-off
+ * queue runs none of them. The rows come back as the claim's OUTPUT (the only result set).
+ * PostgreSQL: one statement over the same four ranges, FOR UPDATE SKIP LOCKED in each (ready-set.ts pgClaimCandidates).
  */
-export function claimLines(names: TransportNames, top: string, extraWhere: readonly string[] = [], outputIdsInto?: string): string[] {
-  return [
-    'WITH next AS (',
-    `    SELECT TOP (${top}) id, queue, payload_json, headers_json, attempts, locked_until, lock_id, created_at, available_at, priority`,
-    `    FROM ${qualifiedTable(names)} AS candidate WITH (UPDLOCK, ROWLOCK, READPAST)`,
-    `    WHERE ${exactQueueMatch('queue', 'queue')}`,
-    '      AND available_at <= SYSUTCDATETIME()',
-    '      AND (locked_until IS NULL OR locked_until <= SYSUTCDATETIME())',
-    ...extraWhere,
-    ...headOfKeyLines(qualifiedTable(names)),
-    `    ORDER BY ${CLAIM_ORDER}`,
-    ')',
-    'UPDATE next',
-    'SET attempts = attempts + 1,',
-    `    locked_until = ${dbClockPlus('@lock_timeout_ms')},`,
-    '    lock_id = @lock_id',
-    // a limited claim enrols the ids in its lease roster: OUTPUT … INTO a table variable beside the rows' OUTPUT
-    ...(outputIdsInto ? [`OUTPUT inserted.id INTO ${outputIdsInto} (id)`] : []),
-    'OUTPUT inserted.id, inserted.queue, inserted.payload_json, inserted.headers_json, inserted.attempts,',
-    '       inserted.lock_id, inserted.created_at, inserted.available_at, inserted.priority;',
-  ];
+export function claimBatch(names: TransportNames): Statement<'n' | 'queue' | 'lock_timeout_ms' | 'lock_id'> {
+  return {
+    text: [
+      'SET XACT_ABORT ON;',
+      VACANT_KEYS_DECLARATION,
+      'BEGIN TRANSACTION;',
+      `IF NOT ${pausedTest(names)}`,
+      'BEGIN',
+      ...promoteLines(names, '@n'),
+      ...claimLines(names, '@n'),
+      'END;',
+      'COMMIT;',
+    ].join('\n'),
+    params: { n: types.count(), queue: types.queue(), lock_timeout_ms: types.ms(), lock_id: types.id() },
+  };
 }
 
+export { claimLines, promoteLines };
+
 /**
- * Hands back a claim whose answer was lost: the queue's ready rows (a claim takes only rows with
- * available_at <= now) still leased under @lock_id get their attempt back, as releaseUnstartedBatch does.
- * READPAST: rows a claim not yet committed or rolled back holds are left to lapse rather than waited on.
- * PostgreSQL: the same UPDATE over a SKIP LOCKED subquery.
+ * Hands back a claim whose answer was lost: the queue's rows still leased under @lock_id get their attempt back, as
+ * releaseUnstartedBatch does. Served by the leased index (queue, locked_until) INCLUDE (lock_id) WHERE lock_id IS NOT
+ * NULL: the queue's live leases, lock_id tested inside the seek (review L1). READPAST: rows a claim not yet committed
+ * or rolled back holds are left to lapse rather than waited on.
+ * PostgreSQL: the same UPDATE over a SKIP LOCKED subquery of the leased index.
  */
 export function releaseLostClaim(names: TransportNames): Statement<'queue' | 'lock_id'> {
   return {
@@ -303,8 +406,7 @@ export function releaseLostClaim(names: TransportNames): Statement<'queue' | 'lo
       `UPDATE ${qualifiedTable(names)} WITH (ROWLOCK, READPAST)`,
       'SET attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, locked_until = NULL, lock_id = NULL',
       `WHERE ${exactQueueMatch('queue', 'queue')}`,
-      '  AND available_at <= SYSUTCDATETIME()',
-      '  AND lock_id = @lock_id AND locked_until > SYSUTCDATETIME();',
+      `  AND ${LEASED_FILTER} AND locked_until > SYSUTCDATETIME() AND lock_id = @lock_id;`,
       'SELECT @@ROWCOUNT AS affected;',
     ].join('\n'),
     params: { queue: types.queue(), lock_id: types.id() },
@@ -312,13 +414,28 @@ export function releaseLostClaim(names: TransportNames): Statement<'queue' | 'lo
 }
 
 /**
- * Ack a batch: delete every row whose (id, lock_id) fence still matches, in ONE statement.
- * @settlements = JSON array of { id, lock_id }. The count is read server-side (NOCOUNT-proof).
- * PostgreSQL: DELETE … USING unnest($1::uuid[], $2::uuid[]) AS s(id, lock_id) WHERE t.id = s.id AND t.lock_id = s.lock_id.
+ * Ack a batch: delete every row whose (id, lock_id) fence still matches, in ONE DELETE, and settle the keys of the
+ * keyed rows among them in the same transaction (ready-set.ts releaseKeysLines: a head's key promotes its next row
+ * when rows remain; an unkeyed batch reads the table variable once and stops). @settlements = JSON array of { id, lock_id }.
+ * The count is read server-side (NOCOUNT-proof).
+ * PostgreSQL: WITH removed AS (DELETE … USING unnest(…) RETURNING …) plus the keys CTEs (ready-set.ts pgReleaseKeys).
  */
 export function ackBatch(names: TransportNames): Statement<'settlements'> {
   return {
-    text: ['DELETE target', ...settledRows(names), 'SELECT @@ROWCOUNT AS affected;'].join('\n'),
+    text: [
+      'SET XACT_ABORT ON;',
+      'DECLARE @affected int;',
+      REMOVED_DECLARATION,
+      GONE_DECLARATION,
+      'BEGIN TRANSACTION;',
+      'DELETE target',
+      'OUTPUT deleted.queue, deleted.ordering_key, deleted.state, deleted.seq INTO @removed',
+      ...settledRows(names),
+      'SET @affected = @@ROWCOUNT;',
+      ...releaseKeysLines(names),
+      'COMMIT;',
+      'SELECT @affected AS affected;',
+    ].join('\n'),
     params: { settlements: types.text() },
   };
 }
@@ -332,12 +449,16 @@ export function settledRows(names: TransportNames): string[] {
   ];
 }
 
-/** NAK: claimable again after @delay_ms; attempts is not decremented. PostgreSQL: same UPDATE, RETURNING 1. */
+/**
+ * NAK: claimable again after @delay_ms (scheduled while it waits: state 1; a keyed head stays its key's head); attempts
+ * is not decremented. PostgreSQL: same UPDATE.
+ */
 export function releaseMessage(names: TransportNames): Statement<'id' | 'lock_id' | 'delay_ms'> {
   return {
     text: [
       `UPDATE ${qualifiedTable(names)}`,
-      `SET available_at = ${dbClockPlus('@delay_ms')}, locked_until = NULL, lock_id = NULL`,
+      `SET available_at = ${dbClockPlus('@delay_ms')}, locked_until = NULL, lock_id = NULL,`,
+      `    state = CASE WHEN @delay_ms > 0 THEN ${STATE_SCHEDULED} END`,
       'WHERE id = @id AND lock_id = @lock_id;',
       'SELECT @@ROWCOUNT AS affected;',
     ].join('\n'),
@@ -360,7 +481,9 @@ export function releaseUnstartedBatch(names: TransportNames): Statement<'settlem
 
 /**
  * Lease renewal; 0 rows = the lease was lost; cancel_requested = an operator marked the running job cancelled
- * (job-control-statements.ts). PostgreSQL: same UPDATE, RETURNING the marker test.
+ * (job-control-statements.ts). Only a live lease is renewed (review M2): once it lapsed, a limited claim may have
+ * pruned it from its roster and given the slot away, and a claim may hand the row back; the heartbeat then stops the
+ * job. PostgreSQL: same UPDATE, RETURNING the marker test.
  */
 export function renewLease(names: TransportNames): Statement<'id' | 'lock_id' | 'lock_timeout_ms'> {
   return {
@@ -370,7 +493,7 @@ export function renewLease(names: TransportNames): Statement<'id' | 'lock_id' | 
       `UPDATE ${qualifiedTable(names)}`,
       `SET locked_until = ${dbClockPlus('@lock_timeout_ms')}`,
       `OUTPUT CASE WHEN ${cancelRequestedTest('inserted.headers_json')} THEN 1 ELSE 0 END INTO @renewed`,
-      'WHERE id = @id AND lock_id = @lock_id;',
+      'WHERE id = @id AND lock_id = @lock_id AND locked_until > SYSUTCDATETIME();',
       'SELECT COUNT(*) AS affected, CAST(COALESCE(MAX(CAST(cancel_requested AS int)), 0) AS bit) AS cancel_requested FROM @renewed;',
     ].join('\n'),
     params: { id: types.id(), lock_id: types.id(), lock_timeout_ms: types.ms() },
@@ -378,8 +501,9 @@ export function renewLease(names: TransportNames): Statement<'id' | 'lock_id' | 
 }
 
 /**
- * Dead-letter move in one transaction: delete the claimed row first (fenced), insert the dead letter only if
- * that delete matched, so a stale owner can never bury a message a peer re-claimed.
+ * Dead-letter move in one transaction: delete the claimed row first (fenced), insert the dead letter only if that
+ * delete matched, so a stale owner can never bury a message a peer re-claimed. A keyed head's move lets its key go on
+ * (ready-set.ts releaseKeysLines); the dead letter itself is a row of the dead-letter queue, counted in no key.
  * PostgreSQL: WITH removed AS (DELETE … RETURNING …) INSERT … SELECT … FROM removed.
  */
 export function deadLetterMove(
@@ -389,15 +513,17 @@ export function deadLetterMove(
   return {
     text: [
       'SET XACT_ABORT ON;',
-      'BEGIN TRAN;',
       // the dead-letter row keeps the deliveries the job had (the removed row's attempts; requeue resets them), its
       // priority and its ordering key (a requeue puts it back at that priority, on its key)
-      `DECLARE @removed TABLE (attempts int NOT NULL, priority smallint NOT NULL, ordering_key nvarchar(200) COLLATE ${BIN2} NULL);`,
-      `DELETE FROM ${t} OUTPUT deleted.attempts, deleted.priority, deleted.ordering_key INTO @removed WHERE id = @source_id AND lock_id = @lock_id;`,
+      `DECLARE @moved TABLE (attempts int NOT NULL, priority smallint NOT NULL, ordering_key nvarchar(200) COLLATE ${BIN2} NULL, queue nvarchar(200) COLLATE ${BIN2} NOT NULL, state tinyint NULL, seq bigint NULL);`,
+      GONE_DECLARATION,
+      'BEGIN TRAN;',
+      `DELETE FROM ${t} OUTPUT deleted.attempts, deleted.priority, deleted.ordering_key, deleted.queue, deleted.state, deleted.seq INTO @moved WHERE id = @source_id AND lock_id = @lock_id;`,
       'IF @@ROWCOUNT = 1',
       'BEGIN',
+      ...releaseKeysLines(names, '@moved').map((l) => `    ${l}`),
       `    INSERT INTO ${t} (id, queue, payload_json, headers_json, dead_letter_reason, attempts, priority, ordering_key)`,
-      '    SELECT @new_id, @dlq, @payload_json, @headers_json, @reason, attempts, priority, ordering_key FROM @removed;',
+      '    SELECT @new_id, @dlq, @payload_json, @headers_json, @reason, attempts, priority, ordering_key FROM @moved;',
       '    COMMIT;',
       '    SELECT 1 AS moved;',
       'END',
@@ -440,34 +566,63 @@ export function pruneBatchText(table: string, queueParam: string, timeColumn: st
 }
 
 /**
- * Queue depth in one statement. ready / delayed / leased are disjoint: a live lease counts as leased whatever
- * its available_at. deadLettered = rows on @dlq whose source header is exactly @queue: a seek on the dead-letter
- * index (queue, dead_letter_source), no JSON parsed per row.
+ * Queue depth in one statement, from the ready set's parts (ready-set.ts), each read from its own filtered index from
+ * the queue's prefix: the ready set, the scheduled rows, the rows queued behind their keys' heads (the key order
+ * index), the lapsed leases (counted as ready: a claim takes them). ready / delayed / leased are disjoint: a live
+ * lease counts as leased whatever its available_at. deadLettered = rows on @dlq whose source header is exactly
+ * @queue: a seek on the dead-letter index (queue, dead_letter_source), no JSON parsed per row.
+ * PostgreSQL: the same four parts, UNION ALL.
  */
 export function queueStats(names: TransportNames): Statement<'queue' | 'dlq'> {
   const t = qualifiedTable(names);
-  const unleased = '(locked_until IS NULL OR locked_until <= SYSUTCDATETIME())';
-  const ready = `${unleased} AND available_at <= SYSUTCDATETIME()`;
+  const match = exactQueueMatch('queue', 'queue');
+  const due = 'CASE WHEN available_at <= SYSUTCDATETIME() THEN 1 ELSE 0 END';
   return {
     text: [
-      'SELECT q.ready, q.delayed, q.leased, q.oldest_ready_age_seconds, d.dead_lettered',
+      'SELECT COALESCE(SUM(w.due), 0) AS ready, COALESCE(SUM(1 - w.due), 0) AS delayed,',
+      `    (SELECT COUNT(*) FROM ${t} WHERE ${match} AND ${LEASED_FILTER} AND locked_until > SYSUTCDATETIME()) AS leased,`,
+      `    DATEDIFF_BIG(MILLISECOND, MIN(CASE WHEN w.due = 1 THEN w.available_at END), SYSUTCDATETIME()) / 1000.0 AS oldest_ready_age_seconds,`,
+      '    (SELECT COUNT(*)',
+      `     FROM ${t}`,
+      `     WHERE ${exactQueueMatch('queue', 'dlq')}`,
+      `       AND ${exactQueueMatch(DEAD_LETTER_SOURCE_COLUMN, 'queue')}) AS dead_lettered`,
       'FROM (',
-      `    SELECT COALESCE(SUM(CASE WHEN ${ready} THEN 1 ELSE 0 END), 0) AS ready,`,
-      `           COALESCE(SUM(CASE WHEN ${unleased} AND available_at > SYSUTCDATETIME() THEN 1 ELSE 0 END), 0) AS delayed,`,
-      '           COALESCE(SUM(CASE WHEN locked_until > SYSUTCDATETIME() THEN 1 ELSE 0 END), 0) AS leased,',
-      `           DATEDIFF_BIG(MILLISECOND, MIN(CASE WHEN ${ready} THEN available_at END), SYSUTCDATETIME()) / 1000.0`,
-      '               AS oldest_ready_age_seconds',
-      `    FROM ${t}`,
-      `    WHERE ${exactQueueMatch('queue', 'queue')}`,
-      ') AS q',
-      'CROSS JOIN (',
-      '    SELECT COUNT(*) AS dead_lettered',
-      `    FROM ${t}`,
-      `    WHERE ${exactQueueMatch('queue', 'dlq')}`,
-      `      AND ${exactQueueMatch(DEAD_LETTER_SOURCE_COLUMN, 'queue')}`,
-      ') AS d;',
+      `    SELECT available_at, ${due} AS due FROM ${t} WHERE ${match} AND ${READY_SET_FILTER}`,
+      '    UNION ALL',
+      `    SELECT available_at, ${due} FROM ${t} WHERE ${match} AND ${SCHEDULED_FILTER}`,
+      '    UNION ALL',
+      `    SELECT available_at, ${due} FROM ${t} WHERE ${match} AND ordering_key IS NOT NULL AND state = ${STATE_QUEUED}`,
+      '    UNION ALL',
+      `    SELECT available_at, 1 FROM ${t} WHERE ${match} AND ${LEASED_FILTER} AND locked_until <= SYSUTCDATETIME()`,
+      ') AS w;',
     ].join('\n'),
     params: { queue: types.queue(), dlq: types.queue() },
+  };
+}
+
+/**
+ * The queue names with rows, in name order, at most @max: a seek per distinct queue on the dequeue index (leading
+ * column queue), since a recursive CTE may not use TOP in its recursive part. PostgreSQL twin: a WITH RECURSIVE
+ * loose index scan. Names equal under the column's comparison (trailing spaces) are listed once.
+ */
+export function queueNames(names: TransportNames): Statement<'max'> {
+  const t = qualifiedTable(names);
+  return {
+    text: [
+      'DECLARE @names TABLE (n int IDENTITY(1, 1) PRIMARY KEY, queue nvarchar(200) NOT NULL);',
+      'DECLARE @q nvarchar(200);',
+      'DECLARE @next nvarchar(200);',
+      `SELECT TOP (1) @q = queue FROM ${t} ORDER BY queue;`,
+      'WHILE @q IS NOT NULL AND (SELECT COUNT(*) FROM @names) < @max',
+      'BEGIN',
+      '    INSERT INTO @names (queue) VALUES (@q);',
+      '    SET @next = NULL;',
+      `    SELECT TOP (1) @next = queue FROM ${t} WHERE queue > @q ORDER BY queue;`,
+      '    SET @q = @next;',
+      'END;',
+      'SELECT queue FROM @names ORDER BY n;',
+    ].join('\n'),
+    params: { max: types.count() },
   };
 }
 
@@ -486,22 +641,44 @@ export function listDeadLetters(names: TransportNames): Statement<'top' | 'dlq' 
 }
 
 /**
- * Moves a dead letter back to its source queue: attempts reset, claimable now, dead-letter headers removed. A keyed
- * job goes to the back of its key (created_at now): with the dead letter's stamp it could run beside the key's
- * current head, which is older than the requeue but younger than that stamp.
+ * Moves a dead letter back to its source queue like a new publish: attempts reset, claimable now, dead-letter headers
+ * removed, a new seq (drawn after the key lock). A keyed job is counted back into its key under the key row's lock and
+ * goes to the back of it: its key's head when the key has no row left, else queued behind the head (state 2). The
+ * dead letter is read (and locked) first, so the key is counted only for a row this batch moves.
+ * PostgreSQL: one statement (row, keyed_src and the keys CTEs, then the UPDATE).
  */
 export function requeueDeadLetter(names: TransportNames): Statement<'id' | 'dlq' | 'source'> {
+  const t = qualifiedTable(names);
+  const { k, seq } = readySetTables(names);
+  const row = `id = @id AND ${exactQueueMatch('queue', 'dlq')} AND ${exactQueueMatch(DEAD_LETTER_SOURCE_COLUMN, 'source')}`;
+  const key = `${exactQueueMatch('queue', 'source')} AND ordering_key = @key`;
   return {
     text: [
-      `UPDATE ${qualifiedTable(names)}`,
+      'SET XACT_ABORT ON;',
+      `DECLARE @found int, @key nvarchar(200), @pending int, @seq bigint;`,
+      'BEGIN TRANSACTION;',
+      `SELECT @key = ordering_key FROM ${t} WITH (UPDLOCK, ROWLOCK) WHERE ${row};`,
+      'SET @found = @@ROWCOUNT;',
+      'IF @found = 1 AND @key IS NOT NULL',
+      'BEGIN',
+      `    SELECT @pending = pending FROM ${k} WITH (UPDLOCK, HOLDLOCK) WHERE ${key};`,
+      '    IF @pending IS NULL',
+      `        INSERT INTO ${k} (queue, ordering_key, pending) VALUES (@source, @key, 1);`,
+      '    ELSE',
+      `        UPDATE ${k} SET pending = pending + 1 WHERE ${key};`,
+      'END;',
+      `IF @found = 1 SET @seq = NEXT VALUE FOR ${seq};`,
+      `UPDATE ${t}`,
       'SET queue = @source, attempts = 0, available_at = SYSUTCDATETIME(), locked_until = NULL, lock_id = NULL,',
       '    created_at = CASE WHEN ordering_key IS NULL THEN created_at ELSE SYSUTCDATETIME() END,',
+      `    seq = @seq, state = CASE WHEN @key IS NOT NULL AND @pending > 0 THEN ${STATE_QUEUED} END,`,
       '    dead_letter_reason = NULL,',
       `    headers_json = JSON_MODIFY(JSON_MODIFY(headers_json, N'$."${DEAD_LETTER_REASON_HEADER}"', NULL),`,
       `                               N'$."${DEAD_LETTER_SOURCE_HEADER}"', NULL)`,
-      `WHERE id = @id AND ${exactQueueMatch('queue', 'dlq')}`,
-      `  AND ${exactQueueMatch(DEAD_LETTER_SOURCE_COLUMN, 'source')};`,
-      'SELECT @@ROWCOUNT AS affected;',
+      `WHERE ${row};`,
+      'SET @found = @@ROWCOUNT;',
+      'COMMIT;',
+      'SELECT @found AS affected;',
     ].join('\n'),
     params: { id: types.id(), dlq: types.queue(), source: types.queue() },
   };
@@ -564,9 +741,27 @@ export function ddlPhase1(names: TransportNames): Statement<never> {
       ...addPriorityIfMissing(qualifiedTable(names)),
       // the claim reads it (normally version 15 adds it first), under the same bounded wait
       ...addOrderingKeyIfMissing(qualifiedTable(names)),
+      // the ready set (normally versions 20 and 21): the sequence, the state and seq columns (no row touched), the
+      // ordering keys table and no lock escalation; a table from before it gets its rows filed here, in this
+      // transaction (under the schema applock, before any claim of this release reads them). EXEC: the filing refers
+      // to the columns this batch adds, so it is compiled after them.
+      ...createSequenceIfMissing(names),
+      `DECLARE @file_rows bit = CASE WHEN COL_LENGTH(${nameLiteral(qualifiedTable(names))}, N'state') IS NULL THEN 1 ELSE 0 END;`,
+      ...addReadySetColumnsIfMissing(names),
+      ...createKeysTableIfMissing(names),
+      ...disableLockEscalation(names),
+      'IF @file_rows = 1',
+      'BEGIN',
+      `    ${execText([...fileExistingRowsBatched(names), ...fileKeyedRows(names).flatMap((b) => b.lines)])}`,
+      'END;',
     ].join('\n'),
     params: {},
   };
+}
+
+/** `EXEC (N'…')` of `lines`, quotes doubled: dynamic SQL compiled when it runs (after the columns it reads exist). */
+export function execText(lines: readonly string[]): string {
+  return `EXEC (N'${lines.join('\n').replace(/'/g, "''")}');`;
 }
 
 /** DDL phase 2, step 1 (in its own transaction): the table-scoped applock, 5 s at most. */
@@ -581,15 +776,23 @@ export function ddlTableLock(names: TransportNames): Statement<never> {
   };
 }
 
-/** The transport's four indexes, each behind its guard (phase 2 and the printed script); then the legacy ready index goes. */
+/**
+ * The transport's indexes, each behind its guard (phase 2 and the printed script): the ready set's four filtered ones
+ * (ready-set.ts), the created index, the dead-letter index; then the indexes they replaced go (the ready index of
+ * version 1, the priority ready index of version 14, the ordering index of version 16).
+ */
 function transportIndexes(names: TransportNames): Array<string[]> {
   const t = qualifiedTable(names);
   return [
-    createIndexIfMissing(t, names.readyIndex, READY_INDEX_KEYS),
+    ...readySetIndexes(names).map((index) => [
+      `IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(${nameLiteral(t)}, N'U') AND name = ${nameLiteral(index.name)})`,
+      `    ${createFilteredIndexText(t, index)};`,
+    ]),
     createIndexIfMissing(t, names.createdIndex, CREATED_INDEX_KEYS),
     createIndexIfMissing(t, names.deadLetterIndex, DEAD_LETTER_INDEX_KEYS),
-    createIndexIfMissing(t, names.orderingIndex, ORDERING_INDEX_KEYS, ORDERING_INDEX_FILTER),
     dropIndexIfPresent(t, names.legacyReadyIndex),
+    dropIndexIfPresent(t, names.readyIndex),
+    dropIndexIfPresent(t, names.orderingIndex),
   ];
 }
 
@@ -647,6 +850,7 @@ export function catalogSnapshot(): Statement<'schema' | 'table'> {
 export function transportStatements(names: TransportNames) {
   return {
     publishBatch: publishBatch(names),
+    publishOrderedBatch: publishOrderedBatch(names),
     claimBatch: claimBatch(names),
     ackBatch: ackBatch(names),
     release: releaseMessage(names),
@@ -656,6 +860,7 @@ export function transportStatements(names: TransportNames) {
     deadLetterMove: deadLetterMove(names),
     pruneDeadLetterBatch: pruneDeadLetterBatch(names),
     queueStats: queueStats(names),
+    queueNames: queueNames(names),
     listDeadLetters: listDeadLetters(names),
     requeueDeadLetter: requeueDeadLetter(names),
     deleteDeadLetter: deleteDeadLetter(names),
@@ -691,6 +896,16 @@ export function printSqlServerSchema(names: TransportNames): string {
     ...addPriorityIfMissing(t),
     '-- The ordering key (not in the spec\'s DDL either; a .NET host\'s rows have none and are unordered).',
     ...addOrderingKeyIfMissing(t),
+    'GO',
+    '-- The ready set: the publish-order sequence, the state and seq columns (existing rows stay NULL), the ordering',
+    '-- keys table, no lock escalation; a table from before it gets its keyed, delayed and dead-letter rows filed.',
+    ...createSequenceIfMissing(names),
+    `DECLARE @file_rows bit = CASE WHEN COL_LENGTH(${nameLiteral(t)}, N'state') IS NULL THEN 1 ELSE 0 END;`,
+    ...addReadySetColumnsIfMissing(names),
+    ...createKeysTableIfMissing(names),
+    ...disableLockEscalation(names),
+    'IF @file_rows = 1',
+    `    ${execText([...fileExistingRowsBatched(names), ...fileKeyedRows(names).flatMap((b) => b.lines)])}`,
     'GO',
     '-- On a large existing table add WITH (ONLINE = ON) where the edition supports it (Enterprise, Developer,',
     '-- Azure SQL): a plain CREATE INDEX blocks every write to the table while it runs.',

@@ -191,19 +191,22 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
     // phase 1: schema + table under the schema applock, committed before anything else runs
     await this.runDdlTransaction(this.statements.ddlPhase1);
     await this.runDdlTransaction(this.history.ddl);
+    // behind the schema gate the indexes are the schema versions' (the ready set's are deferrable: they may still be
+    // building in the background, and building them here would hold this store's first operation for the build)
+    const indexesFromMigrations = this.options.schemaGate !== undefined;
     if (this.options.verifyCatalog === false) {
       // no catalog to read: every index build is guarded, so phase 2 builds whatever is missing
-      await this.runPhase2([this.names.readyIndex, this.names.createdIndex, this.names.deadLetterIndex]);
+      if (!indexesFromMigrations) await this.runPhase2(missingIndexes([], this.names));
       this.schemaReady = true;
       return;
     }
     let catalog = await readTransportCatalog(this.pool, this.names);
-    const missing = missingIndexes(catalog.indexes, this.names);
+    const missing = indexesFromMigrations ? [] : missingIndexes(catalog.indexes, this.names);
     if (missing.length > 0) {
       await this.runPhase2(missing);
       catalog = await readTransportCatalog(this.pool, this.names);
     }
-    const result = evaluateTransportCatalog(catalog, this.names, { autoCreate: true });
+    const result = evaluateTransportCatalog(catalog, this.names, { autoCreate: true, indexesFromMigrations });
     this.throwOnProblems(result.problems);
     for (const warning of result.warnings) this.logger.warn(warning);
     this.schemaReady = true;
@@ -339,9 +342,11 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
         }))
         .sort((a, b) => compareSqlServerGuids(a.id, b.id)),
     );
-    // a lost duplicate-key race rolls the whole INSERT back; the re-run reports the rows that now exist as duplicates
+    // a lost duplicate-key race rolls the whole INSERT back (a keyed batch's key counts with it); the re-run reports
+    // the rows that now exist as duplicates
+    const keyed = unique.some((m) => m.orderingKey !== undefined);
     const result = await this.runRetryingDuplicateKeyRace(
-      this.statements.publishBatch,
+      keyed ? this.statements.publishOrderedBatch : this.statements.publishBatch,
       { batch },
       PUBLISH_DUPLICATE_RACE_ATTEMPTS,
       'publish lost a duplicate-key race; re-running the insert-if-absent',
@@ -437,12 +442,15 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
   }
   private backOffStatement: ReturnType<typeof backOffQueue> | undefined;
 
+  /** OUTPUT has no order: the claim order again (seq breaks ties; rows from before the ready set have none). */
   private toClaimed(claimed: Array<Record<string, unknown>>): ClaimedMessage[] {
+    const seq = (r: Record<string, unknown>) => (r.seq === null || r.seq === undefined ? -1 : Number(r.seq));
     return claimed
       .sort(
         (a, b) =>
           Number(b.priority ?? 0) - Number(a.priority ?? 0) ||
           compareInstants(a.available_at as Date, b.available_at as Date) ||
+          seq(a) - seq(b) ||
           compareInstants(a.created_at as Date, b.created_at as Date),
       )
       .map((r) => ({
@@ -454,6 +462,8 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
         attempt: Number(r.attempts),
         createdAt: r.created_at as Date,
         priority: Number(r.priority ?? 0),
+        // the drain claims again at once after a keyed job's ack (its key's next job became claimable)
+        ...(r.ordering_key === null || r.ordering_key === undefined ? {} : { orderingKey: String(r.ordering_key) }),
       }));
   }
 
@@ -630,6 +640,13 @@ export class SqlServerTransportStore extends SqlServerStoreBase implements Trans
       deadLettered: Number(row.dead_lettered ?? 0),
       oldestReadyAgeSeconds: age === null || age === undefined ? null : Math.max(0, Number(age)),
     };
+  }
+
+  async queueNames(max: number): Promise<string[]> {
+    const n = Math.floor(max);
+    if (!(n > 0)) return [];
+    await this.ensureSchema();
+    return rows(await this.run(this.statements.queueNames, { max: n })).map((r) => String(r.queue));
   }
 
   async listDeadLetters(deadLetterQueue: string, sourceQueue: string, top: number): Promise<DeadLetterItem[]> {

@@ -6,6 +6,7 @@ import { quoteIdentifier, type TransportNames } from '../../sql/identifiers';
 import { SUBSCRIPTION_SEPARATOR } from '../../transport/topic-names';
 import { MAX_QUEUE_NAME_LENGTH } from '../../transport/topics';
 import { BIN2, dbClockPlus, exactQueueMatch, qualifiedTable, type Statement } from './statements';
+import { readySetTables, STATE_SCHEDULED } from './ready-set';
 
 /** A UTF-8 collation: casting nvarchar under it to varchar yields the text's UTF-8 bytes (SQL Server 2019+, Azure SQL). */
 export const UTF8_COLLATION = 'Latin1_General_100_BIN2_UTF8';
@@ -53,8 +54,8 @@ function copiesOf(subs: string): string[] {
 /**
  * Topic publish: ONE INSERT … SELECT reads the subscriptions table and inserts one copy per message and
  * subscription, insert-if-absent by the copy's deterministic id with the queue publish's probe (no key-range lock;
- * two publishers of one copy may race to 2627, and the store re-runs the statement, which then finds it). Rows of one batch share @now; created_at steps
- * 100 ns by `ord`, so a subscription claims a batch in array order. Result set 1 = copies inserted; result set 2 =
+ * two publishers of one copy may race to 2627, and the store re-runs the statement, which then finds it). Rows of one batch share @now; seq is drawn
+ * in `ord` order, so a subscription claims a batch in array order; a delayed copy is scheduled (ready-set.ts). Result set 1 = copies inserted; result set 2 =
  * every stored copy of the batch on the topic's subscriptions (the inserted ones and those a republish found).
  * Each @batch element: { id, payload_json, headers_json, delay_ms, priority, ord }.
  * PostgreSQL: one WITH … INSERT … SELECT … ON CONFLICT (id) DO NOTHING that also NOTIFYs the queues.
@@ -65,12 +66,13 @@ export function publishToTopic(names: TransportNames, subscriptionsTable: string
   return {
     text: [
       'DECLARE @now datetime2 = SYSUTCDATETIME();',
-      `INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at, priority)`,
+      `INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at, priority, state, seq)`,
       'OUTPUT inserted.id, inserted.queue, inserted.available_at',
       'SELECT c.id, c.queue, c.payload_json, c.headers_json,',
       '       DATEADD(NANOSECOND, c.ord * 100, @now),',
       `       CASE WHEN c.delay_ms > 0 THEN ${dbClockPlus('c.delay_ms', '@now')} ELSE @now END,`,
-      '       COALESCE(c.priority, 0)',
+      `       COALESCE(c.priority, 0), CASE WHEN c.delay_ms > 0 THEN ${STATE_SCHEDULED} END,`,
+      `       NEXT VALUE FOR ${readySetTables(names).seq} OVER (ORDER BY c.ord, c.queue)`,
       'FROM (',
       ...copiesOf(subs),
       ') AS c',

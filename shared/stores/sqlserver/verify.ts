@@ -14,6 +14,8 @@ import {
   isRowstore,
   keysEqual,
   nameOccupiedProblem,
+  normaliseDefault,
+  normaliseFilter,
   primaryKeyProblems,
   readCatalogSets,
   renderType,
@@ -38,9 +40,9 @@ import {
   DEAD_LETTER_SOURCE_COLUMN,
   DEAD_LETTER_SOURCE_DEFINITION,
   qualifiedTable,
-  READY_INDEX_KEYS,
 } from './statements';
-import { ORDERING_INDEX_KEYS, ORDERING_KEY_COLUMN } from './ordering-sql';
+import { ORDERING_KEY_COLUMN } from './ordering-sql';
+import { createFilteredIndexText, readySetIndexes, readySetTables, type FilteredIndex } from './ready-set';
 
 // The catalog row shapes and renderType moved to catalog-common.ts (shared with channel-verify.ts); re-exported
 // here so this module's public surface is unchanged.
@@ -74,6 +76,11 @@ export interface VerifyMode {
    * version adds (dead_letter_source, version 4) is checked when present and left to that version when missing.
    */
   versionOneOnly?: boolean;
+  /**
+   * The schema versions own the indexes (the store runs behind the schema gate): the ready set's indexes are
+   * deferrable versions that may still be building, so a missing or unusable one is a warning, as on an operator's table.
+   */
+  indexesFromMigrations?: boolean;
 }
 
 interface ExpectedColumn extends ExpectedColumnShape {
@@ -86,7 +93,7 @@ interface ExpectedColumn extends ExpectedColumnShape {
   addedAfterVersionOne?: boolean;
 }
 
-const EXPECTED_COLUMNS: readonly ExpectedColumn[] = [
+const BASE_COLUMNS: readonly ExpectedColumn[] = [
   { name: 'id', type: 'uniqueidentifier', nullable: false },
   { name: 'queue', type: 'nvarchar(200)', nullable: false, collation: BIN2, unconstrainedOnOperatorPath: true },
   { name: 'payload_json', type: 'nvarchar(max)', nullable: false },
@@ -105,6 +112,24 @@ const EXPECTED_COLUMNS: readonly ExpectedColumn[] = [
   // Ordering keys (migration 15 and phase 1): the claim compares it exactly, so BIN2 like the queue column.
   { name: ORDERING_KEY_COLUMN, type: 'nvarchar(200)', nullable: true, collation: BIN2, addedAfterVersionOne: true },
 ];
+
+/**
+ * The ready set (schema version 20 and the store's phase 1): state, and seq with its sequence default (the default's
+ * text names the sequence, so the expected columns depend on the names). Both nullable: rows from before them keep NULL.
+ */
+function seqDefaults(names: TransportNames): string[] {
+  const text = `(NEXT VALUE FOR ${readySetTables(names).seq})`;
+  return [text, normaliseDefault(text)];
+}
+
+function expectedColumns(names: TransportNames): readonly ExpectedColumn[] {
+  return [
+    ...BASE_COLUMNS,
+    { name: 'state', type: 'tinyint', nullable: true, addedAfterVersionOne: true },
+    // the first text is the one a problem shows; the catalog's text is compared in its normalised form
+    { name: 'seq', type: 'bigint', nullable: true, defaults: seqDefaults(names), addedAfterVersionOne: true },
+  ];
+}
 
 const EXPECTED_PRIMARY_KEY = ['id'];
 
@@ -153,7 +178,8 @@ export function evaluateTableColumns(
 ): { problems: string[]; warnings: string[] } {
   const laterVersionMissing = (c: ExpectedColumn) =>
     c.addedAfterVersionOne === true && !columns.some((found) => sameName(found.name, c.name));
-  const expected = mode.versionOneOnly ? EXPECTED_COLUMNS.filter((c) => !laterVersionMissing(c)) : EXPECTED_COLUMNS;
+  const all = expectedColumns(names);
+  const expected = mode.versionOneOnly ? all.filter((c) => !laterVersionMissing(c)) : all;
   return evaluateExpectedColumns(qualifiedTable(names), columns, expected, {
     writer: "store's",
     checkFound: (label, expected, found) => foundColumnProblems(label, expected, found, mode),
@@ -170,55 +196,67 @@ export function evaluateIndexes(rows: readonly CatalogIndexRow[], names: Transpo
     qualifiedTable(names),
     rows,
     [
-      { name: names.readyIndex, keys: READY_INDEX_KEYS },
       { name: names.createdIndex, keys: CREATED_INDEX_KEYS },
       { name: names.deadLetterIndex, keys: DEAD_LETTER_INDEX_KEYS },
     ],
     'store',
   );
-  const ordering = orderingIndexProblem(rows, names);
-  return ordering ? [...problems, ordering] : problems;
+  for (const index of readySetIndexes(names)) {
+    const problem = filteredIndexProblem(rows, names, index);
+    if (problem) problems.push(problem);
+  }
+  return problems;
 }
 
-/** The ordering index is filtered (keyed rows only), so the plain-index rule of the others does not apply to it. */
-function orderingIndexProblem(rows: readonly CatalogIndexRow[], names: TransportNames): string | null {
-  const table = qualifiedTable(names);
-  const found = groupIndexes(rows).find((i) => sameName(i.name, names.orderingIndex));
-  if (!found) return `expected the index [${names.orderingIndex}] on ${table} to exist after schema creation, but it does not.`;
-  if (usableOrderingIndex(found)) return null;
+/**
+ * Whether a catalog index can serve as one of the ready set's filtered indexes: a rowstore index on exactly its keys,
+ * its included columns among the found ones, and its filter (compared without brackets, parentheses, spaces and case,
+ * where the catalog shows it). Enabled, not hypothetical, not unique.
+ */
+function servesAs(found: ReturnType<typeof groupIndexes>[number], index: FilteredIndex): boolean {
   return (
-    `the index [${names.orderingIndex}] on ${table} cannot serve the claim's ordering-key probe: expected a rowstore index on ` +
-    `(${ORDERING_INDEX_KEYS.join(', ')}) WHERE ordering_key IS NOT NULL; found (${found.keys.join(', ')}). Drop it so the store recreates it, or rename it.`
+    isRowstore(found.typeDesc) &&
+    !found.isDisabled &&
+    !found.isHypothetical &&
+    !found.isUnique &&
+    found.hasFilter &&
+    (found.filter === null || normaliseFilter(found.filter) === normaliseFilter(index.where)) &&
+    keysEqual(found.keys, index.keys) &&
+    (index.include ?? []).every((c) => found.included.some((f) => f.toLowerCase() === c.toLowerCase()))
   );
 }
 
-const usableOrderingIndex = (i: ReturnType<typeof groupIndexes>[number]) =>
-  isRowstore(i.typeDesc) && !i.isDisabled && !i.isHypothetical && !i.isUnique && keysEqual(i.keys, ORDERING_INDEX_KEYS);
-
-/** Operator path: warn when no index serves the ordering-key probe (queue, ordering_key, created_at, id). */
-export function hasUsableOrderingIndex(rows: readonly CatalogIndexRow[]): boolean {
-  return groupIndexes(rows).some(usableOrderingIndex);
+function filteredIndexProblem(rows: readonly CatalogIndexRow[], names: TransportNames, index: FilteredIndex): string | null {
+  const table = qualifiedTable(names);
+  const found = groupIndexes(rows).find((i) => sameName(i.name, index.name));
+  if (!found) return `expected the index [${index.name}] on ${table} to exist after schema creation, but it does not.`;
+  if (servesAs(found, index)) return null;
+  return (
+    `the index [${index.name}] on ${table} cannot serve the store: expected a rowstore index ${createFilteredIndexText(table, index).replace(/^CREATE INDEX \S+ ON \S+ /, '')}; ` +
+    `found (${found.keys.join(', ')})${found.included.length ? ` INCLUDE (${found.included.join(', ')})` : ''}${found.hasFilter ? ` WHERE ${found.filter ?? '…'}` : ' unfiltered'}. ` +
+    'Drop it so the store recreates it, or rename it.'
+  );
 }
 
-export function orderingIndexWarning(names: TransportNames): string {
+/** Operator path (and indexes the migrations still build): a warning per ready-set index no index of any name serves. */
+export function readySetIndexWarnings(rows: readonly CatalogIndexRow[], names: TransportNames): string[] {
   const table = qualifiedTable(names);
-  return (
-    `${table} has no enabled index keyed (${ORDERING_INDEX_KEYS.join(', ')}), so every claim of a keyed row scans its key's rows. ` +
-    `Create it: CREATE INDEX [${names.orderingIndex}] ON ${table} (${ORDERING_INDEX_KEYS.join(', ')}) WHERE ordering_key IS NOT NULL ` +
-    'WITH (ONLINE = ON); -- omit WITH (ONLINE = ON) where the edition lacks it'
-  );
+  const present = groupIndexes(rows);
+  return readySetIndexes(names)
+    .filter((index) => !present.some((found) => servesAs(found, index)))
+    .map(
+      (index) =>
+        `${table} has no index serving the ready set's ${index.role}, so the claims' reads of it ` +
+        `read the queue's rows instead of one bounded seek. Create it: ${createFilteredIndexText(table, index)} WITH (ONLINE = ON); ` +
+        '-- omit WITH (ONLINE = ON) where the edition lacks it (or run `npm run schema -- apply`, which builds it)',
+    );
 }
 
 /** Names of the declared indexes not present (by name, on this table): what phase 2 must build. */
 export function missingIndexes(rows: readonly CatalogIndexRow[], names: TransportNames): string[] {
   const present = groupIndexes(rows);
-  return [names.readyIndex, names.createdIndex, names.deadLetterIndex, names.orderingIndex].filter((name) => !present.some((i) => sameName(i.name, name)));
-}
-
-/** Operator path: warn (not fail) when no index under any name serves the claim's seek and order. */
-export function hasUsableDequeueIndex(rows: readonly CatalogIndexRow[]): boolean {
-  return groupIndexes(rows).some(
-    (i) => isRowstore(i.typeDesc) && !i.isDisabled && !i.isHypothetical && !i.hasFilter && keysEqual(i.keys, READY_INDEX_KEYS),
+  return [...readySetIndexes(names).map((i) => i.name), names.createdIndex, names.deadLetterIndex].filter(
+    (name) => !present.some((i) => sameName(i.name, name)),
   );
 }
 
@@ -235,15 +273,6 @@ export function deadLetterIndexWarning(names: TransportNames): string {
     `${table} has no enabled, unfiltered index keyed (${DEAD_LETTER_INDEX_KEYS.join(', ')}), so every queue statistics call ` +
     `reads every dead letter of every queue. Create it: CREATE INDEX [${names.deadLetterIndex}] ON ${table} ` +
     `(${DEAD_LETTER_INDEX_KEYS.join(', ')}) WITH (ONLINE = ON); -- omit WITH (ONLINE = ON) where the edition lacks it`
-  );
-}
-
-export function dequeueIndexWarning(names: TransportNames): string {
-  const table = qualifiedTable(names);
-  return (
-    `${table} has no enabled, unfiltered index keyed (${READY_INDEX_KEYS.join(', ')}), so every claim sorts the ` +
-    `ready set under UPDLOCK. Create it: CREATE INDEX [${names.readyIndex}] ON ${table} ` +
-    `(${READY_INDEX_KEYS.join(', ')}) WITH (ONLINE = ON); -- omit WITH (ONLINE = ON) where the edition lacks it`
   );
 }
 
@@ -276,11 +305,10 @@ export function evaluateTransportCatalog(
   }
   const warnings = [...columns.warnings, ...queueColumnWarnings(catalog.columns, names, mode)];
   if (mode.skipIndexes) return { status: 'present', problems, warnings };
-  if (mode.autoCreate) problems.push(...evaluateIndexes(catalog.indexes, names));
+  if (mode.autoCreate && !mode.indexesFromMigrations) problems.push(...evaluateIndexes(catalog.indexes, names));
   else {
-    if (!hasUsableDequeueIndex(catalog.indexes)) warnings.push(dequeueIndexWarning(names));
+    warnings.push(...readySetIndexWarnings(catalog.indexes, names));
     if (!hasUsableDeadLetterIndex(catalog.indexes)) warnings.push(deadLetterIndexWarning(names));
-    if (!hasUsableOrderingIndex(catalog.indexes)) warnings.push(orderingIndexWarning(names));
   }
   return { status: 'present', problems, warnings };
 }

@@ -1,0 +1,277 @@
+// The ready set (issue 25), PostgreSQL: what a claim reads, and how rows enter and leave it. SQL Server's twin is
+// stores/sqlserver/ready-set.ts; docs/how-it-works.md tells the model.
+//
+// Every row of the transport table is in one of three states (the `state` column):
+//   NULL  in the ready set: the claim's index holds it while it is unleased (a .NET host's rows and rows from before
+//         version 18 are NULL too: a delayed one among them is passed over by the claim until it is due);
+//   1     scheduled: waits for available_at (a delayed publish, a NAK with backoff, a reschedule, a debounce);
+//   2     queued behind the head of its ordering key.
+// A dead letter is a row of the dead-letter queue in that queue's ready set (NULL): no claim of another queue reads it.
+// A claim reads four bounded ranges, each at most n rows, and takes the first n in claim order:
+//   ready     the ready-set index, (queue, priority DESC, available_at, seq) WHERE state IS NULL AND lock_id IS NULL;
+//   due       the scheduled index, (queue, available_at) WHERE state = 1, up to now (a claimed row leaves state 1);
+//   lapsed    the leased index, (queue, locked_until) WHERE lock_id IS NOT NULL, up to now (a crashed owner's rows);
+//   vacant    the keys table's vacant keys (their head settled) and each one's next row, one descent of the key index.
+// So delayed rows, leased rows, rows behind a key's head, dead letters (another queue) and history (another table)
+// are outside every range a claim reads: its cost is the rows it takes plus three index descents, whatever waits.
+// A claim changes lock_id, so in PostgreSQL it is not a HOT update (it writes the primary key, the created index and
+// the leased index): measured in bench/peers, the price of not reading leased rows.
+//
+// Ordering keys: `{table}_keys` counts each (queue, key)'s rows in the table. A publish adds to the count under the
+// key row's lock (INSERT … ON CONFLICT DO UPDATE, which reads the latest committed count): the first row of a key
+// with none left is its head (state NULL or 1), the others wait (state 2). Removing a head (ack, history, cancel,
+// dead-letter move) subtracts under the same lock and promotes the key's next row by seq in the same statement
+// (pgReleaseKeys) when its snapshot is known to hold every counted row; when a publisher of the key committed after
+// that snapshot was taken (a statement's snapshot predates the lock it waits for), it marks the key vacant instead,
+// and the next claim of the queue, which starts after the removal committed, promotes it. seq comes from a
+// sequence, drawn after the key lock: a key's order is publish order, never a clock tick (review H3).
+//
+// The statements end with a SELECT that does not read the data-modifying CTEs it does not need (the key updates, the
+// promotion): PostgreSQL runs every data-modifying CTE to completion whether or not it is read, and a join to one
+// (e.g. `FROM removed, (SELECT count(*) FROM released)`) was planned as a nested loop that rescanned it per row.
+
+import { quoteIdentifier, type TransportNames } from '../../sql/identifiers';
+
+const q = (n: string) => quoteIdentifier(n, 'postgres');
+
+export const STATE_SCHEDULED = 1;
+export const STATE_QUEUED = 2;
+
+export const READY_SET_KEYS = 'queue, priority DESC, available_at, seq';
+export const READY_SET_FILTER = 'state IS NULL AND lock_id IS NULL';
+/** The claim order, the ready-set index's keys after the queue. */
+export const CLAIM_ORDER = 'priority DESC, available_at, seq';
+
+export function pgTables(names: TransportNames) {
+  return {
+    t: `${q(names.schema)}.${q(names.table)}`,
+    k: `${q(names.schema)}.${q(names.keysTable)}`,
+    seq: `${q(names.schema)}.${q(names.sequence)}`,
+  };
+}
+
+/** The `state` a row gets when it is (re)published or moved: scheduled when its time is ahead. */
+export const stateFor = (delayedExpr: string) => `CASE WHEN ${delayedExpr} THEN ${STATE_SCHEDULED} END`;
+
+/** Version 18's objects on an existing table (each idempotent; catalog-only column changes, no rewrite). */
+export function pgReadySetDdl(names: TransportNames): Array<{ name: string; text: string }> {
+  const { t, k, seq } = pgTables(names);
+  return [
+    { name: 'create publish sequence', text: `CREATE SEQUENCE IF NOT EXISTS ${seq} AS bigint` },
+    { name: 'add state and seq columns', text: `ALTER TABLE ${t} ADD COLUMN IF NOT EXISTS state smallint NULL, ADD COLUMN IF NOT EXISTS seq bigint NULL` },
+    // a default set after the column exists: existing rows keep NULL (a volatile default in ADD COLUMN would rewrite the table)
+    { name: 'seq default', text: `ALTER TABLE ${t} ALTER COLUMN seq SET DEFAULT nextval('${seq}')` },
+    {
+      name: 'create ordering keys table',
+      text: `CREATE TABLE IF NOT EXISTS ${k} (
+    queue text NOT NULL,
+    ordering_key text NOT NULL,
+    pending integer NOT NULL,
+    vacant boolean NOT NULL DEFAULT false,
+    PRIMARY KEY (queue, ordering_key)) WITH (fillfactor = 50)`,
+    },
+    { name: 'create vacant keys index', text: `CREATE INDEX IF NOT EXISTS ${q(`${names.keysTable}_vacant_idx`.slice(0, 63))} ON ${k} (queue) WHERE vacant` },
+  ];
+}
+
+/**
+ * Version 18's backfill, in the version's transaction: keyed rows get seq in (created_at, id) order and their keys'
+ * counts; each key's first row stays in the ready set, the rest queue behind it; delayed unleased rows are scheduled.
+ * Dead letters (a reason) keep NULL: they are another queue's rows and never counted.
+ */
+export function pgReadySetBackfill(names: TransportNames): Array<{ name: string; text: string }> {
+  const { t, k, seq } = pgTables(names);
+  return [
+    {
+      name: 'number keyed rows',
+      text: `UPDATE ${t} AS m SET seq = o.s FROM (
+    SELECT x.id, nextval('${seq}') AS s FROM (
+      SELECT id FROM ${t} WHERE ordering_key IS NOT NULL AND seq IS NULL AND dead_letter_reason IS NULL ORDER BY created_at, id) AS x) AS o
+  WHERE m.id = o.id`,
+    },
+    {
+      name: 'count keys',
+      text: `INSERT INTO ${k} (queue, ordering_key, pending)
+  SELECT queue, ordering_key, count(*) FROM ${t} WHERE ordering_key IS NOT NULL AND dead_letter_reason IS NULL GROUP BY queue, ordering_key
+  ON CONFLICT (queue, ordering_key) DO NOTHING`,
+    },
+    {
+      name: 'queue keyed rows behind their heads',
+      text: `UPDATE ${t} AS m SET state = ${STATE_QUEUED}
+  WHERE m.ordering_key IS NOT NULL AND m.dead_letter_reason IS NULL AND m.state IS NULL AND EXISTS (
+    SELECT 1 FROM ${t} AS o WHERE o.queue = m.queue AND o.ordering_key = m.ordering_key AND o.dead_letter_reason IS NULL AND o.seq < m.seq)`,
+    },
+    {
+      name: 'schedule delayed rows',
+      text: `UPDATE ${t} SET state = ${STATE_SCHEDULED}
+  WHERE state IS NULL AND lock_id IS NULL AND dead_letter_reason IS NULL AND available_at > clock_timestamp()`,
+    },
+  ];
+}
+
+export function pgReadySetIndexes(names: TransportNames): Array<{ name: string; text: string }> {
+  const { t } = pgTables(names);
+  return [
+    { name: 'create ready-set index', text: `CREATE INDEX IF NOT EXISTS ${q(names.readySetIndex)} ON ${t} (${READY_SET_KEYS}) WHERE ${READY_SET_FILTER}` },
+    { name: 'create scheduled index', text: `CREATE INDEX IF NOT EXISTS ${q(names.scheduledIndex)} ON ${t} (queue, available_at) WHERE state = ${STATE_SCHEDULED}` },
+    { name: 'create leased index', text: `CREATE INDEX IF NOT EXISTS ${q(names.leasedIndex)} ON ${t} (queue, locked_until) INCLUDE (lock_id) WHERE lock_id IS NOT NULL` },
+    { name: 'create key order index', text: `CREATE INDEX IF NOT EXISTS ${q(names.keyOrderIndex)} ON ${t} (queue, ordering_key, seq) WHERE ordering_key IS NOT NULL` },
+  ];
+}
+
+export interface CandidateOptions {
+  queueParam: string;
+  /** Rows wanted: a parameter or a scalar subquery. */
+  n: string;
+  /** Extra condition the whole claim must meet (the queue's pause test), uncorrelated. */
+  hold?: string;
+}
+
+/**
+ * The claim's CTEs (each bounded by n): `vacant` (the keys whose head settled, locked so two claims do not both
+ * promote one), one CTE per range (a locking clause is not allowed in a UNION's branches), and `picked`, the rows to
+ * lease in claim order, by ctid (the locked version's) and id: the UPDATE fetches them by ctid (a TID scan, no
+ * primary-key descent per row) and checks the id. A claim's statement continues with `claimed`
+ * (the UPDATE of the picked rows) and `promoteVacant` below. Each leaf locks only rows it returns (SKIP LOCKED);
+ * the union may lock up to 3n rows it does not take (due, lapsed and vacant rows beyond the claim), for the
+ * length of the claim's statement, and only while such rows exist.
+ */
+export function pgClaimCandidates(names: TransportNames, o: CandidateOptions): string {
+  const { t, k } = pgTables(names);
+  const hold = o.hold ? ` AND NOT ${o.hold}` : '';
+  return `vacant AS (
+  SELECT vk.ordering_key, nx.id, nx.state, nx.available_at <= now() AS due
+  FROM ${k} AS vk
+  LEFT JOIN LATERAL (
+    SELECT s.id, s.state, s.available_at FROM ${t} AS s
+    WHERE s.queue = ${o.queueParam} AND s.ordering_key IS NOT NULL AND s.ordering_key = vk.ordering_key
+    ORDER BY s.seq LIMIT 1) AS nx ON true
+  WHERE vk.queue = ${o.queueParam} AND vk.vacant
+  LIMIT ${o.n}
+  FOR UPDATE OF vk SKIP LOCKED),
+ready_rows AS (
+  SELECT ctid, id, priority, available_at, seq FROM ${t}
+  WHERE queue = ${o.queueParam} AND ${READY_SET_FILTER} AND available_at <= now()
+  ORDER BY ${CLAIM_ORDER} LIMIT ${o.n} FOR UPDATE SKIP LOCKED),
+due_rows AS (
+  SELECT ctid, id, priority, available_at, seq FROM ${t}
+  WHERE queue = ${o.queueParam} AND state = ${STATE_SCHEDULED} AND available_at <= now() AND lock_id IS NULL
+  ORDER BY available_at LIMIT ${o.n} FOR UPDATE SKIP LOCKED),
+lapsed_rows AS (
+  SELECT ctid, id, priority, available_at, seq FROM ${t}
+  WHERE queue = ${o.queueParam} AND lock_id IS NOT NULL AND locked_until <= now()
+  ORDER BY locked_until LIMIT ${o.n} FOR UPDATE SKIP LOCKED),
+next_rows AS (
+  SELECT m.ctid, m.id, m.priority, m.available_at, m.seq FROM vacant AS v JOIN ${t} AS m ON m.id = v.id
+  WHERE v.state = ${STATE_QUEUED} AND v.due AND m.state = ${STATE_QUEUED}
+  FOR UPDATE OF m SKIP LOCKED),
+picked AS (
+  SELECT c.ctid, c.id FROM (
+    SELECT * FROM ready_rows UNION ALL SELECT * FROM due_rows UNION ALL SELECT * FROM lapsed_rows UNION ALL SELECT * FROM next_rows) AS c
+  WHERE true${hold}
+  ORDER BY c.${CLAIM_ORDER.replace(/, /g, ', c.')}
+  LIMIT ${o.n})`;
+}
+
+/**
+ * After `claimed` (the UPDATE of the picked rows, RETURNING id): a vacant key's next row that is not due yet becomes
+ * scheduled, and a key stops being vacant once its next row was taken, scheduled, or found not waiting (the key has
+ * a head again, or no rows: then its count is reset). A due next row the claim did not take keeps the key vacant.
+ */
+export function pgPromoteVacant(names: TransportNames, queueParam: string): string {
+  const { t, k } = pgTables(names);
+  return `scheduled_successors AS (
+  UPDATE ${t} SET state = ${STATE_SCHEDULED}
+  WHERE id = ANY(ARRAY(SELECT v.id FROM vacant AS v WHERE v.state = ${STATE_QUEUED} AND NOT v.due))
+  RETURNING id),
+settled_keys AS (
+  UPDATE ${k} AS sk SET vacant = false, pending = CASE WHEN v.id IS NULL THEN 0 ELSE sk.pending END
+  FROM vacant AS v
+  WHERE sk.queue = ${queueParam} AND sk.ordering_key = v.ordering_key
+    AND (v.id IS NULL OR v.state IS DISTINCT FROM ${STATE_QUEUED} OR NOT v.due OR v.id = ANY(ARRAY(SELECT id FROM claimed)))
+  RETURNING 1)`;
+}
+
+/**
+ * CTEs that settle the keys of rows a statement removed. `removed` must yield (queue, ordering_key, state, seq) of the
+ * rows the statement deleted (or moved out of their queue). Each key loses its removed rows from its count (the key
+ * rows locked in (queue, key) order first, so two removers of common keys cannot deadlock). When its head was among
+ * them and jobs remain, the key's next job is promoted at once (`promoted`: the first queued row by seq joins the
+ * ready set, or the scheduled rows when not due), provided the count this statement's snapshot read equals the count
+ * under the lock: then no publisher of the key committed after the snapshot was taken, and the snapshot holds every
+ * job the count includes. Otherwise (a publisher won that race) the key is marked vacant and the next claim promotes
+ * its next job (pgClaimCandidates), from a snapshot that sees the publisher's row. The next job is sought after the
+ * head's seq (every job queued behind a head drew its seq after the head did, under the key's lock), so the search
+ * starts past the index entries of the key's finished jobs, which stay until a VACUUM.
+ */
+export function pgReleaseKeys(names: TransportNames, removed: string): string {
+  const { t, k } = pgTables(names);
+  return `gone AS (
+  SELECT r.queue, r.ordering_key, count(*)::int AS n, bool_or(r.state IS DISTINCT FROM ${STATE_QUEUED}) AS head,
+         max(r.seq) FILTER (WHERE r.state IS DISTINCT FROM ${STATE_QUEUED}) AS head_seq
+  FROM ${removed} AS r WHERE r.ordering_key IS NOT NULL GROUP BY r.queue, r.ordering_key),
+key_locks AS (
+  SELECT lk.queue, lk.ordering_key FROM ${k} AS lk JOIN gone AS g ON g.queue = lk.queue AND g.ordering_key = lk.ordering_key
+  ORDER BY lk.queue COLLATE "C", lk.ordering_key COLLATE "C"
+  FOR UPDATE OF lk),
+released AS (
+  UPDATE ${k} AS rk SET pending = GREATEST(rk.pending - g.n, 0),
+         vacant = rk.vacant OR (g.head AND rk.pending - g.n > 0 AND rk.pending IS DISTINCT FROM seen.pending)
+  FROM gone AS g, LATERAL (SELECT sk.pending FROM ${k} AS sk WHERE sk.queue = g.queue AND sk.ordering_key = g.ordering_key) AS seen
+  WHERE (SELECT count(*) FROM key_locks) >= 0 AND rk.queue = g.queue AND rk.ordering_key = g.ordering_key
+  RETURNING rk.queue, rk.ordering_key, g.head_seq, g.head AND rk.pending > 0 AND NOT rk.vacant AS promote),
+promoted AS (
+  UPDATE ${t} AS p SET state = CASE WHEN p.available_at <= now() THEN NULL ELSE ${STATE_SCHEDULED} END
+  FROM released AS r, LATERAL (
+    SELECT s.id FROM ${t} AS s
+    WHERE s.queue = r.queue AND s.ordering_key IS NOT NULL AND s.ordering_key = r.ordering_key AND s.seq > COALESCE(r.head_seq, -1) AND s.state = ${STATE_QUEUED}
+    ORDER BY s.seq LIMIT 1) AS nx
+  WHERE r.promote AND p.id = nx.id AND p.state = ${STATE_QUEUED}
+  RETURNING p.queue)`;
+}
+
+/**
+ * The keys part of a publish: `keyed_src` yields (queue, ordering_key, ord) of the keyed rows that will be inserted;
+ * `keyed` counts them into the keys table (locking each key row until the commit) and answers, per key, the first
+ * row's ord and whether it is the key's head (the key had no row left).
+ */
+export function pgCountKeys(names: TransportNames, keyedSrc: string): string {
+  const { k } = pgTables(names);
+  return `key_counts AS (
+  SELECT queue, ordering_key, count(*)::int AS n, min(ord) AS first FROM ${keyedSrc} GROUP BY queue, ordering_key),
+keyed AS (
+  INSERT INTO ${k} AS kk (queue, ordering_key, pending)
+  SELECT queue, ordering_key, n FROM key_counts ORDER BY queue COLLATE "C", ordering_key COLLATE "C"
+  ON CONFLICT (queue, ordering_key) DO UPDATE SET pending = kk.pending + EXCLUDED.pending
+  RETURNING kk.queue, kk.ordering_key, kk.pending),
+key_heads AS (
+  SELECT c.queue, c.ordering_key, c.first, k2.pending - c.n = 0 AS head
+  FROM key_counts AS c JOIN keyed AS k2 ON k2.queue = c.queue AND k2.ordering_key = c.ordering_key)`;
+}
+
+/** Keys whose rows are all gone (count 0, not vacant), a bounded batch: run by the dedup-key prune. */
+export function pgPruneKeys(names: TransportNames): string {
+  const { k } = pgTables(names);
+  return `DELETE FROM ${k} WHERE pending = 0 AND NOT vacant AND ctid IN (SELECT ctid FROM ${k} WHERE pending = 0 AND NOT vacant LIMIT 1000)`;
+}
+
+/**
+ * Whether queue `queueParam` has a row a claim would take now (the outlooks), from the claim's own ranges: each part
+ * reads the first entry of its index in the index's order (written as ORDER BY … LIMIT 1, not EXISTS: for an
+ * EXISTS the planner may bet on a Seq Scan finding a match early, and read a whole backlog of rows that are not due).
+ * A vacant key counts: its claim takes or schedules the successor.
+ */
+export function pgClaimableExists(names: TransportNames, queueParam: string): string {
+  const { t, k } = pgTables(names);
+  return `(COALESCE((SELECT available_at <= now() FROM ${t} WHERE queue = ${queueParam} AND ${READY_SET_FILTER} AND available_at <= now() ORDER BY ${CLAIM_ORDER} LIMIT 1), false)
+    OR COALESCE((SELECT available_at <= now() FROM ${t} WHERE queue = ${queueParam} AND state = ${STATE_SCHEDULED} ORDER BY available_at LIMIT 1), false)
+    OR COALESCE((SELECT locked_until <= now() FROM ${t} WHERE queue = ${queueParam} AND lock_id IS NOT NULL ORDER BY locked_until LIMIT 1), false)
+    OR EXISTS (SELECT 1 FROM ${k} WHERE queue = ${queueParam} AND vacant))`;
+}
+
+/** Milliseconds until the queue's earliest live lease lapses (NULL: none): the leased index's first live entry. */
+export function pgLeaseLapsesInMs(names: TransportNames, queueParam: string): string {
+  const { t } = pgTables(names);
+  return `(SELECT (EXTRACT(EPOCH FROM locked_until - clock_timestamp()) * 1000)::float8 FROM ${t}
+      WHERE queue = ${queueParam} AND lock_id IS NOT NULL AND locked_until > now() ORDER BY locked_until LIMIT 1)`;
+}
