@@ -2,7 +2,9 @@
 // still running an hour later). The global setup notes the processes that exist before the run; its teardown looks
 // for processes that appeared since, outlived the run, and belong to this checkout (their command line names its
 // folder or they run in it: a host, an Azurite, an npm start, a schema CLI), gives them a few seconds to finish exiting, then ends
-// them by id and fails the run naming each one. Other checkouts' and other people's processes are never looked at.
+// them by id and fails the run naming each one. Other checkouts' and other people's processes are never looked at, nor
+// are processes of this checkout that something older than the run still owns (a second test run or a shell working
+// in the same folder at the same time): a leftover is orphaned, its topmost ancestor below init new since the run began.
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import * as path from 'node:path';
 
@@ -57,11 +59,26 @@ function tree(all: readonly ProcessInfo[], pid: number): Set<number> {
   return out;
 }
 
-/** Processes of this checkout that were not there in `before`, outside this process's own tree (its workers). */
+/** The topmost ancestor of `p` below init (p itself when its parent is init or gone). */
+function topmost(byPid: ReadonlyMap<number, ProcessInfo>, p: ProcessInfo): number {
+  let at = p;
+  for (let hops = 0; hops < 1000; hops++) {
+    const parent = byPid.get(at.ppid);
+    if (!parent || parent.pid <= 1) return at.pid;
+    at = parent;
+  }
+  return at.pid;
+}
+
+/**
+ * Processes of this checkout that were not there in `before`, outside this process's own tree (its workers), and
+ * orphaned by the run: their topmost ancestor below init is not older than the run (so not another run's worker).
+ */
 export function leftovers(before: ReadonlySet<number>, all: readonly ProcessInfo[] = processes() ?? []): ProcessInfo[] {
   const mine = tree(all, process.pid);
+  const byPid = new Map(all.map((p) => [p.pid, p]));
   const ours = (p: ProcessInfo) => p.cmdline.includes(`${root}/`) || p.cwd === root || p.cwd.startsWith(`${root}/`);
-  return all.filter((p) => !before.has(p.pid) && !mine.has(p.pid) && ours(p));
+  return all.filter((p) => !before.has(p.pid) && !mine.has(p.pid) && ours(p) && !before.has(topmost(byPid, p)));
 }
 
 /** Waits up to `graceMs` for leftovers to exit; ends the rest by id and returns them. */

@@ -23,14 +23,22 @@ export interface Migration {
   /**
    * The app runs correctly without this version (an index build, or the drop of an index nothing of this release
    * reads): the schema gate does not wait for it, and the runner builds it without holding the schema DDL lock for the
-   * build's length. Deferrable versions come after every other version of a release.
+   * build's length. A required version released after deferrable ones makes them required for that release: versions
+   * run in order, so the gate builds the deferrable ones before it (requiredPending).
    */
   readonly deferrable?: boolean;
 }
 
-/** The pending versions the app needs before it runs (every pending version that is not deferrable). */
+/**
+ * The pending versions the app needs before it runs: every pending version up to the last required one (versions run
+ * in order, so a deferrable version released before a required one is needed first); the deferrable tail is not.
+ */
 export function requiredPending(plan: MigrationPlan): readonly Migration[] {
-  return plan.pending.filter((m) => !m.deferrable);
+  let last = -1;
+  plan.pending.forEach((m, i) => {
+    if (!m.deferrable) last = i;
+  });
+  return plan.pending.slice(0, last + 1);
 }
 
 /** What a runner reads before deciding (under the lock when applying). */
@@ -55,14 +63,11 @@ export interface MigrationPlan {
 }
 
 /**
- * Versions must be 1, 2, 3… with unique statement names, and no required version may follow a deferrable one (the
- * gate would wait behind a build): checked once, when a list is built.
+ * Versions must be 1, 2, 3… with unique statement names, and only deferrable versions may run autocommit statements:
+ * checked once, when a list is built. A required version may follow deferrable ones (see requiredPending).
  */
 export function checkMigrations(migrations: readonly Migration[]): readonly Migration[] {
   migrations.forEach((m, i) => {
-    if (!m.deferrable && migrations.slice(0, i).some((e) => e.deferrable)) {
-      throw new Error(`migration ${m.version} '${m.name}' is required but follows a deferrable one; deferrable versions come last`);
-    }
     if (!m.deferrable && m.statements.some((st) => st.autocommit)) {
       throw new Error(`migration ${m.version} '${m.name}' has an autocommit statement; only deferrable versions may have them`);
     }
@@ -162,7 +167,7 @@ export interface ApplyReport {
 }
 
 export interface ApplyOptions {
-  /** Stop before the first deferrable pending version (the schema gate: what the app needs, nothing it can do without). */
+  /** Stop after the last required pending version (the schema gate: what the app needs, nothing it can do without). */
   requiredOnly?: boolean;
 }
 

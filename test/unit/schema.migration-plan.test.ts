@@ -29,8 +29,11 @@ describe('migration plan', () => {
     expect(() => checkMigrations([m(2)])).toThrow(/expected 1/);
     expect(() => checkMigrations([{ version: 1, name: 'x', statements: [] }])).toThrow(/no statements/);
     expect(() => checkMigrations([{ version: 1, name: 'x', statements: [{ name: 'a', text: '1' }, { name: 'a', text: '2' }] }])).toThrow(/two statements with one name/);
-    // deferrable versions (index builds the app runs without) come last; only they may run statements in autocommit
-    expect(() => checkMigrations([m(1), { ...m(2), deferrable: true }, m(3)])).toThrow(/migration 3 'm3' is required but follows a deferrable one/);
+    // only deferrable versions (index builds the app runs without) may run statements in autocommit; a required version
+    // may follow deferrable ones, which then are required too (versions run in order)
+    const mixed = checkMigrations([m(1), { ...m(2), deferrable: true }, m(3), { ...m(4), deferrable: true }]);
+    expect(requiredPending(planMigrations(mixed, { recorded: [1], baseline: 'absent' })).map((x) => x.version)).toEqual([2, 3]);
+    expect(requiredPending(planMigrations(mixed, { recorded: [1, 2, 3], baseline: 'absent' }))).toEqual([]);
     expect(() => checkMigrations([m(1), { version: 2, name: 'x', statements: [{ name: 'a', text: '1', autocommit: true }] }])).toThrow(/only deferrable versions may have them/);
     expect(checkMigrations([m(1), { ...m(2), deferrable: true, statements: [{ name: 'a', text: '1', autocommit: true }] }])).toHaveLength(2);
     const plan = planMigrations([m(1), m(2), { ...m(3), deferrable: true }], { recorded: [1], baseline: 'absent' });

@@ -8,6 +8,7 @@ import { channelNames, transportNames } from '../../shared/sql/identifiers';
 import { schemaNames } from '../../shared/stores/schema-names';
 import { sqlServerMigrations, sqlServerRunnerStatements } from '../../shared/stores/sqlserver/migrations';
 import { SqlServerMigrator } from '../../shared/stores/sqlserver/migrator';
+import { checkMigrations } from '../../shared/stores/migration-plan';
 import { poolHolderFor } from '../../shared/stores/sqlserver/pool-guard';
 import { catalogRecordsets, FakePool, isCatalogQuery, specCatalog, type FakeCall } from './sqlserver.fakes';
 
@@ -202,6 +203,14 @@ describe('SQL Server migration runner', () => {
     expect(pool.calls.map(label)).toEqual(['table exists?', 'read versions']);
     // the deferrable ones, when asked for all
     expect((await migrator.apply()).applied).toEqual([23, 24, 25, 26, 27, 28]);
+  });
+
+  it('a required version released after deferrable ones: the gate builds those first, in order, then applies it', async () => {
+    const { migrator, records } = server({ table: true, recorded: ALL.filter((n) => n <= 19), tables: 4 });
+    const later = { version: ALL.length + 1, name: 'a later required version', statements: [{ name: 'later', text: 'SELECT 1 AS later' }] };
+    Object.assign(migrator, { migrations: checkMigrations([...migrator.migrations, later]) });
+    expect((await migrator.apply({ requiredOnly: true })).applied).toEqual([...ALL.filter((n) => n > 19), later.version]);
+    expect(records.map((x) => x.version)).toEqual([...ALL.filter((n) => n > 19), later.version]);
   });
 
   it('a deferrable build that fails (its table applock held by another session) is rolled back and not recorded', async () => {

@@ -16,6 +16,7 @@ import {
   newerThanAppMessage,
   upToDateReport,
   planMigrations,
+  requiredPending,
   type ApplyReport,
   type ApplyOptions,
   type Migration,
@@ -64,7 +65,7 @@ export class SqlServerMigrator implements SchemaMigrator {
     const current = upToDateReport(first, this.location);
     if (current) return current;
     // only deferrable versions pending and the caller wants the required ones: nothing to do, no lock taken
-    if (options.requiredOnly && !first.recordBaseline && first.pending[0]?.deferrable) {
+    if (options.requiredOnly && !first.recordBaseline && requiredPending(first).length === 0) {
       return { from: first.current, to: first.current, baselineRecorded: false, applied: [] };
     }
     let from: number | undefined;
@@ -97,8 +98,9 @@ export class SqlServerMigrator implements SchemaMigrator {
         await this.run(tx, this.sql.recordVersion, { version: 1, name: `${this.migrations[0]!.name} (baseline: found in place)` });
         step = 'baseline';
       } else if (plan.pending[0]?.deferrable) {
-        // run apart, after this transaction releases the schema applock (or not at all when only required ones were asked for)
-        step = options.requiredOnly ? { done: plan.current } : { deferred: plan.pending[0] };
+        // run apart, after this transaction releases the schema applock (or not at all when only required ones were
+        // asked for and no required version follows it)
+        step = options.requiredOnly && requiredPending(plan).length === 0 ? { done: plan.current } : { deferred: plan.pending[0] };
       } else if (plan.pending[0]) {
         const next = plan.pending[0];
         for (const s of next.statements) {
