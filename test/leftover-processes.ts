@@ -77,7 +77,9 @@ function topmost(byPid: ReadonlyMap<number, ProcessInfo>, p: ProcessInfo): numbe
 export function leftovers(before: ReadonlySet<number>, all: readonly ProcessInfo[] = processes() ?? []): ProcessInfo[] {
   const mine = tree(all, process.pid);
   const byPid = new Map(all.map((p) => [p.pid, p]));
-  const ours = (p: ProcessInfo) => p.cmdline.includes(`${root}/`) || p.cwd === root || p.cwd.startsWith(`${root}/`);
+  // a command line that names this checkout's node_modules only is another checkout sharing them (a symlink)
+  const names = (cmdline: string) => cmdline.split(`${root}/`).slice(1).some((rest) => !rest.startsWith('node_modules/'));
+  const ours = (p: ProcessInfo) => names(p.cmdline) || p.cwd === root || p.cwd.startsWith(`${root}/`);
   return all.filter((p) => !before.has(p.pid) && !mine.has(p.pid) && ours(p) && !before.has(topmost(byPid, p)));
 }
 

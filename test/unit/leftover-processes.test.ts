@@ -22,6 +22,8 @@ describe('the left-process check', () => {
     const otherCheckout = proc(900_011, 1, 'node /elsewhere/dist/local/host.js', '/elsewhere');
     const otherRun = [proc(200, 100, 'npm test', root), proc(900_012, 200, `node ${root}/node_modules/vitest/dist/workers/forks.js`, root)];
     const shell = proc(900_013, 100, 'bash', root);
-    expect(leftovers(before, [...base, worker, otherCheckout, ...otherRun, shell])).toEqual([]);
+    // another checkout whose node_modules is a symlink to this one's: its workers name this checkout's node_modules
+    const sharing = proc(900_014, 1, `node ${root}/node_modules/vitest/dist/workers/forks.js`, '/elsewhere');
+    expect(leftovers(before, [...base, worker, otherCheckout, ...otherRun, shell, sharing])).toEqual([]);
   });
 });
