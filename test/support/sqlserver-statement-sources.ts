@@ -24,6 +24,7 @@ import { sqlServerMigrationStatements } from '../../shared/stores/sqlserver/migr
 import { schemaNames, subscriptionsTableName } from '../../shared/stores/schema-names';
 import { scriptBatches } from './tsql-grammar';
 import { flowStatements } from '../../shared/stores/sqlserver/flow-statements';
+import { announceCredential, announceProcedure, dropAnnounceProcedure } from '../../shared/stores/sqlserver/announce';
 
 /** One batch the app sends (or prints for an operator to run). */
 export interface StatementText {
@@ -115,6 +116,18 @@ export const SQLSERVER_STATEMENT_SOURCES: readonly StatementSource[] = [
     name: 'migration',
     texts: (n) => [{ name: 'migration.channelAckSequence', variant: n.variant, text: channelAckSequenceMigration(n.channel) }],
   },
+  // the opt-in announce of T-SQL publishes (`npm run schema -- announce`): the procedure, its credential, its removal
+  {
+    name: 'announce',
+    texts: (n) => {
+      const target = { queueUrl: 'https://appstorage.queue.core.windows.net/drain-requests' };
+      return [
+        { name: 'announce.procedure', variant: n.variant, text: announceProcedure(n.transport, target) },
+        { name: 'announce.credential', variant: n.variant, text: announceCredential(target, 'Ar1!example-password') },
+        { name: 'announce.drop', variant: n.variant, text: dropAnnounceProcedure(n.transport) },
+      ];
+    },
+  },
   // the numbered schema migrations and their runner's statements (`npm run schema -- apply`, auto-create)
   {
     name: 'migrations',
@@ -147,6 +160,7 @@ export const SQLSERVER_MODULE_COVERAGE: Readonly<Record<string, string>> = {
   'server-version.ts': 'server-version',
   'migrations.ts': 'migrations, schema-print',
   'outbox.ts': 'migrations (version 3 creates the procedures)',
+  'announce.ts': 'announce',
   'catalog-common.ts': 'none: an ALTER DATABASE hint inside an error message, never sent',
   'verify.ts': 'none: CREATE INDEX hints inside warnings, never sent',
   'channel-verify.ts': 'none: ALTER hints inside error messages, never sent',
