@@ -67,21 +67,24 @@ export function withDatabase(cs: string, database: string): string {
   return replaced === cs && !/(^|;)\s*(Database|Initial Catalog)\s*=/i.test(cs) ? `${cs.replace(/;?\s*$/, '')};Database=${database}` : replaced;
 }
 
+/** A request on a pool or transaction, made through its own request() (where a test harness's statement rewrite sits). */
+const req = (parent: sql.ConnectionPool | sql.Transaction): sql.Request => parent.request();
+
 async function exec<P extends string>(parent: sql.ConnectionPool | sql.Transaction, st: Statement<P>, values: Record<P, unknown>): Promise<sql.IResult<Record<string, unknown>>> {
-  const request = new sql.Request(parent as sql.ConnectionPool);
+  const request = req(parent);
   for (const name of Object.keys(st.params) as P[]) request.input(name, st.params[name], values[name]);
   return request.query(st.text);
 }
 
 async function scalar<T>(parent: sql.ConnectionPool | sql.Transaction, text: string): Promise<T> {
-  const r = await new sql.Request(parent as sql.ConnectionPool).query(text);
+  const r = await req(parent).query(text);
   const row = (r.recordset?.[0] ?? {}) as Record<string, unknown>;
   return Object.values(row)[0] as T;
 }
 
 /** Row locks (KEY, RID) and all locks this session holds in its database. */
 async function locksHeld(tx: sql.Transaction): Promise<{ row: number; all: number; detail: string }> {
-  const r = await new sql.Request(tx).query<{ resource_type: string; request_mode: string; locks: number }>(
+  const r = await req(tx).query<{ resource_type: string; request_mode: string; locks: number }>(
     'SELECT resource_type, request_mode, COUNT(*) AS locks FROM sys.dm_tran_locks WHERE request_session_id = @@SPID AND resource_database_id = DB_ID() GROUP BY resource_type, request_mode;',
   );
   const rows = r.recordset;
@@ -95,7 +98,7 @@ async function logicalReads(tx: sql.Transaction): Promise<number> {
 
 /** In a transaction that is rolled back: the claim batch, then what the session holds and read. */
 async function measuredClaim(c: Ctx, queue: string, n: number): Promise<{ claimed: number; locks: { row: number; all: number; detail: string }; reads: number }> {
-  const tx = new sql.Transaction(c.pool);
+  const tx = c.pool.transaction();
   await tx.begin();
   try {
     const before = await logicalReads(tx);
@@ -116,7 +119,7 @@ async function publishMany(c: Ctx, queue: string, count: number, extra: { orderi
 
 /** n scheduled (delayed a day) rows of `queue`, inserted in one statement as a delayed publish files them. */
 async function insertDelayed(c: Ctx, queue: string, n: number): Promise<void> {
-  await new sql.Request(c.pool).input('queue', sql.NVarChar(200), queue).input('n', sql.Int(), n).query(
+  await req(c.pool).input('queue', sql.NVarChar(200), queue).input('n', sql.Int(), n).query(
     `WITH d0 AS (SELECT 1 AS x UNION ALL SELECT 1), d1 AS (SELECT 1 AS x FROM d0 a CROSS JOIN d0 b CROSS JOIN d0 c CROSS JOIN d0 d),
      d2 AS (SELECT 1 AS x FROM d1 a CROSS JOIN d1 b), d3 AS (SELECT 1 AS x FROM d2 a CROSS JOIN d2 b CROSS JOIN d0 c CROSS JOIN d0 d CROSS JOIN d0 e CROSS JOIN d0 f)
      INSERT INTO ${t(c)} (id, queue, payload_json, available_at, state)
@@ -129,7 +132,14 @@ type Probe = (c: Ctx) => Promise<Omit<ProbeResult, 'mode'>>;
 const P0: Probe = async (c) => {
   const queue = 'p0';
   await c.store.publish(msgs(queue, 2));
-  const first = await measuredClaim(c, queue, 10);
+  const tx = c.pool.transaction();
+  await tx.begin();
+  const first = { claimed: 0 };
+  try {
+    first.claimed = (await exec(tx, claimBatch(c.names), { n: 10, queue, lock_timeout_ms: 60_000, lock_id: randomUUID() })).recordset?.length ?? 0;
+  } finally {
+    await tx.rollback().catch(() => undefined);
+  }
   const claimed = await c.store.claim(queue, 10, 30_000);
   return {
     id: 'P0',
@@ -189,7 +199,7 @@ const P2: Probe = async (c) => {
 };
 
 const P3: Probe = async (c) => {
-  const r = await new sql.Request(c.pool).query<{ samples: number; distinct_values: number; span_us: number }>(
+  const r = await req(c.pool).query<{ samples: number; distinct_values: number; span_us: number }>(
     'DECLARE @v TABLE (v datetime2(7)); DECLARE @i int = 0; WHILE @i < 20000 BEGIN INSERT INTO @v VALUES (SYSUTCDATETIME()); SET @i += 1; END; ' +
       'SELECT COUNT(*) AS samples, COUNT(DISTINCT v) AS distinct_values, DATEDIFF(MICROSECOND, MIN(v), MAX(v)) AS span_us FROM @v;',
   );
@@ -209,7 +219,7 @@ const P3: Probe = async (c) => {
   let inverted = 0;
   for (let i = 0; i < rounds; i++) {
     const queue = `p3-${i}`;
-    await new sql.Request(c.pool).input('queue', sql.NVarChar(200), queue).query(
+    await req(c.pool).input('queue', sql.NVarChar(200), queue).query(
       `DECLARE @j uniqueidentifier; BEGIN TRAN;
        EXEC ${c.publishProcedure} @queue = @queue, @payload = N'1', @ordering_key = N'k', @message_id = @j OUTPUT;
        EXEC ${c.publishProcedure} @queue = @queue, @payload = N'2', @ordering_key = N'k', @message_id = @j OUTPUT;
@@ -236,16 +246,16 @@ export function scansIn(planXml: string, tablePrefix: string): string[] {
 }
 
 async function plansOf(c: Ctx, run: (tx: sql.Transaction) => Promise<unknown>): Promise<string[]> {
-  const tx = new sql.Transaction(c.pool);
+  const tx = c.pool.transaction();
   await tx.begin();
   const plans: string[] = [];
   try {
-    await new sql.Request(tx).query('SET STATISTICS XML ON;');
+    await req(tx).query('SET STATISTICS XML ON;');
     const result = (await run(tx)) as sql.IResult<Record<string, unknown>>;
     for (const set of (result.recordsets as unknown as Array<Array<Record<string, unknown>>>) ?? []) {
       for (const row of set) for (const v of Object.values(row)) if (typeof v === 'string' && v.includes('<ShowPlanXML')) plans.push(v);
     }
-    await new sql.Request(tx).query('SET STATISTICS XML OFF;');
+    await req(tx).query('SET STATISTICS XML OFF;');
   } finally {
     await tx.rollback().catch(() => undefined);
   }
@@ -259,7 +269,7 @@ const P4: Probe = async (c) => {
   await insertDelayed(c, queue, 2000);
   const claimPlans = await plansOf(c, (tx) => exec(tx, claimBatch(c.names), { n: 10, queue, lock_timeout_ms: 60_000, lock_id: randomUUID() }));
   await c.store.claim(queue, 100, 60_000); // leases the key's head among the ready rows
-  const leased = await new sql.Request(c.pool).input('queue', sql.NVarChar(200), queue).query<{ id: string; lock_id: string }>(
+  const leased = await req(c.pool).input('queue', sql.NVarChar(200), queue).query<{ id: string; lock_id: string }>(
     `SELECT TOP (1) id, lock_id FROM ${t(c)} WHERE queue = @queue AND ordering_key = N'k' AND lock_id IS NOT NULL;`,
   );
   const keyed = leased.recordset[0];
@@ -304,12 +314,12 @@ const P6: Probe = async (c) => {
   const queue = 'p6';
   await c.store.publish(msgs(queue, 1));
   const ol = await scalar<number | null>(c.pool, "SELECT CAST(DATABASEPROPERTYEX(DB_NAME(), 'IsOptimizedLockingOn') AS int) AS ol;").catch(() => null);
-  const writer = new sql.Transaction(c.pool);
+  const writer = c.pool.transaction();
   await writer.begin();
   try {
-    await new sql.Request(writer).input('queue', sql.NVarChar(200), queue).query(`INSERT INTO ${t(c)} (id, queue, payload_json) VALUES (NEWID(), @queue, N'{}');`);
+    await req(writer).input('queue', sql.NVarChar(200), queue).query(`INSERT INTO ${t(c)} (id, queue, payload_json) VALUES (NEWID(), @queue, N'{}');`);
     const started = Date.now();
-    const claim = new sql.Request(c.pool);
+    const claim = req(c.pool);
     const cancel = setTimeout(() => claim.cancel(), 10_000); // an engine without READPAST would wait for the writer
     claim.input('n', sql.Int(), 10).input('queue', sql.NVarChar(200), queue).input('lock_timeout_ms', sql.BigInt(), 60_000).input('lock_id', sql.UniqueIdentifier(), randomUUID());
     const outcome = await claim.query(claimBatch(c.names).text).then(
@@ -344,11 +354,11 @@ const P7: Probe = async (c) => {
   const queue = 'p7';
   await c.store.publish(msgs(queue, 1, { orderingKey: 'k' }));
   const [head] = await c.store.claim(queue, 1, 60_000);
-  const publisher = new sql.Transaction(c.pool);
+  const publisher = c.pool.transaction();
   await publisher.begin();
   let ack: Promise<number> | undefined;
   try {
-    await new sql.Request(publisher).query(`DECLARE @j uniqueidentifier; EXEC ${c.publishProcedure} @queue = N'${queue}', @payload = N'"S"', @ordering_key = N'k', @message_id = @j OUTPUT;`);
+    await req(publisher).query(`DECLARE @j uniqueidentifier; EXEC ${c.publishProcedure} @queue = N'${queue}', @payload = N'"S"', @ordering_key = N'k', @message_id = @j OUTPUT;`);
     ack = c.store.ack([head!]);
     await sleep(500);
     await publisher.commit();
@@ -372,18 +382,18 @@ const P8: Probe = async (c) => {
   const editionName = ({ 1: 'Personal/Desktop', 2: 'Standard', 3: 'Enterprise/Developer', 4: 'Express', 5: 'Azure SQL Database', 6: 'Azure Synapse', 8: 'Azure SQL Managed Instance' } as Record<number, string>)[edition] ?? `engine edition ${edition}`;
   const rows = Math.round(ROWS / 2);
   const copy = `[${c.schema}].[probe_m3]`;
-  await new sql.Request(c.pool).input('n', sql.Int(), rows).query(
+  await req(c.pool).input('n', sql.Int(), rows).query(
     `CREATE TABLE ${copy} (id uniqueidentifier NOT NULL PRIMARY KEY, payload_json nvarchar(max) NOT NULL);
      WITH d0 AS (SELECT 1 AS x UNION ALL SELECT 1), d1 AS (SELECT 1 AS x FROM d0 a CROSS JOIN d0 b CROSS JOIN d0 c CROSS JOIN d0 d),
      d2 AS (SELECT 1 AS x FROM d1 a CROSS JOIN d1 b), d3 AS (SELECT 1 AS x FROM d2 a CROSS JOIN d2 b CROSS JOIN d0 c CROSS JOIN d0 d CROSS JOIN d0 e CROSS JOIN d0 f)
      INSERT INTO ${copy} (id, payload_json) SELECT TOP (@n) NEWID(), REPLICATE(N'x', 100) FROM d3;`,
   );
   const size = Number(await scalar(c.pool, `SELECT SUM(used_page_count) * 8192 AS bytes FROM sys.dm_db_partition_stats WHERE object_id = OBJECT_ID(N'${copy}');`));
-  const tx = new sql.Transaction(c.pool);
+  const tx = c.pool.transaction();
   await tx.begin();
   let log = 0;
   try {
-    await new sql.Request(tx).query(`ALTER TABLE ${copy} ADD priority smallint NOT NULL DEFAULT 0;`);
+    await req(tx).query(`ALTER TABLE ${copy} ADD priority smallint NOT NULL DEFAULT 0;`);
     log = Number(await scalar(tx, 'SELECT database_transaction_log_bytes_used AS b FROM sys.dm_tran_database_transactions WHERE transaction_id = CURRENT_TRANSACTION_ID() AND database_id = DB_ID();'));
   } finally {
     await tx.rollback().catch(() => undefined);
@@ -410,10 +420,11 @@ const P9: Probe = async () => ({
 const PER_MODE: Probe[] = [P0, P1, P2, P4, P5, P6, P7];
 const ONCE: Probe[] = [P3, P8, P9];
 
-async function openCtx(mode: Mode, engine: Ctx['engine']): Promise<Ctx> {
+async function openCtx(mode: Mode, engine: Ctx['engine'], o: ProbeRunOptions): Promise<Ctx> {
   const schema = `probe_${randomBytes(4).toString('hex')}`;
   const names = transportNames(schema, TABLE, 'sqlserver');
   const pool = createSqlServerPool({ connectionString: mode.connectionString, poolMax: 4, poolMin: 0, connectTimeoutMs: 15_000, requestTimeoutMs: 600_000 });
+  o.prepare?.(pool);
   await pool.connect();
   let stores: OpenedStores | undefined;
   let store: TransportStore;
@@ -438,8 +449,9 @@ async function openCtx(mode: Mode, engine: Ctx['engine']): Promise<Ctx> {
     // an engine the version gate refuses (no UTF-8 collation): the store's own schema steps, without the procedures
     await stores?.close().catch(() => undefined);
     stores = undefined;
-    console.log(`  (${mode.label}: schema versions not applied: ${(err as Error).message.split('\n')[0]}; using the store's own schema steps)`);
+    log(o, `  (${mode.label}: schema versions not applied: ${(err as Error).message.split('\n')[0]}; using the store's own schema steps)`);
     const own = createSqlServerPool({ connectionString: mode.connectionString, poolMax: 4, poolMin: 0, connectTimeoutMs: 15_000, requestTimeoutMs: 600_000 });
+    o.prepare?.(own);
     const s = new SqlServerTransportStore(own, { schema, table: TABLE, autoCreateSchema: true, logger: silentLogger, verifyCatalog: engine === 'sqlserver' });
     await s.ensureSchema();
     store = s;
@@ -455,7 +467,7 @@ async function openCtx(mode: Mode, engine: Ctx['engine']): Promise<Ctx> {
     publishProcedure,
     close: async () => {
       await (opened ? opened.close() : (store as SqlServerTransportStore).close?.()).catch(() => undefined);
-      await new sql.Request(pool)
+      await req(pool)
         .query(
           `DECLARE @s nvarchar(max) = N'';
            SELECT @s = @s + N'DROP PROCEDURE ' + QUOTENAME(SCHEMA_NAME(schema_id)) + N'.' + QUOTENAME(name) + N'; ' FROM sys.procedures WHERE schema_id = SCHEMA_ID(N'${schema}');
@@ -478,9 +490,9 @@ async function modes(cs: string, admin: sql.ConnectionPool, notes: string[]): Pr
   try {
     for (const on of [false, true]) {
       const db = `${stem}_rcsi_${on ? 'on' : 'off'}`;
-      await new sql.Request(admin).query(`CREATE DATABASE [${db}];`);
+      await req(admin).query(`CREATE DATABASE [${db}];`);
       made.push({ label: `RCSI ${on ? 'ON' : 'OFF'} (scratch database ${db})`, connectionString: withDatabase(cs, db), created: db });
-      await new sql.Request(admin).query(`ALTER DATABASE [${db}] SET READ_COMMITTED_SNAPSHOT ${on ? 'ON' : 'OFF'} WITH ROLLBACK IMMEDIATE;`);
+      await req(admin).query(`ALTER DATABASE [${db}] SET READ_COMMITTED_SNAPSHOT ${on ? 'ON' : 'OFF'} WITH ROLLBACK IMMEDIATE;`);
     }
     return made;
   } catch (err) {
@@ -492,8 +504,8 @@ async function modes(cs: string, admin: sql.ConnectionPool, notes: string[]): Pr
 }
 
 async function dropDatabase(admin: sql.ConnectionPool, db: string): Promise<void> {
-  await new sql.Request(admin).query(`ALTER DATABASE [${db}] SET SINGLE_USER WITH ROLLBACK IMMEDIATE;`).catch(() => undefined);
-  await new sql.Request(admin).query(`DROP DATABASE [${db}];`).catch((err: Error) => console.log(`  (could not drop ${db}: ${err.message})`));
+  await req(admin).query(`ALTER DATABASE [${db}] SET SINGLE_USER WITH ROLLBACK IMMEDIATE;`).catch(() => undefined);
+  await req(admin).query(`DROP DATABASE [${db}];`).catch((err: Error) => console.log(`  (could not drop ${db}: ${err.message})`));
 }
 
 export function summarize(results: readonly ProbeResult[]): { text: string; exitCode: number } {
@@ -506,53 +518,69 @@ export function summarize(results: readonly ProbeResult[]): { text: string; exit
   return { text: lines.join('\n'), exitCode: count('fails') > 0 ? 1 : 0 };
 }
 
-async function main(): Promise<number> {
-  const cs = process.env.MSSQL_CONNECTION_STRING;
-  if (!cs) {
-    console.error('probe:sqlserver: MSSQL_CONNECTION_STRING is not set (see docs/tests.md, "Against SQL Server")');
-    return 2;
-  }
+export interface ProbeRunOptions {
+  /** Called on every pool the probes open before it is used: a test harness installs its statement rewrite there. */
+  prepare?: (pool: sql.ConnectionPool) => void;
+  /** Progress lines (default: stdout). */
+  log?: (line: string) => void;
+}
+
+function log(o: ProbeRunOptions, line: string): void {
+  (o.log ?? console.log)(line);
+}
+
+export interface ProbeRun {
+  server: string;
+  engine: Ctx['engine'];
+  results: ProbeResult[];
+  notes: string[];
+}
+
+/** Every probe against `cs` (scratch databases when the login may make them), cleaned up afterwards. */
+export async function runProbes(cs: string, o: ProbeRunOptions = {}): Promise<ProbeRun> {
   const admin = new sql.ConnectionPool(cs);
+  o.prepare?.(admin);
   await admin.connect();
   const results: ProbeResult[] = [];
   const notes: string[] = [];
   let ms: Mode[] = [];
+  let server = '';
+  let engine: Ctx['engine'] = 'other';
   try {
-    const version = String(await scalar(admin, 'SELECT @@VERSION AS v;'));
-    const engine: Ctx['engine'] = /Babelfish/i.test(version) || !/Microsoft SQL (Server|Azure)/i.test(version) ? 'other' : 'sqlserver';
-    console.log(`server: ${version.split('\n')[0]}${engine === 'other' ? ' (not SQL Server: what it cannot run is reported as such)' : ''}`);
+    server = String(await scalar(admin, 'SELECT @@VERSION AS v;')).split('\n')[0]!;
+    engine = /Babelfish/i.test(server) || !/Microsoft SQL (Server|Azure)/i.test(server) ? 'other' : 'sqlserver';
+    log(o, `server: ${server}${engine === 'other' ? ' (not SQL Server: what it cannot run is reported as not checked)' : ''}`);
     ms = await modes(cs, admin, notes);
     for (const [i, mode] of ms.entries()) {
-      console.log(`== ${mode.label}`);
+      log(o, `== ${mode.label}`);
+      const probes = [...PER_MODE, ...(i === 0 ? ONCE : [])];
       let c: Ctx;
       try {
-        c = await openCtx(mode, engine);
+        c = await openCtx(mode, engine, o);
       } catch (err) {
-        for (const p of [...PER_MODE, ...(i === 0 ? ONCE : [])]) {
+        for (const p of probes) {
           results.push({ id: p.name, finding: 'the schema could not be created', mode: mode.label, outcome: engine === 'sqlserver' ? 'fails' : 'not checked', saw: (err as Error).message.split('\n')[0]!, assumes: 'the schema applies' });
         }
         continue;
       }
       try {
-        for (const p of [...PER_MODE, ...(i === 0 ? ONCE : [])]) {
+        for (const p of probes) {
           const started = Date.now();
           try {
-            const r = { ...(await p(c)), mode: mode.label };
-            results.push(r);
+            results.push({ ...(await p(c)), mode: mode.label });
           } catch (err) {
-            const message = (err as Error).message.split('\n')[0]!;
             results.push({
               id: p.name,
               finding: 'the probe could not run',
               mode: mode.label,
               // on SQL Server a statement the product sends must run; another engine may lack the construct
               outcome: engine === 'sqlserver' ? 'fails' : 'not checked',
-              saw: `error: ${message}`,
-              assumes: 'the product\'s statements run on this server',
+              saw: `error: ${(err as Error).message.split('\n')[0]!}`,
+              assumes: "the product's statements run on this server",
             });
           }
           const last = results[results.length - 1]!;
-          console.log(`  ${last.id}: ${last.outcome} (${fmt(Date.now() - started)} ms)`);
+          log(o, `  ${last.id}: ${last.outcome} (${fmt(Date.now() - started)} ms)`);
         }
       } finally {
         await c.close();
@@ -562,9 +590,19 @@ async function main(): Promise<number> {
     for (const m of ms) if (m.created) await dropDatabase(admin, m.created);
     await admin.close();
   }
-  const { text, exitCode } = summarize(results);
+  return { server, engine, results, notes };
+}
+
+async function main(): Promise<number> {
+  const cs = process.env.MSSQL_CONNECTION_STRING;
+  if (!cs) {
+    console.error('probe:sqlserver: MSSQL_CONNECTION_STRING is not set (see docs/tests.md, "Against SQL Server")');
+    return 2;
+  }
+  const run = await runProbes(cs);
+  const { text, exitCode } = summarize(run.results);
   console.log(`\n${text}`);
-  for (const n of notes) console.log(`note: ${n}`);
+  for (const n of run.notes) console.log(`note: ${n}`);
   return exitCode;
 }
 
