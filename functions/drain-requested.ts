@@ -35,7 +35,8 @@ export async function drainRequested(message: unknown, context: InvocationContex
     request.schedules ? evaluateSchedules(rt, context) : undefined,
   ]);
   // a request sent before its publisher committed (the T-SQL announce) found nothing: look again a little later
-  const rechecks = reports.filter((r) => r.claimed === 0 && r.stoppedBy === 'idle').map((r) => recheckRequest(request, r.queue));
+  // (idle, or a budget shorter than the idle grace; a failed drain's request comes back by itself)
+  const rechecks = reports.filter((r) => r.claimed === 0 && (r.stoppedBy === 'idle' || r.stoppedBy === 'budget')).map((r) => recheckRequest(request, r.queue));
   await Promise.all(rechecks.map((next) => (next && rt.drainRequests ? rt.drainRequests.sendRequest(next.message, next.visibilitySeconds) : undefined)));
   const failed = reports.filter((r) => r.stoppedBy === 'error').map((r) => r.queue);
   if (failed.length > 0) throw new Error(`draining ${failed.join(', ')} failed; the request comes back after the visibility timeout`);

@@ -110,7 +110,7 @@ describe.skipIf(!cs)('[sqlserver] announce: a T-SQL publish wakes a drain throug
             logger: silentLogger,
           });
           drains.push({ queue, claimed: report.claimed, recheck: parsed.recheck, at: Date.now() });
-          const next = report.claimed === 0 && report.stoppedBy === 'idle' ? recheckRequest(parsed, queue) : undefined;
+          const next = report.claimed === 0 && (report.stoppedBy === 'idle' || report.stoppedBy === 'budget') ? recheckRequest(parsed, queue) : undefined;
           if (next) await sender.sendRequest(next.message, next.visibilitySeconds);
         }
       }
