@@ -226,8 +226,9 @@ describe.skipIf(!cs)('[sqlserver] announce: a T-SQL publish wakes a drain throug
     console.log(
       `[announce] transaction committed 3 s after its announce: started ${run!.at - p.committedAt} ms after COMMIT, after ${empty.length} empty drain(s) (re-checks ${empty.map((d) => d.recheck).join(', ')})`,
     );
-    expect(empty.length).toBeGreaterThan(0); // the first drain came before the commit and found nothing
-    expect(run!.at - p.committedAt).toBeLessThan(4000); // the next re-check (4 s after the first one at most)
+    // a drain that starts before the commit finds nothing (on Babelfish 4.2.0: one empty drain, then the 2 s re-check
+    // took the job); a claim that waited for the writer's lock instead would take it at the commit: either way soon
+    expect(run!.at - p.committedAt).toBeLessThan(4000);
   });
 
   it('a rolled-back publish runs nothing: the early drain and its re-checks find nothing', async () => {
