@@ -85,7 +85,7 @@ async function scalar<T>(parent: sql.ConnectionPool | sql.Transaction, text: str
 /** Row locks (KEY, RID) and all locks this session holds in its database. */
 async function locksHeld(tx: sql.Transaction): Promise<{ row: number; all: number; detail: string }> {
   const r = await req(tx).query<{ resource_type: string; request_mode: string; locks: number }>(
-    'SELECT resource_type, request_mode, COUNT(*) AS locks FROM sys.dm_tran_locks WHERE request_session_id = @@SPID AND resource_database_id = DB_ID() GROUP BY resource_type, request_mode;',
+    PROBE_SQL.locksHeld(),
   );
   const rows = r.recordset;
   const row = rows.filter((x) => x.resource_type === 'KEY' || x.resource_type === 'RID').reduce((a, x) => a + Number(x.locks), 0);
@@ -93,7 +93,7 @@ async function locksHeld(tx: sql.Transaction): Promise<{ row: number; all: numbe
 }
 
 async function logicalReads(tx: sql.Transaction): Promise<number> {
-  return Number(await scalar(tx, 'SELECT logical_reads FROM sys.dm_exec_sessions WHERE session_id = @@SPID;'));
+  return Number(await scalar(tx, PROBE_SQL.logicalReads()));
 }
 
 /** In a transaction that is rolled back: the claim batch, then what the session holds and read. */
@@ -119,13 +119,77 @@ async function publishMany(c: Ctx, queue: string, count: number, extra: { orderi
 
 /** n scheduled (delayed a day) rows of `queue`, inserted in one statement as a delayed publish files them. */
 async function insertDelayed(c: Ctx, queue: string, n: number): Promise<void> {
-  await req(c.pool).input('queue', sql.NVarChar(200), queue).input('n', sql.Int(), n).query(
-    `WITH d0 AS (SELECT 1 AS x UNION ALL SELECT 1), d1 AS (SELECT 1 AS x FROM d0 a CROSS JOIN d0 b CROSS JOIN d0 c CROSS JOIN d0 d),
-     d2 AS (SELECT 1 AS x FROM d1 a CROSS JOIN d1 b), d3 AS (SELECT 1 AS x FROM d2 a CROSS JOIN d2 b CROSS JOIN d0 c CROSS JOIN d0 d CROSS JOIN d0 e CROSS JOIN d0 f)
-     INSERT INTO ${t(c)} (id, queue, payload_json, available_at, state)
-     SELECT TOP (@n) NEWID(), @queue, N'{}', DATEADD(DAY, 1, SYSUTCDATETIME()), ${STATE_SCHEDULED} FROM d3;`,
-  );
+  await req(c.pool).input('queue', sql.NVarChar(200), queue).input('n', sql.Int(), n).query(PROBE_SQL.insertDelayed(t(c)));
 }
+
+/**
+ * Every T-SQL text the probes send besides the product's own statements, by name (the grammar check parses each:
+ * test/support/sqlserver-statement-sources.ts). `t` is the transport table, `s` the scratch schema.
+ */
+export const PROBE_SQL = {
+  locksHeld: () =>
+    'SELECT resource_type, request_mode, COUNT(*) AS locks FROM sys.dm_tran_locks WHERE request_session_id = @@SPID AND resource_database_id = DB_ID() GROUP BY resource_type, request_mode;',
+  logicalReads: () => 'SELECT logical_reads FROM sys.dm_exec_sessions WHERE session_id = @@SPID;',
+  /** @queue, @n: n rows of the queue delayed a day, filed as scheduled as a delayed publish files them. */
+  insertDelayed: (t: string) =>
+    [
+      'WITH d0 AS (SELECT 1 AS x UNION ALL SELECT 1), d1 AS (SELECT 1 AS x FROM d0 a CROSS JOIN d0 b CROSS JOIN d0 c CROSS JOIN d0 d),',
+      '     d2 AS (SELECT 1 AS x FROM d1 a CROSS JOIN d1 b), d3 AS (SELECT 1 AS x FROM d2 a CROSS JOIN d2 b CROSS JOIN d0 c CROSS JOIN d0 d CROSS JOIN d0 e CROSS JOIN d0 f)',
+      `INSERT INTO ${t} (id, queue, payload_json, available_at, state)`,
+      `SELECT TOP (@n) NEWID(), @queue, N'{}', DATEADD(DAY, 1, SYSUTCDATETIME()), ${STATE_SCHEDULED} FROM d3;`,
+    ].join('\n'),
+  escalationAttempts: (t: string) =>
+    `SELECT COALESCE(SUM(index_lock_promotion_attempt_count), 0) AS n FROM sys.dm_db_index_operational_stats(DB_ID(), OBJECT_ID(N'${t}'), NULL, NULL);`,
+  clockTicks: () =>
+    'DECLARE @v TABLE (v datetime2(7)); DECLARE @i int = 0; WHILE @i < 20000 BEGIN INSERT INTO @v VALUES (SYSUTCDATETIME()); SET @i += 1; END; ' +
+    'SELECT COUNT(*) AS samples, COUNT(DISTINCT v) AS distinct_values, DATEDIFF(MICROSECOND, MIN(v), MAX(v)) AS span_us FROM @v;',
+  /** @queue: two publishes of key k in one transaction through the publish procedure. */
+  twoKeyedPublishes: (publish: string) =>
+    [
+      'DECLARE @j uniqueidentifier; BEGIN TRAN;',
+      `EXEC ${publish} @queue = @queue, @payload = N'1', @ordering_key = N'k', @message_id = @j OUTPUT;`,
+      `EXEC ${publish} @queue = @queue, @payload = N'2', @ordering_key = N'k', @message_id = @j OUTPUT;`,
+      'COMMIT;',
+    ].join('\n'),
+  statisticsXml: (on: boolean) => `SET STATISTICS XML ${on ? 'ON' : 'OFF'};`,
+  /** @queue */
+  leasedKeyed: (t: string) => `SELECT TOP (1) id, lock_id FROM ${t} WHERE queue = @queue AND ordering_key = N'k' AND lock_id IS NOT NULL;`,
+  /** @queue */
+  liveLeases: (t: string) => `SELECT COUNT(*) AS n FROM ${t} WHERE queue = @queue AND lock_id IS NOT NULL AND locked_until > SYSUTCDATETIME();`,
+  optimizedLocking: () => "SELECT CAST(DATABASEPROPERTYEX(DB_NAME(), 'IsOptimizedLockingOn') AS int) AS ol;",
+  /** @queue */
+  insertReady: (t: string) => `INSERT INTO ${t} (id, queue, payload_json) VALUES (NEWID(), @queue, N'{}');`,
+  /** @queue */
+  keyedPublish: (publish: string) => `DECLARE @j uniqueidentifier; EXEC ${publish} @queue = @queue, @payload = N'"S"', @ordering_key = N'k', @message_id = @j OUTPUT;`,
+  engineEdition: () => "SELECT CAST(SERVERPROPERTY('EngineEdition') AS int) AS e;",
+  /** @n: a copy of n rows without the column the ALTER adds. */
+  m3Copy: (copy: string) =>
+    [
+      `CREATE TABLE ${copy} (id uniqueidentifier NOT NULL PRIMARY KEY, payload_json nvarchar(max) NOT NULL);`,
+      'WITH d0 AS (SELECT 1 AS x UNION ALL SELECT 1), d1 AS (SELECT 1 AS x FROM d0 a CROSS JOIN d0 b CROSS JOIN d0 c CROSS JOIN d0 d),',
+      '     d2 AS (SELECT 1 AS x FROM d1 a CROSS JOIN d1 b), d3 AS (SELECT 1 AS x FROM d2 a CROSS JOIN d2 b CROSS JOIN d0 c CROSS JOIN d0 d CROSS JOIN d0 e CROSS JOIN d0 f)',
+      `INSERT INTO ${copy} (id, payload_json) SELECT TOP (@n) NEWID(), REPLICATE(N'x', 100) FROM d3;`,
+    ].join('\n'),
+  tableBytes: (copy: string) => `SELECT SUM(used_page_count) * 8192 AS bytes FROM sys.dm_db_partition_stats WHERE object_id = OBJECT_ID(N'${copy}');`,
+  addNotNullColumn: (copy: string) => `ALTER TABLE ${copy} ADD priority smallint NOT NULL DEFAULT 0;`,
+  logBytes: () =>
+    'SELECT database_transaction_log_bytes_used AS b FROM sys.dm_tran_database_transactions WHERE transaction_id = CURRENT_TRANSACTION_ID() AND database_id = DB_ID();',
+  dropSchema: (s: string) =>
+    [
+      "DECLARE @s nvarchar(max) = N'';",
+      `SELECT @s = @s + N'DROP PROCEDURE ' + QUOTENAME(SCHEMA_NAME(schema_id)) + N'.' + QUOTENAME(name) + N'; ' FROM sys.procedures WHERE schema_id = SCHEMA_ID(N'${s}');`,
+      `SELECT @s = @s + N'DROP TABLE ' + QUOTENAME(SCHEMA_NAME(schema_id)) + N'.' + QUOTENAME(name) + N'; ' FROM sys.tables WHERE schema_id = SCHEMA_ID(N'${s}');`,
+      `SELECT @s = @s + N'DROP SEQUENCE ' + QUOTENAME(SCHEMA_NAME(schema_id)) + N'.' + QUOTENAME(name) + N'; ' FROM sys.sequences WHERE schema_id = SCHEMA_ID(N'${s}');`,
+      `EXEC (@s); EXEC (N'DROP SCHEMA [${s}]');`,
+    ].join('\n'),
+  databaseName: () => 'SELECT DB_NAME() AS d;',
+  rcsi: () => 'SELECT is_read_committed_snapshot_on AS r FROM sys.databases WHERE database_id = DB_ID();',
+  createDatabase: (db: string) => `CREATE DATABASE [${db}];`,
+  setRcsi: (db: string, on: boolean) => `ALTER DATABASE [${db}] SET READ_COMMITTED_SNAPSHOT ${on ? 'ON' : 'OFF'} WITH ROLLBACK IMMEDIATE;`,
+  singleUser: (db: string) => `ALTER DATABASE [${db}] SET SINGLE_USER WITH ROLLBACK IMMEDIATE;`,
+  dropDatabase: (db: string) => `DROP DATABASE [${db}];`,
+  version: () => 'SELECT @@VERSION AS v;',
+};
 
 type Probe = (c: Ctx) => Promise<Omit<ProbeResult, 'mode'>>;
 
@@ -179,7 +243,7 @@ const P2: Probe = async (c) => {
     Number(
       await scalar(
         c.pool,
-        `SELECT COALESCE(SUM(index_lock_promotion_attempt_count), 0) AS n FROM sys.dm_db_index_operational_stats(DB_ID(), OBJECT_ID(N'${t(c)}'), NULL, NULL);`,
+        PROBE_SQL.escalationAttempts(t(c)),
       ),
     );
   await publishMany(c, queue, successors, { orderingKey: 'k' });
@@ -200,8 +264,7 @@ const P2: Probe = async (c) => {
 
 const P3: Probe = async (c) => {
   const r = await req(c.pool).query<{ samples: number; distinct_values: number; span_us: number }>(
-    'DECLARE @v TABLE (v datetime2(7)); DECLARE @i int = 0; WHILE @i < 20000 BEGIN INSERT INTO @v VALUES (SYSUTCDATETIME()); SET @i += 1; END; ' +
-      'SELECT COUNT(*) AS samples, COUNT(DISTINCT v) AS distinct_values, DATEDIFF(MICROSECOND, MIN(v), MAX(v)) AS span_us FROM @v;',
+    PROBE_SQL.clockTicks(),
   );
   const clock = r.recordset[0]!;
   const tick = clock.distinct_values > 1 ? clock.span_us / (clock.distinct_values - 1) : clock.span_us;
@@ -219,12 +282,7 @@ const P3: Probe = async (c) => {
   let inverted = 0;
   for (let i = 0; i < rounds; i++) {
     const queue = `p3-${i}`;
-    await req(c.pool).input('queue', sql.NVarChar(200), queue).query(
-      `DECLARE @j uniqueidentifier; BEGIN TRAN;
-       EXEC ${c.publishProcedure} @queue = @queue, @payload = N'1', @ordering_key = N'k', @message_id = @j OUTPUT;
-       EXEC ${c.publishProcedure} @queue = @queue, @payload = N'2', @ordering_key = N'k', @message_id = @j OUTPUT;
-       COMMIT;`,
-    );
+    await req(c.pool).input('queue', sql.NVarChar(200), queue).query(PROBE_SQL.twoKeyedPublishes(c.publishProcedure));
     const claimed = await c.store.claim(queue, 10, 30_000);
     if (claimed.length !== 1 || claimed[0]!.payloadJson !== '1') inverted++;
   }
@@ -250,12 +308,12 @@ async function plansOf(c: Ctx, run: (tx: sql.Transaction) => Promise<unknown>): 
   await tx.begin();
   const plans: string[] = [];
   try {
-    await req(tx).query('SET STATISTICS XML ON;');
+    await req(tx).query(PROBE_SQL.statisticsXml(true));
     const result = (await run(tx)) as sql.IResult<Record<string, unknown>>;
     for (const set of (result.recordsets as unknown as Array<Array<Record<string, unknown>>>) ?? []) {
       for (const row of set) for (const v of Object.values(row)) if (typeof v === 'string' && v.includes('<ShowPlanXML')) plans.push(v);
     }
-    await req(tx).query('SET STATISTICS XML OFF;');
+    await req(tx).query(PROBE_SQL.statisticsXml(false));
   } finally {
     await tx.rollback().catch(() => undefined);
   }
@@ -270,7 +328,7 @@ const P4: Probe = async (c) => {
   const claimPlans = await plansOf(c, (tx) => exec(tx, claimBatch(c.names), { n: 10, queue, lock_timeout_ms: 60_000, lock_id: randomUUID() }));
   await c.store.claim(queue, 100, 60_000); // leases the key's head among the ready rows
   const leased = await req(c.pool).input('queue', sql.NVarChar(200), queue).query<{ id: string; lock_id: string }>(
-    `SELECT TOP (1) id, lock_id FROM ${t(c)} WHERE queue = @queue AND ordering_key = N'k' AND lock_id IS NOT NULL;`,
+    PROBE_SQL.leasedKeyed(t(c)),
   );
   const keyed = leased.recordset[0];
   const ackPlans = keyed ? await plansOf(c, (tx) => exec(tx, ackBatch(c.names), { settlements: JSON.stringify([{ id: keyed.id, lock_id: keyed.lock_id }]) })) : [];
@@ -299,7 +357,7 @@ const P5: Probe = async (c) => {
   const first = a.messages[0];
   const renewed = first ? await c.store.renew(first, 60_000) : undefined;
   const live = Number(
-    await scalar(c.pool, `SELECT COUNT(*) AS n FROM ${t(c)} WHERE queue = N'${queue}' AND lock_id IS NOT NULL AND locked_until > SYSUTCDATETIME();`),
+    (await req(c.pool).input('queue', sql.NVarChar(200), queue).query<{ n: number }>(PROBE_SQL.liveLeases(t(c)))).recordset[0]!.n,
   );
   return {
     id: 'P5',
@@ -313,11 +371,11 @@ const P5: Probe = async (c) => {
 const P6: Probe = async (c) => {
   const queue = 'p6';
   await c.store.publish(msgs(queue, 1));
-  const ol = await scalar<number | null>(c.pool, "SELECT CAST(DATABASEPROPERTYEX(DB_NAME(), 'IsOptimizedLockingOn') AS int) AS ol;").catch(() => null);
+  const ol = await scalar<number | null>(c.pool, PROBE_SQL.optimizedLocking()).catch(() => null);
   const writer = c.pool.transaction();
   await writer.begin();
   try {
-    await req(writer).input('queue', sql.NVarChar(200), queue).query(`INSERT INTO ${t(c)} (id, queue, payload_json) VALUES (NEWID(), @queue, N'{}');`);
+    await req(writer).input('queue', sql.NVarChar(200), queue).query(PROBE_SQL.insertReady(t(c)));
     const started = Date.now();
     const claim = req(c.pool);
     const cancel = setTimeout(() => claim.cancel(), 10_000); // an engine without READPAST would wait for the writer
@@ -359,7 +417,7 @@ const P7: Probe = async (c) => {
   await publisher.begin();
   let ack: Promise<number> | undefined;
   try {
-    await req(publisher).query(`DECLARE @j uniqueidentifier; EXEC ${c.publishProcedure} @queue = N'${queue}', @payload = N'"S"', @ordering_key = N'k', @message_id = @j OUTPUT;`);
+    await req(publisher).input('queue', sql.NVarChar(200), queue).query(PROBE_SQL.keyedPublish(c.publishProcedure));
     ack = c.store.ack([head!]);
     await sleep(500);
     await publisher.commit();
@@ -379,23 +437,18 @@ const P7: Probe = async (c) => {
 };
 
 const P8: Probe = async (c) => {
-  const edition = Number(await scalar(c.pool, "SELECT CAST(SERVERPROPERTY('EngineEdition') AS int) AS e;"));
+  const edition = Number(await scalar(c.pool, PROBE_SQL.engineEdition()));
   const editionName = ({ 1: 'Personal/Desktop', 2: 'Standard', 3: 'Enterprise/Developer', 4: 'Express', 5: 'Azure SQL Database', 6: 'Azure Synapse', 8: 'Azure SQL Managed Instance' } as Record<number, string>)[edition] ?? `engine edition ${edition}`;
   const rows = Math.round(ROWS / 2);
   const copy = `[${c.schema}].[probe_m3]`;
-  await req(c.pool).input('n', sql.Int(), rows).query(
-    `CREATE TABLE ${copy} (id uniqueidentifier NOT NULL PRIMARY KEY, payload_json nvarchar(max) NOT NULL);
-     WITH d0 AS (SELECT 1 AS x UNION ALL SELECT 1), d1 AS (SELECT 1 AS x FROM d0 a CROSS JOIN d0 b CROSS JOIN d0 c CROSS JOIN d0 d),
-     d2 AS (SELECT 1 AS x FROM d1 a CROSS JOIN d1 b), d3 AS (SELECT 1 AS x FROM d2 a CROSS JOIN d2 b CROSS JOIN d0 c CROSS JOIN d0 d CROSS JOIN d0 e CROSS JOIN d0 f)
-     INSERT INTO ${copy} (id, payload_json) SELECT TOP (@n) NEWID(), REPLICATE(N'x', 100) FROM d3;`,
-  );
-  const size = Number(await scalar(c.pool, `SELECT SUM(used_page_count) * 8192 AS bytes FROM sys.dm_db_partition_stats WHERE object_id = OBJECT_ID(N'${copy}');`));
+  await req(c.pool).input('n', sql.Int(), rows).query(PROBE_SQL.m3Copy(copy));
+  const size = Number(await scalar(c.pool, PROBE_SQL.tableBytes(copy)));
   const tx = c.pool.transaction();
   await tx.begin();
   let log = 0;
   try {
-    await req(tx).query(`ALTER TABLE ${copy} ADD priority smallint NOT NULL DEFAULT 0;`);
-    log = Number(await scalar(tx, 'SELECT database_transaction_log_bytes_used AS b FROM sys.dm_tran_database_transactions WHERE transaction_id = CURRENT_TRANSACTION_ID() AND database_id = DB_ID();'));
+    await req(tx).query(PROBE_SQL.addNotNullColumn(copy));
+    log = Number(await scalar(tx, PROBE_SQL.logBytes()));
   } finally {
     await tx.rollback().catch(() => undefined);
   }
@@ -469,13 +522,7 @@ async function openCtx(mode: Mode, engine: Ctx['engine'], o: ProbeRunOptions): P
     close: async () => {
       await (opened ? opened.close() : (store as SqlServerTransportStore).close?.()).catch(() => undefined);
       await req(pool)
-        .query(
-          `DECLARE @s nvarchar(max) = N'';
-           SELECT @s = @s + N'DROP PROCEDURE ' + QUOTENAME(SCHEMA_NAME(schema_id)) + N'.' + QUOTENAME(name) + N'; ' FROM sys.procedures WHERE schema_id = SCHEMA_ID(N'${schema}');
-           SELECT @s = @s + N'DROP TABLE ' + QUOTENAME(SCHEMA_NAME(schema_id)) + N'.' + QUOTENAME(name) + N'; ' FROM sys.tables WHERE schema_id = SCHEMA_ID(N'${schema}');
-           SELECT @s = @s + N'DROP SEQUENCE ' + QUOTENAME(SCHEMA_NAME(schema_id)) + N'.' + QUOTENAME(name) + N'; ' FROM sys.sequences WHERE schema_id = SCHEMA_ID(N'${schema}');
-           EXEC (@s); EXEC (N'DROP SCHEMA [${schema}]');`,
-        )
+        .query(PROBE_SQL.dropSchema(schema))
         .catch(() => undefined);
       await pool.close().catch(() => undefined);
     },
@@ -484,16 +531,16 @@ async function openCtx(mode: Mode, engine: Ctx['engine'], o: ProbeRunOptions): P
 
 /** The databases to run in: two scratch ones (RCSI OFF / ON) when this login may create them, else the given one. */
 async function modes(cs: string, admin: sql.ConnectionPool, notes: string[]): Promise<Mode[]> {
-  const base = String(await scalar(admin, 'SELECT DB_NAME() AS d;'));
-  const rcsi = await scalar<boolean | number>(admin, 'SELECT is_read_committed_snapshot_on AS r FROM sys.databases WHERE database_id = DB_ID();').catch(() => null);
+  const base = String(await scalar(admin, PROBE_SQL.databaseName()));
+  const rcsi = await scalar<boolean | number>(admin, PROBE_SQL.rcsi()).catch(() => null);
   const stem = `${base}_probe_${randomBytes(3).toString('hex')}`;
   const made: Mode[] = [];
   try {
     for (const on of [false, true]) {
       const db = `${stem}_rcsi_${on ? 'on' : 'off'}`;
-      await req(admin).query(`CREATE DATABASE [${db}];`);
+      await req(admin).query(PROBE_SQL.createDatabase(db));
       made.push({ label: `RCSI ${on ? 'ON' : 'OFF'} (scratch database ${db})`, connectionString: withDatabase(cs, db), created: db });
-      await req(admin).query(`ALTER DATABASE [${db}] SET READ_COMMITTED_SNAPSHOT ${on ? 'ON' : 'OFF'} WITH ROLLBACK IMMEDIATE;`);
+      await req(admin).query(PROBE_SQL.setRcsi(db, on));
     }
     return made;
   } catch (err) {
@@ -505,8 +552,8 @@ async function modes(cs: string, admin: sql.ConnectionPool, notes: string[]): Pr
 }
 
 async function dropDatabase(admin: sql.ConnectionPool, db: string): Promise<void> {
-  await req(admin).query(`ALTER DATABASE [${db}] SET SINGLE_USER WITH ROLLBACK IMMEDIATE;`).catch(() => undefined);
-  await req(admin).query(`DROP DATABASE [${db}];`).catch((err: Error) => console.log(`  (could not drop ${db}: ${err.message})`));
+  await req(admin).query(PROBE_SQL.singleUser(db)).catch(() => undefined);
+  await req(admin).query(PROBE_SQL.dropDatabase(db)).catch((err: Error) => console.log(`  (could not drop ${db}: ${err.message})`));
 }
 
 export function summarize(results: readonly ProbeResult[]): { text: string; exitCode: number } {
@@ -548,7 +595,7 @@ export async function runProbes(cs: string, o: ProbeRunOptions = {}): Promise<Pr
   let server = '';
   let engine: Ctx['engine'] = 'other';
   try {
-    server = String(await scalar(admin, 'SELECT @@VERSION AS v;')).split('\n')[0]!;
+    server = String(await scalar(admin, PROBE_SQL.version())).split('\n')[0]!;
     engine = /Babelfish/i.test(server) || !/Microsoft SQL (Server|Azure)/i.test(server) ? 'other' : 'sqlserver';
     log(o, `server: ${server}${engine === 'other' ? ' (not SQL Server: what it cannot run is reported as not checked)' : ''}`);
     ms = await modes(cs, admin, notes);
