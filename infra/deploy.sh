@@ -178,6 +178,7 @@ SQL_SERVER_FQDN="$(out SQL_SERVER)"
 SQL_DATABASE_NAME="$(out SQL_DATABASE)"
 APP_IDENTITY_NAME="$(out APP_IDENTITY_NAME)"
 APP_IDENTITY_CLIENT_ID="$(out APP_IDENTITY_CLIENT_ID)"
+ANNOUNCE_QUEUE_URL="$(out ANNOUNCE_QUEUE_URL)" # empty unless announceTSqlPublishes (the schema step then runs `schema -- announce`)
 echo "function app $APP ($APP_HOST), database $SQL_DATABASE_NAME on $SQL_SERVER_FQDN, identity $APP_IDENTITY_NAME"
 
 
@@ -186,7 +187,7 @@ echo "function app $APP ($APP_HOST), database $SQL_DATABASE_NAME on $SQL_SERVER_
 # 3. Schema (DDL as the deployer; the app only verifies it)  infra/scripts/apply-schema.sh
 # (azd: the same SQL file and schema CLI, from infra/azd/hooks/postprovision.mjs and predeploy.mjs)
 # ---------------------------------------------------------------------------------------------------------
-export SQL_SERVER="$SQL_SERVER_FQDN" SQL_DATABASE="$SQL_DATABASE_NAME" APP_IDENTITY_NAME APP_IDENTITY_CLIENT_ID
+export SQL_SERVER="$SQL_SERVER_FQDN" SQL_DATABASE="$SQL_DATABASE_NAME" APP_IDENTITY_NAME APP_IDENTITY_CLIENT_ID ANNOUNCE_QUEUE_URL
 [[ $skip_grant -eq 1 ]] || infra/scripts/grant-app-identity.sh
 if [[ $skip_schema -eq 0 || $skip_code -eq 0 ]]; then
   say "npm ci"

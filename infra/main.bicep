@@ -145,6 +145,9 @@ param appInsightsDisableLocalAuth bool = false
 @description('Key Vault purge protection (irreversible once enabled).')
 param keyVaultPurgeProtection bool = false
 
+@description('Opt-in announce of T-SQL publishes (docs/outbox.md): the SQL server gets a system-assigned identity with Storage Queue Data Message Sender on the drain-request queue, and the schema step runs `npm run schema -- announce`, so a job published from T-SQL starts within seconds instead of at the 5-minute safety net.')
+param announceTSqlPublishes bool = false
+
 // ----------------------------------------------------------------------------------------------------------
 // Names: <kind>-<prefix>-<token>, the token unique per subscription + resource group + prefix (modules/names.bicep,
 // which infra/deploy.sh also deploys alone to learn the names before the real deployment).
@@ -174,6 +177,7 @@ module storage 'modules/storage.bicep' = {
     tags: tags
     deploymentContainerName: naming.outputs.deploymentContainer
     principalId: identity.outputs.principalId
+    sqlServerPrincipalId: announceTSqlPublishes ? sql.outputs.principalId : ''
   }
 }
 
@@ -209,6 +213,7 @@ module sql 'modules/sql.bicep' = {
     autoPauseDelayMinutes: databaseAutoPauseDelayMinutes
     backupStorageRedundancy: databaseBackupStorageRedundancy
     clientIpAddress: deployerIpAddress
+    systemAssignedIdentity: announceTSqlPublishes
   }
 }
 
@@ -273,3 +278,5 @@ output APP_IDENTITY_NAME string = identity.outputs.name
 output APP_IDENTITY_CLIENT_ID string = identity.outputs.clientId
 output KEY_VAULT_NAME string = keyVault.outputs.name
 output APPLICATIONINSIGHTS_NAME string = monitoring.outputs.appInsightsName
+// the announce's queue (`npm run schema -- announce --queue-url`); empty when announceTSqlPublishes is off
+output ANNOUNCE_QUEUE_URL string = announceTSqlPublishes ? '${storage.outputs.queueEndpoint}${storage.outputs.drainRequestQueue}' : ''

@@ -1,5 +1,6 @@
 // Runs once before the suite. With REQUIRE_PG=1 (CI) a missing or unreachable PostgreSQL server fails the
-// run instead of letting its contract tests skip silently.
+// run instead of letting its contract tests skip silently; REQUIRE_MSSQL=1 (the SQL Server workflow) does the same
+// for MSSQL_CONNECTION_STRING.
 import { Client } from 'pg';
 import { endLeftovers, processes } from './leftover-processes';
 
@@ -20,7 +21,25 @@ export default async function setup(): Promise<() => Promise<void>> {
     }
   };
   await requirePg();
+  await requireMssql();
   return teardown;
+}
+
+/** REQUIRE_MSSQL=1 (the SQL Server workflow): an unset or unreachable MSSQL_CONNECTION_STRING fails the run. */
+async function requireMssql(): Promise<void> {
+  if (process.env.REQUIRE_MSSQL !== '1') return;
+  const cs = process.env.MSSQL_CONNECTION_STRING;
+  if (!cs) throw new Error('REQUIRE_MSSQL=1 but MSSQL_CONNECTION_STRING is not set');
+  const sql = await import('mssql');
+  const pool = new sql.ConnectionPool(cs);
+  try {
+    await pool.connect();
+    await pool.request().query('SELECT 1 AS one');
+  } catch (err) {
+    throw new Error(`REQUIRE_MSSQL=1 but SQL Server at MSSQL_CONNECTION_STRING is unreachable: ${(err as Error).message}`);
+  } finally {
+    await pool.close().catch(() => undefined);
+  }
 }
 
 async function requirePg(): Promise<void> {

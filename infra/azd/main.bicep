@@ -66,3 +66,4 @@ output APP_IDENTITY_NAME string = app.outputs.APP_IDENTITY_NAME
 output APP_IDENTITY_CLIENT_ID string = app.outputs.APP_IDENTITY_CLIENT_ID
 output KEY_VAULT_NAME string = app.outputs.KEY_VAULT_NAME
 output APPLICATIONINSIGHTS_NAME string = app.outputs.APPLICATIONINSIGHTS_NAME
+output ANNOUNCE_QUEUE_URL string = app.outputs.ANNOUNCE_QUEUE_URL

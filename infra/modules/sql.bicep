@@ -79,12 +79,18 @@ param backupStorageRedundancy string = 'Local'
 @description('Public IPv4 address of the deployer, admitted by a firewall rule so it can run the grant and schema steps; empty = no rule.')
 param clientIpAddress string = ''
 
+@description('A system-assigned identity for the logical server: the announce of T-SQL publishes signs its sp_invoke_external_rest_endpoint calls with it (main.bicep announceTSqlPublishes).')
+param systemAssignedIdentity bool = false
+
 var isServerless = startsWith(toUpper(skuName), 'GP_S_')
 
 resource server 'Microsoft.Sql/servers@2023-08-01' = {
   name: serverName
   location: location
   tags: tags
+  identity: systemAssignedIdentity ? {
+    type: 'SystemAssigned'
+  } : null
   properties: {
     minimalTlsVersion: '1.2'
     publicNetworkAccess: 'Enabled'
@@ -172,3 +178,6 @@ output serverName string = server.name
 
 @description('Database name: the SQL_DATABASE app setting.')
 output databaseName string = database.name
+
+@description('Object id of the server\'s system-assigned identity (empty without one): the announce\'s sender on the drain-request queue.')
+output principalId string = systemAssignedIdentity ? server.identity.principalId : ''

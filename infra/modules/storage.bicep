@@ -32,8 +32,13 @@ param principalId string
 @maxLength(56)
 param drainRequestQueue string = 'asyncresponse-drain'
 
-// Built-in roles: Storage Blob Data Owner, Storage Table Data Contributor, Storage Queue Data Contributor.
+@description('Object id of the SQL server\'s identity that announces T-SQL publishes (sp_invoke_external_rest_endpoint Put Message on the drain-request queue); empty = no announce.')
+param sqlServerPrincipalId string = ''
+
+// Built-in roles: Storage Blob Data Owner, Storage Table Data Contributor, Storage Queue Data Contributor,
+// Storage Queue Data Message Sender (the SQL server's announce: add messages to the one queue, nothing else).
 var storageBlobDataOwnerRoleId = 'b7e6dc6d-f1e8-4753-8033-0f276bb0955b'
+var storageQueueDataMessageSenderRoleId = 'c6a89b2d-59bc-44d0-9896-0f6e12d7b80a'
 var storageTableDataContributorRoleId = '0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3'
 var storageQueueDataContributorRoleId = '974c5e8b-45b9-4653-ba55-5f855dd0fb88'
 
@@ -121,8 +126,22 @@ resource queueDataContributor 'Microsoft.Authorization/roleAssignments@2022-04-0
   }
 }
 
+resource announceSender 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (!empty(sqlServerPrincipalId)) {
+  name: guid(drainRequests.id, sqlServerPrincipalId, storageQueueDataMessageSenderRoleId)
+  scope: drainRequests
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', storageQueueDataMessageSenderRoleId)
+    principalId: sqlServerPrincipalId
+    principalType: 'ServicePrincipal'
+    description: 'The SQL server announces T-SQL publishes: Put Message of a drain request (npm run schema -- announce)'
+  }
+}
+
 @description('Storage queue of the drain requests (DRAIN_REQUEST_QUEUE).')
 output drainRequestQueue string = drainRequests.name
+
+@description('Queue service endpoint (https://<account>.queue.core.windows.net/).')
+output queueEndpoint string = storage.properties.primaryEndpoints.queue
 
 @description('Storage account name (AzureWebJobsStorage__accountName).')
 output name string = storage.name

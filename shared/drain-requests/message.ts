@@ -15,6 +15,28 @@ export interface DrainRequestMessage {
   sweep?: boolean;
   /** Evaluate the due schedules (shared/schedules). */
   schedules?: boolean;
+  /**
+   * The request may have been sent before the work it announces was committed (the T-SQL announce,
+   * stores/sqlserver/announce.ts, calls from inside the publisher's transaction): a drain of a named queue that
+   * claims nothing sends the request again, visible after RECHECK_DELAYS_SECONDS, this many more times.
+   */
+  recheck?: number;
+}
+
+/** How many re-checks a T-SQL announce asks for. */
+export const ANNOUNCE_RECHECKS = 3;
+/** When each re-check surfaces, by how many are left (3 → 2 s, 2 → 4 s, 1 → 8 s): ~15 s after the announce in all. */
+export const RECHECK_DELAYS_SECONDS: Readonly<Record<number, number>> = { 3: 2, 2: 4, 1: 8 };
+const MAX_RECHECK = 3;
+
+/**
+ * The request a drain of `queue` sends when it claimed nothing although its request asked for re-checks: the same
+ * queue, one re-check fewer, visible later. undefined when no re-check is left (or none was asked).
+ */
+export function recheckRequest(request: DrainRequestMessage, queue: string): { message: DrainRequestMessage; visibilitySeconds: number } | undefined {
+  const left = request.recheck ?? 0;
+  if (left <= 0) return undefined;
+  return { message: { queues: [queue], ...(left > 1 ? { recheck: left - 1 } : {}) }, visibilitySeconds: RECHECK_DELAYS_SECONDS[left] ?? 2 };
 }
 
 export function requestFor(target: string): DrainRequestMessage {
@@ -40,9 +62,12 @@ export function parseRequest(body: unknown): DrainRequestMessage | string {
     }
   }
   if (typeof value !== 'object' || value === null) return 'the message is not a JSON object';
-  const { queues, sweep, schedules } = value as Record<string, unknown>;
+  const { queues, sweep, schedules, recheck } = value as Record<string, unknown>;
   if (!Array.isArray(queues) || !queues.every((q): q is string => typeof q === 'string')) return '`queues` must be an array of queue names';
   if (sweep !== undefined && typeof sweep !== 'boolean') return '`sweep` must be true or false';
   if (schedules !== undefined && typeof schedules !== 'boolean') return '`schedules` must be true or false';
-  return { queues, ...(sweep ? { sweep } : {}), ...(schedules ? { schedules } : {}) };
+  if (recheck !== undefined && !(Number.isInteger(recheck) && (recheck as number) >= 0 && (recheck as number) <= MAX_RECHECK)) {
+    return `\`recheck\` must be an integer from 0 to ${MAX_RECHECK}`;
+  }
+  return { queues, ...(sweep ? { sweep } : {}), ...(schedules ? { schedules } : {}), ...(recheck ? { recheck: recheck as number } : {}) };
 }

@@ -10,7 +10,7 @@
 // queue lapses later) is kept to one outstanding per queue: a new one only when it surfaces earlier.
 
 import type { Logger } from '../log';
-import { encodeRequest, requestFor } from './message';
+import { encodeRequest, requestFor, type DrainRequestMessage } from './message';
 import { storageUnreachable } from './unreachable';
 
 /** The storage queue as the sender sees it (shared/drain-requests/storage-queue.ts; an in-memory one in tests). */
@@ -122,6 +122,16 @@ export class DrainRequestSender implements DrainAnnouncer {
     const n = pending >= this.options.maxPending ? 1 : this.options.fanOut;
     await Promise.all(Array.from({ length: n }, () => this.sendNow(target, 0)));
     return n;
+  }
+
+  /** Sends `message` as it is (a drain's re-check of an announce), visible after `visibilitySeconds`; never throws. */
+  async sendRequest(message: DrainRequestMessage, visibilitySeconds: number): Promise<void> {
+    try {
+      await this.queue.send(encodeRequest(message), Math.min(Math.max(0, Math.ceil(visibilitySeconds)), MAX_VISIBILITY_SECONDS));
+      this.counts.sent++;
+    } catch (err) {
+      this.failed(err);
+    }
   }
 
   /** Waits (at most `timeoutMs`) for the sends still running: shutdown calls it before the process goes. */

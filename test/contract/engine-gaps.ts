@@ -10,6 +10,10 @@ import * as sql from 'mssql';
 import { expect } from 'vitest';
 import {
   rewriteConvertStyle127,
+  rewriteCreateOrAlter,
+  rewriteCurrentTransactionId,
+  rewriteExecuteAsOwner,
+  shimTransactionStart,
   rewriteCteUpdates,
   rewriteNextValueForOver,
   rewriteNocountScope,
@@ -299,6 +303,55 @@ export const ENGINE_GAPS = {
     sqlServer: '{"n":0}',
     babelfish: '{\\"n\\":0}',
   },
+  executeAsOwner: {
+    what:
+      "a procedure WITH EXECUTE AS OWNER is refused ('EXECUTE AS SELF|OWNER|<user>|<login>' is not currently supported): the " +
+      'announce of T-SQL publishes runs as its owner so that its callers need EXECUTE on it only',
+    probe: batchProbe(
+      [
+        'BEGIN TRY',
+        "    IF OBJECT_ID(N'dbo.gap_exec_as', N'P') IS NOT NULL DROP PROCEDURE dbo.gap_exec_as;",
+        "    EXEC (N'CREATE PROCEDURE dbo.gap_exec_as WITH EXECUTE AS OWNER AS BEGIN SELECT 1 AS one; END;');",
+        "    SELECT N'creates it' AS outcome;",
+        'END TRY',
+        "BEGIN CATCH SELECT N'fails' AS outcome; END CATCH;",
+      ].join('\n'),
+    ),
+    sqlServer: 'creates it',
+    babelfish: 'fails',
+  },
+  createOrAlter: {
+    what:
+      "CREATE OR ALTER PROCEDURE is a syntax error (syntax error at or near \"ALTER\"): the publish procedures (versions 3, 6, 18, 22) " +
+      'and the announce are created that way',
+    probe: batchProbe(
+      [
+        'BEGIN TRY',
+        "    EXEC (N'CREATE OR ALTER PROCEDURE dbo.gap_create_or_alter AS BEGIN SELECT 1 AS one; END;');",
+        "    SELECT N'creates or alters' AS outcome;",
+        'END TRY',
+        "BEGIN CATCH SELECT N'fails' AS outcome; END CATCH;",
+      ].join('\n'),
+    ),
+    sqlServer: 'creates or alters',
+    babelfish: 'fails',
+  },
+  currentTransactionId: {
+    what:
+      'CURRENT_TRANSACTION_ID() does not exist (function current_transaction_id() does not exist), nor sys.dm_tran_current_transaction: ' +
+      'the announce makes one call per queue per transaction by remembering the transaction id',
+    probe: batchProbe(
+      [
+        'BEGIN TRY',
+        "    EXEC (N'BEGIN TRAN; DECLARE @a bigint = CURRENT_TRANSACTION_ID(); COMMIT;');",
+        "    SELECT N'has it' AS outcome;",
+        'END TRY',
+        "BEGIN CATCH SELECT N'fails' AS outcome; END CATCH;",
+      ].join('\n'),
+    ),
+    sqlServer: 'has it',
+    babelfish: 'fails',
+  },
 } satisfies Record<string, EngineGap>;
 
 export type EngineGapId = keyof typeof ENGINE_GAPS;
@@ -467,6 +520,53 @@ async function nocountProbe(cs: string, rewrite: (text: string) => string): Prom
   }
 }
 
+ENGINE_SHIMS.executeAsOwner = {
+  what: 'a procedure WITH EXECUTE AS OWNER is created without the clause (the test runs as the owner: the same rights)',
+  rewrite: rewriteExecuteAsOwner,
+  probe: (cs) =>
+    withPool(cs, async (pool) => {
+      await pool.request().query("IF OBJECT_ID(N'dbo.gap_exec_as_shim', N'P') IS NOT NULL DROP PROCEDURE dbo.gap_exec_as_shim;");
+      await pool.request().query(rewriteExecuteAsOwner(['CREATE PROCEDURE dbo.gap_exec_as_shim', 'WITH EXECUTE AS OWNER', 'AS', 'BEGIN', '    SELECT 1 AS one;', 'END;'].join('\n')));
+      const r = await pool.request().query<{ one: number }>('EXEC dbo.gap_exec_as_shim;');
+      return r.recordset[0]?.one === 1 ? 'runs the procedure' : 'does not run it';
+    }),
+  sqlServer: 'runs the procedure',
+};
+
+ENGINE_SHIMS.createOrAlter = {
+  what: 'CREATE OR ALTER PROCEDURE runs as CREATE PROCEDURE (the harness creates each procedure once, in a fresh schema)',
+  rewrite: rewriteCreateOrAlter,
+  probe: (cs) =>
+    withPool(cs, async (pool) => {
+      await pool.request().query("IF OBJECT_ID(N'dbo.gap_coa_shim', N'P') IS NOT NULL DROP PROCEDURE dbo.gap_coa_shim;");
+      await pool.request().query(rewriteCreateOrAlter('CREATE OR ALTER PROCEDURE dbo.gap_coa_shim\nAS\nBEGIN\n    SELECT 2 AS two;\nEND;'));
+      const r = await pool.request().query<{ two: number }>('EXEC dbo.gap_coa_shim;');
+      return r.recordset[0]?.two === 2 ? 'runs the procedure' : 'does not run it';
+    }),
+  sqlServer: 'runs the procedure',
+};
+
+ENGINE_SHIMS.currentTransactionId = {
+  what: "CURRENT_TRANSACTION_ID() reads SESSION_CONTEXT(N'shim.transaction'), which the harness sets afresh after each BEGIN TRANSACTION",
+  rewrite: rewriteCurrentTransactionId,
+  probe: (cs) =>
+    withPool(cs, async (pool) => {
+      const read = rewriteCurrentTransactionId('SELECT CONVERT(nvarchar(20), CURRENT_TRANSACTION_ID()) AS id;');
+      const ids: string[] = [];
+      for (let i = 0; i < 2; i++) {
+        const tx = new sql.Transaction(pool);
+        await tx.begin();
+        await tx.request().query(shimTransactionStart());
+        const a = await tx.request().query<{ id: string }>(read);
+        const b = await tx.request().query<{ id: string }>(read);
+        await tx.commit();
+        ids.push(a.recordset[0]!.id === b.recordset[0]!.id ? a.recordset[0]!.id : 'changed within the transaction');
+      }
+      return ids[0] !== ids[1] && !ids.includes('changed within the transaction') ? 'one id per transaction' : `ids ${ids.join(', ')}`;
+    }),
+  sqlServer: 'one id per transaction',
+};
+
 const SHIM_ORDER: readonly EngineGapId[] = [
   'updateThroughCte',
   'nextValueForOver',
@@ -475,6 +575,9 @@ const SHIM_ORDER: readonly EngineGapId[] = [
   'outputExpressionInto',
   'convertStyle127',
   'nocountPersists',
+  'executeAsOwner',
+  'createOrAlter',
+  'currentTransactionId',
 ];
 
 const SHIMMED_BY_ENGINE: Readonly<Record<TdsEngine, readonly EngineGapId[]>> = {

@@ -181,3 +181,39 @@ function splitTopLevel(list: string): string[] {
   parts.push(list.slice(from));
   return parts.filter((p) => p.trim() !== '');
 }
+
+/**
+ * executeAsOwner. `WITH EXECUTE AS OWNER` on a procedure (the announce: its callers need EXECUTE on it only) is refused
+ * there; the procedure is created without the clause. The test connects as the procedure's owner, so it runs with the
+ * same rights either way.
+ */
+export function rewriteExecuteAsOwner(text: string): string {
+  return text.replace(/^WITH EXECUTE AS OWNER\n/m, '');
+}
+
+/** The session-context key the harness numbers each transaction under (currentTransactionId). */
+export const SHIM_TRANSACTION_KEY = 'shim.transaction';
+
+/**
+ * currentTransactionId. `CURRENT_TRANSACTION_ID()` does not exist there (nor sys.dm_tran_current_transaction). It becomes
+ * `SESSION_CONTEXT(N'shim.transaction')`, a number the harness sets afresh right after each BEGIN TRANSACTION it sends
+ * (shimTransactionStart): the same within a transaction, another in the next one, as the function's value is.
+ */
+export function rewriteCurrentTransactionId(text: string): string {
+  return text.replace(/CURRENT_TRANSACTION_ID\(\)/g, `SESSION_CONTEXT(N'${SHIM_TRANSACTION_KEY}')`);
+}
+
+/** What the harness sends right after BEGIN TRANSACTION on that engine: a fresh number for the transaction. */
+export function shimTransactionStart(): string {
+  const id = `${Date.now()}${Math.floor(Math.random() * 1e6)}`.slice(0, 19);
+  return `EXEC sys.sp_set_session_context @key = N'${SHIM_TRANSACTION_KEY}', @value = N'${id}';`;
+}
+
+/**
+ * createOrAlter. `CREATE OR ALTER PROCEDURE` is a syntax error there. It becomes `CREATE PROCEDURE`: the same when the
+ * procedure does not exist yet, which is how the harness creates it (once, in a fresh schema); a second creation fails
+ * there instead of altering.
+ */
+export function rewriteCreateOrAlter(text: string): string {
+  return text.replace(/^CREATE OR ALTER PROCEDURE /m, 'CREATE PROCEDURE ');
+}

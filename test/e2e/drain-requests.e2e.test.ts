@@ -13,6 +13,7 @@ import { startLocalHost, type LocalHost } from '../../local/host';
 import { invokeFunction, type InvocationRecord } from '../../local/invoke';
 import { readQueueSettings } from '../../local/settings';
 import { eventually, sleep } from '../support/messages';
+import { ANNOUNCE_RECHECKS, encodeRequest } from '../../shared/drain-requests/message';
 import { checkedFetch, postJson } from './app-harness';
 
 const root = path.resolve(__dirname, '../..');
@@ -167,4 +168,25 @@ describe('drain requests on Azurite (DRAIN_TRIGGER=queue, timers off)', () => {
     for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!, `run ${i}`).toBeGreaterThan(300);
     expect(times.length).toBeLessThanOrEqual(Math.floor((times.at(-1)! - from) / 2000) + 2);
   }, 60_000);
+
+  // last: its later re-checks (4 s, 8 s) still run after it ends, and find nothing
+  it("a request with re-checks (the T-SQL announce's, sent before its publisher's COMMIT) that finds nothing comes back 2 s later", async () => {
+    // quiet first: the schedule's last requests have run (its next-slot request surfaces after the delete)
+    let seen = -1;
+    await eventually(async () => {
+      const count = (await requests.getProperties()).approximateMessagesCount;
+      const quiet = seen === requested().length && count === 0;
+      seen = requested().length;
+      return quiet || undefined;
+    }, 'no drain request left', 20_000, 2500);
+    const before = requested().length;
+    const sent = Date.now();
+    await requests.sendMessage(encodeRequest({ queues: ['worker'], recheck: ANNOUNCE_RECHECKS }));
+    await eventually(() => requested().length >= before + 2 || undefined, 'the request and its first re-check ran', 15_000, 50);
+    const [first, second] = requested().slice(before);
+    expect(first!.start - sent).toBeLessThan(2000); // the request itself, within the trigger's polling
+    // the re-check, sent when the first drain ended (after its 1 s idle grace), visible 2 s after that
+    expect(second!.start - first!.end).toBeGreaterThanOrEqual(2000 - 100);
+    expect(second!.start - first!.end).toBeLessThan(4000);
+  }, 45_000);
 });

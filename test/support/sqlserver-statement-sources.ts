@@ -24,6 +24,8 @@ import { sqlServerMigrationStatements } from '../../shared/stores/sqlserver/migr
 import { schemaNames, subscriptionsTableName } from '../../shared/stores/schema-names';
 import { scriptBatches } from './tsql-grammar';
 import { flowStatements } from '../../shared/stores/sqlserver/flow-statements';
+import { announceCredential, announceProcedure, dropAnnounceProcedure } from '../../shared/stores/sqlserver/announce';
+import { PROBE_SQL } from '../../probes/sqlserver';
 
 /** One batch the app sends (or prints for an operator to run). */
 export interface StatementText {
@@ -115,6 +117,56 @@ export const SQLSERVER_STATEMENT_SOURCES: readonly StatementSource[] = [
     name: 'migration',
     texts: (n) => [{ name: 'migration.channelAckSequence', variant: n.variant, text: channelAckSequenceMigration(n.channel) }],
   },
+  // the opt-in announce of T-SQL publishes (`npm run schema -- announce`): the procedure, its credential, its removal
+  {
+    name: 'announce',
+    texts: (n) => {
+      const target = { queueUrl: 'https://appstorage.queue.core.windows.net/drain-requests' };
+      return [
+        { name: 'announce.procedure', variant: n.variant, text: announceProcedure(n.transport, target) },
+        { name: 'announce.credential', variant: n.variant, text: announceCredential(target, 'Ar1!example-password') },
+        { name: 'announce.drop', variant: n.variant, text: dropAnnounceProcedure(n.transport) },
+      ];
+    },
+  },
+  // `npm run probe:sqlserver`: what the T-SQL review's probes send besides the product's statements
+  {
+    name: 'probes',
+    texts: (n) => {
+      const t = `[${n.schema}].[${n.table}]`;
+      const publish = `[${n.schema}].[${n.table}_publish]`;
+      const copy = `[${n.schema}].[probe_m3]`;
+      const texts: Record<string, string> = {
+        locksHeld: PROBE_SQL.locksHeld(),
+        logicalReads: PROBE_SQL.logicalReads(),
+        insertDelayed: PROBE_SQL.insertDelayed(t),
+        escalationAttempts: PROBE_SQL.escalationAttempts(t),
+        clockTicks: PROBE_SQL.clockTicks(),
+        twoKeyedPublishes: PROBE_SQL.twoKeyedPublishes(publish),
+        statisticsXmlOn: PROBE_SQL.statisticsXml(true),
+        statisticsXmlOff: PROBE_SQL.statisticsXml(false),
+        leasedKeyed: PROBE_SQL.leasedKeyed(t),
+        liveLeases: PROBE_SQL.liveLeases(t),
+        optimizedLocking: PROBE_SQL.optimizedLocking(),
+        insertReady: PROBE_SQL.insertReady(t),
+        keyedPublish: PROBE_SQL.keyedPublish(publish),
+        engineEdition: PROBE_SQL.engineEdition(),
+        m3Copy: PROBE_SQL.m3Copy(copy),
+        tableBytes: PROBE_SQL.tableBytes(copy),
+        addNotNullColumn: PROBE_SQL.addNotNullColumn(copy),
+        logBytes: PROBE_SQL.logBytes(),
+        dropSchema: PROBE_SQL.dropSchema(n.schema),
+        databaseName: PROBE_SQL.databaseName(),
+        rcsi: PROBE_SQL.rcsi(),
+        createDatabase: PROBE_SQL.createDatabase('asyncresponse_probe_0a1b2c_rcsi_on'),
+        setRcsi: PROBE_SQL.setRcsi('asyncresponse_probe_0a1b2c_rcsi_on', true),
+        singleUser: PROBE_SQL.singleUser('asyncresponse_probe_0a1b2c_rcsi_on'),
+        dropDatabase: PROBE_SQL.dropDatabase('asyncresponse_probe_0a1b2c_rcsi_on'),
+        version: PROBE_SQL.version(),
+      };
+      return Object.entries(texts).map(([name, text]) => ({ name: `probes.${name}`, variant: n.variant, text }));
+    },
+  },
   // the numbered schema migrations and their runner's statements (`npm run schema -- apply`, auto-create)
   {
     name: 'migrations',
@@ -147,6 +199,7 @@ export const SQLSERVER_MODULE_COVERAGE: Readonly<Record<string, string>> = {
   'server-version.ts': 'server-version',
   'migrations.ts': 'migrations, schema-print',
   'outbox.ts': 'migrations (version 3 creates the procedures)',
+  'announce.ts': 'announce',
   'catalog-common.ts': 'none: an ALTER DATABASE hint inside an error message, never sent',
   'verify.ts': 'none: CREATE INDEX hints inside warnings, never sent',
   'channel-verify.ts': 'none: ALTER hints inside error messages, never sent',

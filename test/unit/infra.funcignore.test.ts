@@ -82,6 +82,8 @@ describe('.funcignore', () => {
       'azure.yaml',
       'dist/local/main.js',
       'dist/bench/run.js',
+      'dist/probes/sqlserver.js',
+      'probes/sqlserver.ts',
       'scripts/bundle-telemetry.mjs',
       'node_modules/@esbuild/linux-x64/package.json',
     ]) {

@@ -7,10 +7,14 @@ import { transportNames } from '../../shared/sql/identifiers';
 import { claimLimited } from '../../shared/stores/sqlserver/limit-statements';
 import { transportStatements } from '../../shared/stores/sqlserver/statements';
 import { jobControlStatements } from '../../shared/stores/sqlserver/job-control-statements';
+import { announceProcedure } from '../../shared/stores/sqlserver/announce';
 import {
   decodeJsonString,
   rewriteConvertStyle127,
+  rewriteCreateOrAlter,
   rewriteCteUpdates,
+  rewriteCurrentTransactionId,
+  rewriteExecuteAsOwner,
   rewriteNextValueForOver,
   rewriteNocountScope,
   rewriteOpenJsonStrings,
@@ -97,5 +101,18 @@ describe('TDS engine shims', () => {
     expect(rewriteNocountScope(claimLimited(names).text).endsWith('\nSET NOCOUNT OFF;')).toBe(true);
     expect(rewriteNocountScope(s.claimBatch.text)).toBe(s.claimBatch.text);
     expect(rewriteNocountScope('CREATE OR ALTER PROCEDURE p AS BEGIN SET NOCOUNT ON; END')).toBe('CREATE OR ALTER PROCEDURE p AS BEGIN SET NOCOUNT ON; END');
+  });
+
+  it("executeAsOwner, createOrAlter, currentTransactionId: the announce procedure loses only its EXECUTE AS clause, the OR ALTER and the function", () => {
+    const text = announceProcedure(names, { queueUrl: 'https://acct.queue.core.windows.net/drain-requests' });
+    const rewritten = rewriteCurrentTransactionId(rewriteCreateOrAlter(rewriteExecuteAsOwner(text)));
+    expect(rewritten).toBe(
+      text
+        .replace('WITH EXECUTE AS OWNER\n', '')
+        .replace('CREATE OR ALTER PROCEDURE ', 'CREATE PROCEDURE ')
+        .replace('CURRENT_TRANSACTION_ID()', "SESSION_CONTEXT(N'shim.transaction')"),
+    );
+    expect(rewritten).not.toMatch(/EXECUTE AS|OR ALTER|CURRENT_TRANSACTION_ID/);
+    expect(rewriteCreateOrAlter('SELECT 1;')).toBe('SELECT 1;');
   });
 });
