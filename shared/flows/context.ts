@@ -12,7 +12,7 @@ import { flowIdProblem } from './flow-id';
 import type { FlowPublisher, FlowPublishInput } from './jobs';
 import type { FlowMetrics, FlowStepKind } from './metrics';
 import type { FlowOptions } from './options';
-import type { FlowResponse, FlowResponseChannel } from './responses';
+import type { FlowHandoff, FlowResponse, FlowResponseChannel } from './responses';
 import { effectiveTtlMs } from './retention';
 import type { FlowState, FlowStepState } from './state';
 import type { FlowStateStore } from './store';
@@ -91,6 +91,7 @@ export class FlowRun implements FlowContext {
   private readonly inflight = new Set<Promise<unknown>>();
   private readonly running = new Set<string>();
   private saving: Promise<unknown> = Promise.resolve();
+  private readonly deferred: Array<(s: FlowState) => void> = [];
   private pendingMessage: string | undefined;
   private lastProgressWrite = -Infinity;
   private progressTimer: AbortController | undefined;
@@ -154,7 +155,15 @@ export class FlowRun implements FlowContext {
       else {
         wakeAt = due();
         if (!Number.isFinite(wakeAt)) throw new FlowFailedError(`sleep '${name}': the wake instant is not a valid time`);
-        if (wakeAt <= this.now()) return this.complete(name, { resultJson: 'null', startedAt: iso(this.now()) }, 'sleep', t0);
+        if (wakeAt <= this.now()) {
+          // already due: nothing to wait for and no side effect, so the next checkpoint records it
+          const at = iso(this.now());
+          this.defer((s) => {
+            if (!s.steps[name]?.completed) s.steps[name] = { ...s.steps[name], resultJson: 'null', startedAt: at, completed: true, completedAt: at };
+          });
+          this.deps.metrics.stepCompleted(this.flowName, 'sleep', this.deps.clock.now() - t0);
+          return;
+        }
         const message = `Sleeping until ${iso(wakeAt)}`;
         // wakeAt is persisted before any wake-up can exist; the TTL the save stamps covers the sleep
         await this.save((s) => {
@@ -203,23 +212,101 @@ export class FlowRun implements FlowContext {
       if (!(Number.isFinite(timeoutMs) && timeoutMs > 0)) throw new FlowFailedError(`awaitResponse '${name}': timeoutMs must be a positive number of milliseconds`);
       const correlationId = randomUUID();
       const deadline = this.now() + timeoutMs;
-      // The registration first, then the breadcrumb, then the send: a breadcrumb implies someone is listening.
-      await this.deps.responses.watch(correlationId, { flowId: this.flowId, stepName: name }, this.registrationTtl(deadline));
+      const window = Math.min(this.deps.options.awaitInProcessMs, deadline - this.now());
+      const listen = window > 0 && !this.signal.aborted ? this.deps.responses.listen : undefined;
+      // The listener first (in process, or the registration when the run cannot wait here), then the breadcrumb,
+      // then the send: a breadcrumb implies someone is listening. A crash while waiting in process leaves the
+      // breadcrumb without a registration: the replay re-attaches, registers, and routes what arrived meanwhile.
+      if (!listen) await this.deps.responses.watch(correlationId, { flowId: this.flowId, stepName: name }, this.registrationTtl(deadline));
       await this.save((s) => {
         s.steps[name] = { startedAt: iso(this.now()), pendingCorrelationId: correlationId, awaitDeadline: iso(deadline), message: 'waiting for its response' };
       });
+      const waiting = listen ? this.waitInProcess<T>(name, correlationId, until, window, t0, listen) : null;
       try {
         await trigger(correlationId);
       } catch (err) {
+        waiting?.cancel();
         // Known not sent: the next execution starts the step afresh instead of waiting out the window.
         await this.save((s) => {
           s.steps[name] = { ...s.steps[name], faulted: true, message: `trigger failed: ${(err as Error)?.message ?? String(err)}` };
         }).catch(() => undefined);
         throw err;
       }
+      if (waiting) {
+        const answered = await waiting.result;
+        if (answered) return answered.value;
+        // the window passed: register, then route what reached neither this listener nor a registration, and park
+        await this.deps.responses.watch(correlationId, { flowId: this.flowId, stepName: name }, this.registrationTtl(deadline));
+        await this.deps.responses.routeStored?.(correlationId);
+      }
       this.waits.awaits.add(name);
       throw this.park(deadline);
     });
+  }
+
+  /**
+   * A quick answer continues in process: while this execution holds the lease, a response published for the
+   * correlation id in this process is offered here first (the channel's in-process handoff); an accepted one is
+   * checkpointed into the step (one statement, before the publisher is told it was taken) and the body goes on
+   * without parking, a wake-up or a reload. Resolves null when the window passes (or the lease or job ends).
+   */
+  private waitInProcess<T>(
+    name: string,
+    correlationId: string,
+    until: (r: FlowResponse<T>) => boolean | Promise<boolean>,
+    windowMs: number,
+    t0: number,
+    listen: NonNullable<FlowResponseChannel['listen']>,
+  ): { result: Promise<{ value: T } | null>; cancel: () => void } {
+    let done = false;
+    let chain: Promise<unknown> = Promise.resolve();
+    let settle!: (r: { value: T } | null | Error) => void;
+    const result = new Promise<{ value: T } | null>((resolve, reject) => {
+      settle = (r) => (r instanceof Error ? reject(r) : resolve(r));
+    });
+    const stopTimer = new AbortController();
+    const finish = (r: { value: T } | null | Error) => {
+      if (done) return;
+      done = true;
+      unlisten();
+      stopTimer.abort();
+      this.signal.removeEventListener('abort', onAbort);
+      settle(r);
+    };
+    const handle = async (r: FlowHandoff): Promise<boolean> => {
+      if (done) return false;
+      const response: FlowResponse<T> = { id: r.id, payload: JSON.parse(r.payloadJson) as T, final: r.final, ...(r.error !== undefined ? { error: r.error } : {}) };
+      let accepted: boolean;
+      try {
+        accepted = await until(response);
+      } catch (err) {
+        finish(err as Error); // the publisher stores it; the replay hands it to `until` again
+        return false;
+      }
+      if (!accepted) return true; // a progress response, taken live
+      try {
+        if (r.error !== undefined) await this.complete(name, { error: { name: 'AwaitedResponseError', message: r.error } }, 'await', t0);
+        else await this.complete(name, { resultJson: r.payloadJson }, 'await', t0);
+      } catch (err) {
+        finish(err as Error); // not checkpointed: the publisher stores it as usual
+        return false;
+      }
+      finish(r.error !== undefined ? new AwaitedResponseError(name, r.error) : { value: response.payload });
+      return true;
+    };
+    const unlisten = listen(correlationId, (r) => {
+      const next = chain.then(() => handle(r));
+      chain = next.catch(() => undefined);
+      return next;
+    });
+    const timeUp = () => {
+      chain = chain.then(() => finish(null));
+    };
+    const onAbort = () => timeUp();
+    if (this.signal.aborted) timeUp();
+    else this.signal.addEventListener('abort', onAbort, { once: true });
+    this.deps.clock.sleep(windowMs, stopTimer.signal).then(timeUp, () => undefined);
+    return { result, cancel: () => finish(null) };
   }
 
   child<T = unknown>(name: string, flowName: string, input: unknown, options: { id?: string } = {}): Promise<T> {
@@ -310,25 +397,44 @@ export class FlowRun implements FlowContext {
    * (recovery, a child's end, an operator) reloads and re-applies the change; a run no longer Running interrupts
    * the execution; a lease taken by another execution fails it (FlowLeaseLostError, retried by the queue).
    */
-  save(change: (s: FlowState) => void): Promise<void> {
-    const run = this.saving.then(() => this.saveNow(change));
+  save(change: (s: FlowState) => void, lease: { release?: boolean } = {}): Promise<void> {
+    const run = this.saving.then(() => this.saveNow(change, lease.release === true));
     this.saving = run.catch(() => undefined);
     return run;
   }
 
-  private async saveNow(change: (s: FlowState) => void): Promise<void> {
+  /**
+   * A change with no side effect behind it (a sleep that was already due): applied to the state at once, written
+   * by the next checkpoint (a crash before it only repeats the no-op).
+   */
+  private defer(change: (s: FlowState) => void): void {
+    change(this.state);
+    this.deferred.push(change);
+  }
+
+  /**
+   * One statement: the change (with this execution's attempt and any deferred change folded in), the lease
+   * extended, or released when this is the execution's last write.
+   */
+  private async saveNow(change: (s: FlowState) => void, release: boolean): Promise<void> {
     for (let attempt = 0; attempt < 5; attempt++) {
       if (this.signal.aborted) throw new FlowLeaseLostError(this.flowId, 'this execution lost its lease');
       const base = this.state;
       const next = structuredClone(base);
+      const deferred = this.deferred.length;
+      for (const d of this.deferred) d(next);
       change(next);
+      // an execution is counted by its first checkpoint (no write of its own at the start)
+      next.attempts = Math.max(next.attempts, this.attempt);
       const message = this.pendingMessage;
       if (message !== undefined) next.lastMessage = message;
       const now = this.now();
       next.revision = base.revision + 1;
       next.updatedAt = iso(now);
-      if (await this.deps.store.tryUpdate(next, base.revision, effectiveTtlMs(next, now, this.deps.options.stateExpiryMs), this.leaseId)) {
+      const ttl = effectiveTtlMs(next, now, this.deps.options.stateExpiryMs);
+      if (await this.deps.store.tryUpdate(next, base.revision, ttl, this.leaseId, release ? { release: true } : { extendMs: this.deps.options.leaseDurationMs })) {
         this.state = next;
+        this.deferred.splice(0, deferred);
         if (message !== undefined && this.pendingMessage === message) {
           this.pendingMessage = undefined;
           this.lastProgressWrite = this.deps.clock.now();

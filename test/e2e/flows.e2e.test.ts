@@ -89,7 +89,8 @@ describe('durable flows over HTTP (default timer schedules)', () => {
     const correlationId = waiting.steps.find((s) => s.name === 'approve')!.correlationId!;
     const reserveDone = waiting.steps.find((s) => s.name === 'reserve')!.completedAt;
     const rt = await getRuntime();
-    expect(await rt.stores.flows.observeLease('lamp-1')).toBe('unheld');
+    // nobody answers within the in-process window (3 s): the run parks and releases its lease
+    await eventually(async () => ((await rt.stores.flows.observeLease('lamp-1')) === 'unheld' ? true : undefined), 'the run to park', 10_000, 100);
     const t0 = Date.now();
     const post = await app.api('responses', postJson({ correlationId, payload: { approved: true, by: 'a human' } }));
     expect(post.status).toBe(202);

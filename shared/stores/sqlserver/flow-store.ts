@@ -4,7 +4,7 @@
 
 import type * as sql from 'mssql';
 import { parseFlowState, type FlowState, type FlowStatus } from '../../flows/state';
-import type { FlowLease, FlowListQuery, FlowStateStore, FlowSummary } from '../../flows/store';
+import type { FlowAcquired, FlowCheckpointLease, FlowLease, FlowListQuery, FlowStateStore, FlowSummary } from '../../flows/store';
 import {
   checkCreateRevision,
   checkFlowId,
@@ -132,7 +132,26 @@ export class SqlServerFlowStore extends SqlServerStoreBase implements FlowStateS
     return row ? parseFlowState(flowId, String(row.state_json), Number(row.revision)) : null;
   }
 
-  async tryUpdate(state: FlowState, expectedRevision: number, ttlMs: number, leaseId?: string): Promise<boolean> {
+  /**
+   * Composed of the existing statements on SQL Server for now (create-if-absent, take the lease, load, the clock):
+   * the PostgreSQL store does it in one.
+   */
+  async acquire(flowId: string, leaseId: string, durationMs: number, create?: { state: FlowState; ttlMs: number }): Promise<FlowAcquired | null> {
+    if (create) await this.tryCreate(create.state, create.ttlMs);
+    if (!(await this.tryAcquireLease(flowId, leaseId, durationMs))) return null;
+    const state = await this.load(flowId);
+    if (!state) return null;
+    return { state, now: await this.now() };
+  }
+
+  async tryUpdate(state: FlowState, expectedRevision: number, ttlMs: number, leaseId?: string, lease?: FlowCheckpointLease): Promise<boolean> {
+    const ok = await this.update(state, expectedRevision, ttlMs, leaseId);
+    if (ok && leaseId !== undefined && lease?.release) await this.releaseLease(state.flowId, leaseId);
+    else if (ok && leaseId !== undefined && lease?.extendMs !== undefined) await this.tryRenewLease(state.flowId, leaseId, lease.extendMs);
+    return ok;
+  }
+
+  private async update(state: FlowState, expectedRevision: number, ttlMs: number, leaseId?: string): Promise<boolean> {
     checkUpdateRevision(state, expectedRevision);
     if (leaseId !== undefined) checkLeaseId(leaseId);
     const v = flowRowValues(state, undefined);
