@@ -1,14 +1,19 @@
 // Durable flows: runs per second through the shipped example-approval with an immediate approver (a code handler
-// on `approvals`), and the cost per step in store round trips (each store call is one statement or one short
-// transaction). Run: npm run build && PG_URL=… node dist/bench/flows.js (BENCH_FLOWS, default 500; PGlite without
-// PG_URL). Each run uses its own schema and drops it.
+// on `approvals`), start→end latency, and the cost per run and per step in statements counted at the wire (every
+// query a connection sends, transactions' BEGIN/COMMIT included; the bench's own progress reads excluded) and in
+// store calls. Run: npm run build && PG_URL=… node dist/bench/flows.js (BENCH_FLOWS, default 500; PGlite without
+// PG_URL). Each run uses its own schema and drops it. BENCH_FLOWS_BASE=<another build's dist> runs that build's
+// flows bench first, in the same invocation, on the same database, and prints the ratio of runs/s.
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import path from 'node:path';
 import { Pool } from 'pg';
 import { appFlows } from '../flows';
 import { createEngine, silentLogger } from '../shared';
 import { openStores, type Stores } from '../shared/stores/open';
 import { DEFAULT_CHANNEL } from '../shared/engine/options';
 import { DEFAULT_POOL } from '../shared/engine/options';
+import { countWire } from './wire-count';
 
 const FLOWS = Number(process.env.BENCH_FLOWS ?? 500);
 const url = process.env.PG_URL ?? process.env.DATABASE_URL;
@@ -34,11 +39,15 @@ function counting<T extends object>(name: string, target: T, counts: Map<string,
   });
 }
 
-export async function benchFlows(): Promise<void> {
+/** The bench's own progress read (not the flows' cost). */
+const isBenchRead = (sql: string) => /GROUP BY status/.test(sql);
+
+export async function benchFlows(): Promise<{ runsPerSecond: number }> {
+  const wire = countWire(isBenchRead);
   const schema = url ? `bench_flows_${randomBytes(4).toString('hex')}` : 'public';
   const store = url ? ({ kind: 'postgres', url } as const) : ({ kind: 'pglite', dataDir: 'memory://' } as const);
   const opened = await openStores(
-    { store, schema, transportTable: 'asyncresponse_transport_messages', autoCreateSchema: true, pool: { ...DEFAULT_POOL, max: 16 }, azureClientId: undefined, channel: DEFAULT_CHANNEL },
+    { store, schema, transportTable: 'asyncresponse_transport_messages', autoCreateSchema: true, pool: { ...DEFAULT_POOL, max: Number(process.env.BENCH_POOL ?? 16) }, azureClientId: undefined, channel: DEFAULT_CHANNEL },
     silentLogger,
   );
   const counts = new Map<string, number>();
@@ -52,7 +61,7 @@ export async function benchFlows(): Promise<void> {
     store: { stores, ...(url ? { notifyUrl: url } : {}) },
     schema,
     logger: silentLogger,
-    defaults: { concurrency: 32, batchSize: 32 },
+    defaults: { concurrency: Number(process.env.BENCH_CONC ?? 32), batchSize: 32 },
     queues: { approvals: { handler: async () => ({ approved: true }) } },
     flows: { registry: appFlows },
   });
@@ -64,6 +73,7 @@ export async function benchFlows(): Promise<void> {
     await engine.flows!.waitForEnd('warm-up', 30_000);
     counts.clear();
     times.clear();
+    wire.reset();
     const t0 = Date.now();
     const ids = Array.from({ length: FLOWS }, (_, i) => `run-${i}`);
     for (let i = 0; i < ids.length; i += 50) await Promise.all(ids.slice(i, i + 50).map((id) => engine.flows!.start('example-approval', { item: id }, { id })));
@@ -75,6 +85,9 @@ export async function benchFlows(): Promise<void> {
       await new Promise((r) => setTimeout(r, 50));
     }
     const seconds = (Date.now() - t0) / 1000;
+    const statements = wire.total();
+    const byStatement = new Map(wire.byStatement);
+    wire.stop();
     const latencies: number[] = [];
     for (const id of ids) {
       const s = await opened.flows.load(id);
@@ -85,8 +98,11 @@ export async function benchFlows(): Promise<void> {
     const total = [...counts.values()].reduce((a, b) => a + b, 0);
     const steps = 3; // reserve, approve, cool-off (0 s)
     console.log(`flows (${url ? 'postgres' : 'pglite'}): ${FLOWS} example-approval runs in ${seconds.toFixed(2)} s = ${(FLOWS / seconds).toFixed(0)} runs/s; start→end p50 ${latencies[Math.floor(latencies.length / 2)]} ms, p99 ${latencies[Math.floor(latencies.length * 0.99)]} ms`);
+    console.log(`statements at the wire: ${(statements / FLOWS).toFixed(1)} per run = ${(statements / FLOWS / steps).toFixed(1)} per step (every query sent, BEGIN/COMMIT included; drain-loop claims included)`);
+    for (const [k, v] of [...byStatement.entries()].sort((a, b) => b[1] - a[1]).slice(0, 25)) console.log(`  ${(v / FLOWS).toFixed(2).padStart(6)}  ${k}`);
     console.log(`store calls: ${(total / FLOWS).toFixed(1)} per run = ${(total / FLOWS / steps).toFixed(1)} per step (transport, channel and flow store; each call one statement or one short transaction; drain-loop claims included)`);
     for (const [k, v] of [...counts.entries()].sort((a, b) => b[1] - a[1])) console.log(`  ${k.padEnd(34)} ${(v / FLOWS).toFixed(2)} per run, ${((times.get(k) ?? 0) / v).toFixed(1)} ms each`);
+    return { runsPerSecond: FLOWS / seconds };
   } finally {
     stop.abort();
     await running;
@@ -99,8 +115,24 @@ export async function benchFlows(): Promise<void> {
   }
 }
 
+/** Runs another build's flows bench (the previous code) as a child process and reads its runs/s. */
+function benchBase(dist: string): number {
+  const out = execFileSync(process.execPath, [path.join(dist, 'bench', 'flows.js')], { env: process.env, encoding: 'utf8', maxBuffer: 16 << 20 });
+  process.stdout.write(out.replace(/^/gm, '  base | '));
+  const m = /= (\d+(?:\.\d+)?) runs\/s/.exec(out);
+  if (!m) throw new Error('the base bench printed no runs/s');
+  return Number(m[1]);
+}
+
+async function main(): Promise<void> {
+  const base = process.env.BENCH_FLOWS_BASE;
+  const before = base ? benchBase(base) : undefined;
+  const { runsPerSecond } = await benchFlows();
+  if (before !== undefined) console.log(`runs/s: ${runsPerSecond.toFixed(0)} now vs ${before.toFixed(0)} base (${base}) = ${(runsPerSecond / before).toFixed(1)}×, same machine, one invocation`);
+}
+
 if (require.main === module) {
-  benchFlows().catch((err: unknown) => {
+  main().catch((err: unknown) => {
     console.error(err);
     process.exit(1);
   });

@@ -80,6 +80,8 @@ export interface FlowWaits {
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
+/** A response taken in process is recorded by the run's next checkpoint, or on its own after this long. */
+const FOLD_MS = 20;
 /** Kept beyond an awaited step's deadline, so a response just at the deadline still finds its registration. */
 const REGISTRATION_MARGIN_MS = 60_000;
 
@@ -92,6 +94,11 @@ export class FlowRun implements FlowContext {
   private readonly running = new Set<string>();
   private saving: Promise<unknown> = Promise.resolve();
   private readonly deferred: Array<(s: FlowState) => void> = [];
+  /** Waiting for the commit of deferred changes, oldest first (each waits for the write that includes its change). */
+  private readonly durable: Array<{ resolve: () => void; reject: (e: unknown) => void }> = [];
+  private durableSeq = 0;
+  /** The newest durable change a started write includes. */
+  private coveredSeq = 0;
   private pendingMessage: string | undefined;
   private lastProgressWrite = -Infinity;
   private progressTimer: AbortController | undefined;
@@ -284,14 +291,18 @@ export class FlowRun implements FlowContext {
         return false;
       }
       if (!accepted) return true; // a progress response, taken live
+      // The step's completion rides on the run's next checkpoint (the body goes on at once; when it writes next, or
+      // within FOLD_MS, that one statement records both); the publisher is answered only once it committed, and
+      // told to store the response itself if it did not.
+      const outcome = r.error !== undefined ? { error: { name: 'AwaitedResponseError', message: r.error } } : { resultJson: r.payloadJson };
+      const committed = this.deferDurable((s) => this.completeStep(s, name, outcome));
+      finish(r.error !== undefined ? new AwaitedResponseError(name, r.error) : { value: response.payload });
       try {
-        if (r.error !== undefined) await this.complete(name, { error: { name: 'AwaitedResponseError', message: r.error } }, 'await', t0);
-        else await this.complete(name, { resultJson: r.payloadJson }, 'await', t0);
-      } catch (err) {
-        finish(err as Error); // not checkpointed: the publisher stores it as usual
+        await committed;
+      } catch {
         return false;
       }
-      finish(r.error !== undefined ? new AwaitedResponseError(name, r.error) : { value: response.payload });
+      this.deps.metrics.stepCompleted(this.flowName, 'await', this.deps.clock.now() - t0);
       return true;
     };
     const unlisten = listen(correlationId, (r) => {
@@ -398,7 +409,12 @@ export class FlowRun implements FlowContext {
    * the execution; a lease taken by another execution fails it (FlowLeaseLostError, retried by the queue).
    */
   save(change: (s: FlowState) => void, lease: { release?: boolean } = {}): Promise<void> {
-    const run = this.saving.then(() => this.saveNow(change, lease.release === true));
+    const run = this.saving.then(() =>
+      this.saveNow(change, lease.release === true).catch((err: unknown) => {
+        this.abandon(err as Error); // deferred changes waited for may not be written: their waiters hear so
+        throw err;
+      }),
+    );
     this.saving = run.catch(() => undefined);
     return run;
   }
@@ -422,6 +438,8 @@ export class FlowRun implements FlowContext {
       const base = this.state;
       const next = structuredClone(base);
       const deferred = this.deferred.length;
+      const durable = this.durable.length;
+      this.coveredSeq = this.durableSeq;
       for (const d of this.deferred) d(next);
       change(next);
       // an execution is counted by its first checkpoint (no write of its own at the start)
@@ -435,6 +453,7 @@ export class FlowRun implements FlowContext {
       if (await this.deps.store.tryUpdate(next, base.revision, ttl, this.leaseId, release ? { release: true } : { extendMs: this.deps.options.leaseDurationMs })) {
         this.state = next;
         this.deferred.splice(0, deferred);
+        for (const w of this.durable.splice(0, durable)) w.resolve();
         if (message !== undefined && this.pendingMessage === message) {
           this.pendingMessage = undefined;
           this.lastProgressWrite = this.deps.clock.now();
@@ -485,6 +504,38 @@ export class FlowRun implements FlowContext {
     if (!s?.completed) return null;
     if (s.error) throw stepError(name, s);
     return { value: JSON.parse(s.resultJson ?? 'null') as T };
+  }
+
+  private completeStep(s: FlowState, name: string, done: Pick<FlowStepState, 'resultJson' | 'error' | 'startedAt'>): void {
+    if (s.steps[name]?.completed) return;
+    const { pendingCorrelationId: _p, received: _r, faulted: _f, message: _m, ...kept } = s.steps[name] ?? {};
+    s.steps[name] = { ...kept, ...done, completed: true, completedAt: iso(this.now()) };
+  }
+
+  /** A deferred change whose commit someone waits for: written by the next checkpoint, or on its own after FOLD_MS. */
+  private deferDurable(change: (s: FlowState) => void): Promise<void> {
+    this.defer(change);
+    const committed = new Promise<void>((resolve, reject) => this.durable.push({ resolve, reject }));
+    const seq = ++this.durableSeq;
+    this.deps.clock.sleep(FOLD_MS).then(
+      () => {
+        // a write that includes it has started (or ended) since: nothing to do
+        if (this.coveredSeq < seq && !this.interrupt) this.save(() => undefined).catch(() => undefined);
+      },
+      () => undefined,
+    );
+    return committed;
+  }
+
+  /** Writes the deferred changes someone waits for (before a park releases the lease). */
+  async flush(): Promise<void> {
+    await this.saving;
+    if (this.durable.length > 0) await this.save(() => undefined);
+  }
+
+  /** The execution ends without writing: whoever waits for a deferred change's commit hears it did not happen. */
+  abandon(reason: Error): void {
+    for (const w of this.durable.splice(0)) w.reject(reason);
   }
 
   private async complete(name: string, done: Pick<FlowStepState, 'resultJson' | 'error' | 'startedAt'>, kind: FlowStepKind, t0: number): Promise<void> {

@@ -50,6 +50,7 @@ export class FlowExecutor {
     const unlink = jobSignal ? linkAbort(jobSignal, lost) : () => undefined;
     const renewal = this.renew(flowId, leaseId, stopRenewal.signal, lost, log);
     let released = false;
+    let runRef: FlowRun | undefined;
     const stopRenewing = async () => {
       stopRenewal.abort();
       await renewal;
@@ -72,6 +73,7 @@ export class FlowExecutor {
       if (!flow) throw new Error(`flow run '${flowId}' needs the flow '${state.flowName}', which this deployment does not register`);
       const offset = got.now.getTime() - clock.now();
       const run = new FlowRun(state, this.deps, leaseId, offset, lost.signal, log);
+      runRef = run;
       let outcome: { ok: true; value: unknown } | { ok: false; err: unknown };
       try {
         outcome = { ok: true, value: await flow(run, JSON.parse(state.inputJson)) };
@@ -80,7 +82,10 @@ export class FlowExecutor {
       }
       await run.settle();
       if (run.interrupt) {
-        if (run.interrupt.reason === 'parked') await this.park(run, release, log);
+        if (run.interrupt.reason === 'parked') {
+          await run.flush().catch((e: unknown) => log.warn(`flow run '${flowId}': writing a response taken in process failed; its publisher stored it`, e));
+          await this.park(run, release, log);
+        }
         return;
       }
       if (!outcome.ok && !(outcome.err instanceof FlowFailedError)) {
@@ -125,6 +130,7 @@ export class FlowExecutor {
       throw err;
     } finally {
       unlink();
+      runRef?.abandon(new Error('the execution ended without writing'));
       if (!released) await release().catch((e: unknown) => log.warn(`releasing the lease of flow run '${flowId}' failed; it lapses on its own`, e));
     }
   }
