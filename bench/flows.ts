@@ -63,7 +63,7 @@ export async function benchFlows(): Promise<{ runsPerSecond: number }> {
     logger: silentLogger,
     defaults: { concurrency: Number(process.env.BENCH_CONC ?? 32), batchSize: 32 },
     queues: { approvals: { handler: async () => ({ approved: true }) } },
-    flows: { registry: appFlows },
+    flows: { registry: appFlows, ...(process.env.BENCH_FLOWS_CONC ? { policy: { concurrency: Number(process.env.BENCH_FLOWS_CONC) } } : {}) },
   });
   const stop = new AbortController();
   const running = engine.run([...engine.queues, 'flows', 'callbacks'], { signal: stop.signal });
@@ -118,7 +118,7 @@ export async function benchFlows(): Promise<{ runsPerSecond: number }> {
 /** Runs another build's flows bench (the previous code) as a child process and reads its runs/s. */
 function benchBase(dist: string): number {
   const out = execFileSync(process.execPath, [path.join(dist, 'bench', 'flows.js')], { env: process.env, encoding: 'utf8', maxBuffer: 16 << 20 });
-  process.stdout.write(out.replace(/^/gm, '  base | '));
+  process.stdout.write(`${out.trimEnd().replace(/^/gm, '  base | ')}\n`);
   const m = /= (\d+(?:\.\d+)?) runs\/s/.exec(out);
   if (!m) throw new Error('the base bench printed no runs/s');
   return Number(m[1]);

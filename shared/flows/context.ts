@@ -24,6 +24,23 @@ export interface AwaitOptions<T = unknown> {
   timeoutMs?: number;
 }
 
+/** A step's retry policy: in process, within one execution. */
+export interface StepOptions {
+  /** Attempts of fn in all, the first included (default 1: no retry in process). */
+  maxAttempts?: number;
+  /**
+   * The wait before retry n (1 = the first retry): milliseconds, a function of n, or exponential growth
+   * (`{ initialMs, factor = 2, maxMs = 60 000 }`). Default `{ initialMs: 100 }`.
+   */
+  backoff?: number | ((retry: number) => number) | { initialMs: number; factor?: number; maxMs?: number };
+}
+
+export function stepRetryDelayMs(backoff: StepOptions['backoff'], retry: number): number {
+  if (backoff === undefined) return stepRetryDelayMs({ initialMs: 100 }, retry);
+  const ms = typeof backoff === 'number' ? backoff : typeof backoff === 'function' ? backoff(retry) : Math.min(backoff.maxMs ?? 60_000, backoff.initialMs * (backoff.factor ?? 2) ** (retry - 1));
+  return Number.isFinite(ms) && ms > 0 ? ms : 0;
+}
+
 export interface FlowContext {
   /** The run id: an idempotency key for side effects. */
   readonly flowId: string;
@@ -34,7 +51,13 @@ export interface FlowContext {
   readonly signal: AbortSignal;
   readonly log: Logger;
   /** Runs fn once per run; its JSON result is checkpointed and returned again on every later execution. */
-  step<T>(name: string, fn: () => T | Promise<T>): Promise<T>;
+  /**
+   * Runs fn once per run; its JSON result is checkpointed and returned again on every later execution. With
+   * `maxAttempts` (> 1), a throw is retried in process after `backoff`; when the attempts are spent the step is
+   * recorded as failed and throws FlowFailedError (the run fails unless the body catches it). Without it, a throw
+   * fails the execution and the queue retries the run, as before. A FlowFailedError from fn is never retried.
+   */
+  step<T>(name: string, fn: () => T | Promise<T>, options?: StepOptions): Promise<T>;
   /**
    * Triggers remote work with a fresh correlation id (publish a job, call a service) and waits durably for the
    * correlated response on the response channel. The id is persisted before `trigger` runs, so a crash on either
@@ -132,13 +155,31 @@ export class FlowRun implements FlowContext {
 
   // ---- steps ----
 
-  step<T>(name: string, fn: () => T | Promise<T>): Promise<T> {
+  step<T>(name: string, fn: () => T | Promise<T>, options: StepOptions = {}): Promise<T> {
+    const maxAttempts = options.maxAttempts ?? 1;
+    if (!(Number.isInteger(maxAttempts) && maxAttempts >= 1)) return Promise.reject(new Error(`step '${name}': maxAttempts must be a whole number >= 1`));
     return this.op(name, async () => {
       const memo = this.memo<T>(name);
       if (memo) return memo.value;
       const t0 = this.deps.clock.now();
       const startedAt = iso(this.now());
-      const json = toJson(await fn());
+      let value: T;
+      for (let attempt = 1; ; attempt++) {
+        try {
+          value = await fn();
+          break;
+        } catch (err) {
+          if (maxAttempts === 1 || err instanceof FlowFailedError || err instanceof FlowInterrupt || this.signal.aborted) throw err;
+          if (attempt >= maxAttempts) {
+            const message = `failed after ${attempt} attempts: ${(err as Error)?.message ?? String(err)}`;
+            await this.complete(name, { error: { name: 'FlowFailedError', message: `step '${name}' ${message}` }, startedAt }, 'step', t0);
+            throw new FlowFailedError(`step '${name}' ${message}`);
+          }
+          this.log.warn(`flow run '${this.flowId}': step '${name}' attempt ${attempt} of ${maxAttempts} failed; retrying`, err);
+          await this.deps.clock.sleep(stepRetryDelayMs(options.backoff, attempt), this.signal);
+        }
+      }
+      const json = toJson(value);
       await this.complete(name, { resultJson: json, startedAt }, 'step', t0);
       return JSON.parse(json) as T;
     });

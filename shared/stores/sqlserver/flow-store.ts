@@ -145,9 +145,10 @@ export class SqlServerFlowStore extends SqlServerStoreBase implements FlowStateS
   }
 
   async tryUpdate(state: FlowState, expectedRevision: number, ttlMs: number, leaseId?: string, lease?: FlowCheckpointLease): Promise<boolean> {
+    // Not folded on SQL Server yet: the release is its own statement after the write, and the extension is left to
+    // the executor's renewal loop (a statement per checkpoint would cost more than it saves).
     const ok = await this.update(state, expectedRevision, ttlMs, leaseId);
     if (ok && leaseId !== undefined && lease?.release) await this.releaseLease(state.flowId, leaseId);
-    else if (ok && leaseId !== undefined && lease?.extendMs !== undefined) await this.tryRenewLease(state.flowId, leaseId, lease.extendMs);
     return ok;
   }
 
