@@ -503,7 +503,8 @@ export class FlowRun implements FlowContext {
       }
       const fresh = await this.deps.store.load(this.flowId);
       if (!fresh) throw new FlowLeaseLostError(this.flowId, 'its state is gone');
-      if (fresh.status !== 'Running') {
+      if (fresh.status !== 'Running' || (fresh.restarts ?? 0) !== (base.restarts ?? 0)) {
+        // ended, suspended, or restarted by an operator under this execution: its work belongs to the old run
         this.interrupt ??= new FlowInterrupt('status-changed');
         throw this.interrupt;
       }

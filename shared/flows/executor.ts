@@ -204,7 +204,11 @@ export class FlowExecutor {
     }
     await this.dropStaleTimers(run, log);
     const fresh = await store.load(flowId);
-    if (fresh?.status === 'Running') {
+    if (fresh?.status === 'Running' && fresh.revision !== run.state.revision) {
+      // changed while this execution held it (an operator's resume or restart, a response checkpointed by the
+      // recovery path): a wake-up that came meanwhile found the lease held and was acknowledged, so wake it again
+      await jobs.publish({ id: wakeJobId(flowId, `changed:${fresh.revision}`), job: { kind: 'wake', flowId, reason: 'changed' }, delayMs: 0 });
+    } else if (fresh?.status === 'Running') {
       const received = [...w.awaits].map((n) => fresh.steps[n]?.received?.[0]).find((r) => r !== undefined);
       if (received) await jobs.publish({ id: wakeJobId(flowId, `response:${received.id}`), job: { kind: 'wake', flowId, reason: 'response' }, delayMs: 0 });
       for (const childId of w.children) {

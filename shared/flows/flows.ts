@@ -190,6 +190,7 @@ export function createFlows(deps: FlowsDeps): Flows {
           // the ledger's step order is the order steps were first recorded in (JSON keeps insertion order)
           for (const n of names.slice(at)) delete s.steps[n];
           s.status = 'Running';
+          s.restarts = (s.restarts ?? 0) + 1;
           delete s.error;
           delete s.resultJson;
           s.lastMessage = `Restarted from step '${fromStep}' by an operator`;
