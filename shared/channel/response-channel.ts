@@ -85,6 +85,10 @@ export interface LegacyCallbackJob {
 }
 
 const PAGE = 64;
+/** A watermark no acknowledgement passes: reads unacknowledged rows only. */
+const NO_WATERMARK: SubscriptionStart = { startedAt: '9999-12-31T23:59:59.000Z', startedSeq: '0' };
+/** How often an in-process taker reads what another process stored for its id (PostgreSQL's NOTIFY is at once). */
+const HANDOFF_POLL_MS = 1000;
 const PAGES_PER_POLL = 16;
 
 /**
@@ -258,9 +262,50 @@ export class ResponseChannel {
    */
   handOff(correlationId: string, take: ResponseHandoff): () => void {
     this.handoffs.set(correlationId, take);
+    // Published by another process: stored without a waiter. PostgreSQL's NOTIFY wakes this at once (the local
+    // waiters' listener); elsewhere a poll every HANDOFF_POLL_MS reads what was stored for the id.
+    let stopped = false;
+    let checking = false;
+    let again = false;
+    const check = async () => {
+      if (stopped) return;
+      if (checking) {
+        again = true;
+        return;
+      }
+      checking = true;
+      try {
+        do {
+          again = false;
+          await this.takeStored(correlationId, take);
+        } while (again && !stopped);
+      } catch (err) {
+        this.logger.warn(`reading the stored responses of '${correlationId}' for its in-process taker failed; the next poll retries`, err);
+      } finally {
+        checking = false;
+      }
+    };
+    const unwake = this.local.observe(correlationId, () => void check());
+    const timer = setInterval(() => void check(), HANDOFF_POLL_MS);
+    timer.unref?.();
     return () => {
+      stopped = true;
+      clearInterval(timer);
+      unwake();
       if (this.handoffs.get(correlationId) === take) this.handoffs.delete(correlationId);
     };
+  }
+
+  /** Offers the unacknowledged responses stored for the id to its taker; a taken one is then marked delivered. */
+  private async takeStored(correlationId: string, take: ResponseHandoff): Promise<void> {
+    const rows = await this.store.loadPending(correlationId, NO_WATERMARK, PAGE);
+    for (const row of rows) {
+      if (row.envelopeJson === null || row.ackedAt !== null) continue;
+      if (this.handoffs.get(correlationId) !== take) return;
+      if (!(await this.offer(take, row.id, correlationId, row.envelopeJson, this.logger))) continue;
+      // recorded by the taker; acknowledging it keeps the sweep from routing it later (best effort: it has no registration)
+      await this.store.claimForDelivery(row.id, NO_WATERMARK).catch((err: unknown) => this.logger.warn(`response ${row.id} was taken in process but could not be marked delivered`, err));
+    }
   }
 
   /**
@@ -268,7 +313,7 @@ export class ResponseChannel {
    * after they were stored; the sweep would route them later). One statement when there are none.
    */
   async routeStored(correlationId: string, logger: Logger = this.logger): Promise<void> {
-    const rows = await this.store.loadPending(correlationId, { startedAt: '9999-12-31T23:59:59.000Z', startedSeq: '0' }, PAGE);
+    const rows = await this.store.loadPending(correlationId, NO_WATERMARK, PAGE);
     for (const row of rows) {
       if (row.envelopeJson === null || row.ackedAt !== null) continue;
       await this.routeToRecovery(row.id, correlationId, row.envelopeJson, { logger });
