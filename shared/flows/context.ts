@@ -119,7 +119,9 @@ export class FlowRun implements FlowContext {
   private readonly deferred: Array<(s: FlowState) => void> = [];
   /** Waiting for the commit of deferred changes, oldest first (each waits for the write that includes its change). */
   private readonly durable: Array<{ resolve: () => void; reject: (e: unknown) => void }> = [];
-  private durableSeq = 0;
+  private deferSeq = 0;
+  /** Writes deferred changes FOLD_MS after the first of them unless a checkpoint took them first. */
+  private backstop: AbortController | undefined;
   /** The newest durable change a started write includes. */
   private coveredSeq = 0;
   private pendingMessage: string | undefined;
@@ -162,6 +164,8 @@ export class FlowRun implements FlowContext {
       const memo = this.memo<T>(name);
       if (memo) return memo.value;
       const t0 = this.deps.clock.now();
+      // completions still waiting for a checkpoint are written before another step's side effect can start
+      await this.flushPending();
       const startedAt = iso(this.now());
       let value: T;
       for (let attempt = 1; ; attempt++) {
@@ -179,8 +183,12 @@ export class FlowRun implements FlowContext {
           await this.deps.clock.sleep(stepRetryDelayMs(options.backoff, attempt), this.signal);
         }
       }
+      if (this.signal.aborted) throw new FlowLeaseLostError(this.flowId, 'this execution lost its lease');
       const json = toJson(value);
-      await this.complete(name, { resultJson: json, startedAt }, 'step', t0);
+      // recorded by the run's next checkpoint, which always comes before anything the outside can see (another
+      // step's fn, a publish, a trigger, a child's start, a park, the end) or within FOLD_MS: one statement for it
+      this.defer((s) => this.completeStep(s, name, { resultJson: json, startedAt }));
+      this.deps.metrics.stepCompleted(this.flowName, 'step', this.deps.clock.now() - t0);
       return JSON.parse(json) as T;
     });
   }
@@ -224,7 +232,10 @@ export class FlowRun implements FlowContext {
         this.waits.timers++;
         throw this.park(wakeAt);
       }
-      if (remainder > 0) await this.deps.clock.sleep(remainder, this.signal);
+      if (remainder > 0) {
+        await this.flushPending();
+        await this.deps.clock.sleep(remainder, this.signal);
+      }
       await this.complete(name, { resultJson: 'null' }, 'sleep', t0);
     });
   }
@@ -376,6 +387,7 @@ export class FlowRun implements FlowContext {
           s.steps[name] = { ...s.steps[name], startedAt: iso(this.now()), childFlowId: id };
         });
       }
+      await this.flushPending();
       const child = await this.deps.startChild(this.state, name, flowName, input, childId);
       if (!child) throw new FlowFailedError(`child run '${childId}' has no state (it expired or was deleted)`);
       if (child.status === 'Succeeded') {
@@ -432,7 +444,7 @@ export class FlowRun implements FlowContext {
 
   publish(queue: string, message: FlowPublishInput): Promise<{ id: string }> {
     if (this.interrupt) return Promise.reject(this.interrupt);
-    return this.track(this.deps.publish(queue, message));
+    return this.track(this.flushPending().then(() => this.deps.publish(queue, message)));
   }
 
   // ---- the executor's side ----
@@ -467,6 +479,22 @@ export class FlowRun implements FlowContext {
   private defer(change: (s: FlowState) => void): void {
     change(this.state);
     this.deferred.push(change);
+    ++this.deferSeq;
+    if (this.backstop) return;
+    const backstop = (this.backstop = new AbortController());
+    this.deps.clock.sleep(FOLD_MS, backstop.signal).then(
+      () => {
+        if (this.backstop === backstop) this.backstop = undefined;
+        if (this.coveredSeq < this.deferSeq && !this.interrupt && !this.signal.aborted) this.save(() => undefined).catch(() => undefined);
+      },
+      () => undefined,
+    );
+  }
+
+  /** Writes the deferred changes, if any (before a side effect the outside can see). */
+  private async flushPending(): Promise<void> {
+    await this.saving;
+    if (this.deferred.length > 0) await this.save(() => undefined);
   }
 
   /**
@@ -480,7 +508,10 @@ export class FlowRun implements FlowContext {
       const next = structuredClone(base);
       const deferred = this.deferred.length;
       const durable = this.durable.length;
-      this.coveredSeq = this.durableSeq;
+      this.coveredSeq = this.deferSeq;
+      // this write includes every deferred change: the backstop has nothing left to write
+      this.backstop?.abort();
+      this.backstop = undefined;
       for (const d of this.deferred) d(next);
       change(next);
       // an execution is counted by its first checkpoint (no write of its own at the start)
@@ -556,23 +587,14 @@ export class FlowRun implements FlowContext {
 
   /** A deferred change whose commit someone waits for: written by the next checkpoint, or on its own after FOLD_MS. */
   private deferDurable(change: (s: FlowState) => void): Promise<void> {
-    this.defer(change);
     const committed = new Promise<void>((resolve, reject) => this.durable.push({ resolve, reject }));
-    const seq = ++this.durableSeq;
-    this.deps.clock.sleep(FOLD_MS).then(
-      () => {
-        // a write that includes it has started (or ended) since: nothing to do
-        if (this.coveredSeq < seq && !this.interrupt) this.save(() => undefined).catch(() => undefined);
-      },
-      () => undefined,
-    );
+    this.defer(change);
     return committed;
   }
 
   /** Writes the deferred changes someone waits for (before a park releases the lease). */
   async flush(): Promise<void> {
-    await this.saving;
-    if (this.durable.length > 0) await this.save(() => undefined);
+    await this.flushPending();
   }
 
   /** The execution ends without writing: whoever waits for a deferred change's commit hears it did not happen. */
