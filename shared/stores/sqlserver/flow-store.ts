@@ -145,11 +145,23 @@ export class SqlServerFlowStore extends SqlServerStoreBase implements FlowStateS
   }
 
   async tryUpdate(state: FlowState, expectedRevision: number, ttlMs: number, leaseId?: string, lease?: FlowCheckpointLease): Promise<boolean> {
-    // Not folded on SQL Server yet: the release is its own statement after the write, and the extension is left to
-    // the executor's renewal loop (a statement per checkpoint would cost more than it saves).
-    const ok = await this.update(state, expectedRevision, ttlMs, leaseId);
-    if (ok && leaseId !== undefined && lease?.release) await this.releaseLease(state.flowId, leaseId);
-    return ok;
+    if (leaseId === undefined || !lease || (!lease.release && lease.extendMs === undefined)) return this.update(state, expectedRevision, ttlMs, leaseId);
+    // one statement: the write, fenced on the lease, extends or releases it
+    checkUpdateRevision(state, expectedRevision);
+    checkLeaseId(leaseId);
+    const v = flowRowValues(state, undefined);
+    const ttl = clampDurationMs(ttlMs, 'the flow state TTL');
+    await this.ensureSchema();
+    const result = await this.run(this.sql.checkpoint, {
+      ...this.row(v),
+      revision: BigInt(state.revision),
+      expected_revision: BigInt(expectedRevision),
+      ttl_ms: BigInt(ttl),
+      lease_id: leaseId,
+      extend_ms: lease.extendMs === undefined ? null : BigInt(clampDurationMs(lease.extendMs, 'the lease duration')),
+      release: lease.release === true,
+    });
+    return affected(result) > 0;
   }
 
   private async update(state: FlowState, expectedRevision: number, ttlMs: number, leaseId?: string): Promise<boolean> {
