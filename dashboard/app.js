@@ -430,9 +430,33 @@
     $('flow-run-title').textContent = `${run.id}: ${run.status} after ${run.attempts} execution${run.attempts === 1 ? '' : 's'}`;
     const when = (s) =>
       s.completedAt ? `done ${new Date(s.completedAt).toLocaleTimeString('en-GB')}` : s.wakeAt ? `until ${new Date(s.wakeAt).toLocaleString('en-GB')}` : s.correlationId ? `waits for ${s.correlationId}` : s.childId ? `waits for ${s.childId}` : '';
+    // a Failed (or cancelled) run restarts from any step it recorded: the steps before it keep their results
+    const restartButton = (s) =>
+      run.status === 'Failed'
+        ? el('button', { type: 'button', class: 'small', 'data-action': 'restart', title: `Run '${s.name}' and every step after it again`, text: 'Restart from here', onclick: () => restartRun(flow, id, s.name) })
+        : null;
     $('flow-steps').replaceChildren(
-      ...(run.steps || []).map((s) => el('li', { 'data-step': s.name }, el('span', { text: s.name }), el('span', { class: 'step-state', text: s.state }), el('span', { class: 'muted', text: [when(s), s.error || s.message || ''].filter(Boolean).join(' · ') }))),
+      ...(run.steps || []).map((s) =>
+        el('li', { 'data-step': s.name }, el('span', { text: s.name }), el('span', { class: 'step-state', text: s.state }), el('span', { class: 'muted', text: [when(s), s.error || s.message || ''].filter(Boolean).join(' · ') }), restartButton(s)),
+      ),
     );
+  }
+
+  async function restartRun(flow, id, step) {
+    const ok = await confirmAction(
+      `Restart '${id}' from '${step}'?`,
+      `The steps before '${step}' keep their results; '${step}' and every step after it run again (an awaited step asks again with a new correlation id). The run is Running at once.`,
+      'Restart',
+      true,
+    );
+    if (!ok) return;
+    try {
+      await api(`flows/${encodeURIComponent(flow)}/${encodeURIComponent(id)}/restart`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ fromStep: step }) });
+      notice(`Restarted '${id}' from '${step}'.`, 'ok');
+    } catch (err) {
+      showError(err);
+    }
+    await showRun(flow, id).catch(showError);
   }
 
   // ---- dead letters ---------------------------------------------------------------------------------------------

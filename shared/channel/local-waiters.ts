@@ -6,6 +6,7 @@ type Wake = () => void;
 export class LocalWaiters {
   private readonly byCorrelation = new Map<string, Set<Wake>>();
   private readonly deliveredListeners = new Map<string, Set<() => void>>();
+  private readonly observers = new Map<string, Set<Wake>>();
 
   add(correlationId: string, wake: Wake): () => void {
     let set = this.byCorrelation.get(correlationId);
@@ -23,6 +24,18 @@ export class LocalWaiters {
 
   notify(correlationId: string): void {
     for (const wake of [...(this.byCorrelation.get(correlationId) ?? [])]) wake();
+    for (const wake of [...(this.observers.get(correlationId) ?? [])]) wake();
+  }
+
+  /** Woken like a waiter by a publish of the id (this process's, or NOTIFY), but not a waiter: `has` ignores it. */
+  observe(correlationId: string, wake: Wake): () => void {
+    let set = this.observers.get(correlationId);
+    if (!set) this.observers.set(correlationId, (set = new Set()));
+    set.add(wake);
+    return () => {
+      set!.delete(wake);
+      if (set!.size === 0 && this.observers.get(correlationId) === set) this.observers.delete(correlationId);
+    };
   }
 
   /** A local waiter claimed delivery of message `id`. */

@@ -32,6 +32,17 @@ export interface PublishResponseInput extends ResponseBody {
   id?: string;
 }
 
+/** A response offered to an in-process taker (the payload as its JSON text). */
+export interface HandedOffResponse {
+  id: string;
+  correlationId: string;
+  payloadJson: string;
+  final: boolean;
+  error?: string;
+}
+
+export type ResponseHandoff = (response: HandedOffResponse) => Promise<boolean>;
+
 /** What a callback registration stores (state_json). */
 export interface RegistrationState {
   SchemaVersion: 1;
@@ -74,6 +85,10 @@ export interface LegacyCallbackJob {
 }
 
 const PAGE = 64;
+/** A watermark no acknowledgement passes: reads unacknowledged rows only. */
+const NO_WATERMARK: SubscriptionStart = { startedAt: '9999-12-31T23:59:59.000Z', startedSeq: '0' };
+/** How often an in-process taker reads what another process stored for its id (PostgreSQL's NOTIFY is at once). */
+const HANDOFF_POLL_MS = 1000;
 const PAGES_PER_POLL = 16;
 
 /**
@@ -83,6 +98,7 @@ const PAGES_PER_POLL = 16;
  */
 export class ResponseChannel {
   readonly local = new LocalWaiters();
+  private readonly handoffs = new Map<string, ResponseHandoff>();
   /** At most 150 characters: the subscriber table's instance_id is nvarchar(200), and host names can be long. */
   readonly instanceId = `${hostname().slice(0, 100)}-${process.pid}-${randomUUID().replace(/-/g, '')}`;
 
@@ -197,6 +213,8 @@ export class ResponseChannel {
     const id = (input.id ?? randomUUID()).toLowerCase();
     const corr = input.correlationId;
     const envelope = buildEnvelope(input);
+    const handoff = this.handoffs.get(corr);
+    if (handoff && (await this.offer(handoff, id, corr, envelope, log))) return { id, delivery: 'live', duplicate: false };
     const live = this.local.has(corr) || (await this.store.countActiveSubscribers(corr)) > 0;
     const stored = await withRetry(() => this.store.insertMessage(id, corr, envelope, this.config.messageRetentionMs), this.retry(options.deadline, log));
     if (!stored.inserted && stored.correlationId !== corr) throw new ResponseIdConflictError(id, stored.correlationId);
@@ -218,6 +236,87 @@ export class ResponseChannel {
     } catch (err) {
       log.warn(`response ${id} for '${corr}' is stored, but routing it failed; the channel sweep routes it`, err);
       return { id, delivery: 'stored', duplicate: false };
+    }
+  }
+
+  /** Offers a response to this process's taker of its correlation id; true = taken durably (nothing to store). */
+  private async offer(handoff: ResponseHandoff, id: string, correlationId: string, envelope: string, log: Logger): Promise<boolean> {
+    const body = readEnvelope(envelope);
+    try {
+      return await handoff({
+        id,
+        correlationId,
+        payloadJson: body.payload === null ? 'null' : payloadText(body.payload),
+        final: body.final,
+        ...(body.error !== undefined ? { error: body.error } : {}),
+      });
+    } catch (err) {
+      log.warn(`the in-process taker of '${correlationId}' failed; response ${id} is stored instead`, err);
+      return false;
+    }
+  }
+
+  /**
+   * Takes responses for a correlation id in this process before the store does (a flow run waiting in process,
+   * holding its lease): `take` resolves true once it recorded the response durably itself. One taker per id.
+   */
+  handOff(correlationId: string, take: ResponseHandoff): () => void {
+    this.handoffs.set(correlationId, take);
+    // Published by another process: stored without a waiter. PostgreSQL's NOTIFY wakes this at once (the local
+    // waiters' listener); elsewhere a poll every HANDOFF_POLL_MS reads what was stored for the id.
+    let stopped = false;
+    let checking = false;
+    let again = false;
+    const check = async () => {
+      if (stopped) return;
+      if (checking) {
+        again = true;
+        return;
+      }
+      checking = true;
+      try {
+        do {
+          again = false;
+          await this.takeStored(correlationId, take);
+        } while (again && !stopped);
+      } catch (err) {
+        this.logger.warn(`reading the stored responses of '${correlationId}' for its in-process taker failed; the next poll retries`, err);
+      } finally {
+        checking = false;
+      }
+    };
+    const unwake = this.local.observe(correlationId, () => void check());
+    const timer = setInterval(() => void check(), HANDOFF_POLL_MS);
+    timer.unref?.();
+    return () => {
+      stopped = true;
+      clearInterval(timer);
+      unwake();
+      if (this.handoffs.get(correlationId) === take) this.handoffs.delete(correlationId);
+    };
+  }
+
+  /** Offers the unacknowledged responses stored for the id to its taker; a taken one is then marked delivered. */
+  private async takeStored(correlationId: string, take: ResponseHandoff): Promise<void> {
+    const rows = await this.store.loadPending(correlationId, NO_WATERMARK, PAGE);
+    for (const row of rows) {
+      if (row.envelopeJson === null || row.ackedAt !== null) continue;
+      if (this.handoffs.get(correlationId) !== take) return;
+      if (!(await this.offer(take, row.id, correlationId, row.envelopeJson, this.logger))) continue;
+      // recorded by the taker; acknowledging it keeps the sweep from routing it later (best effort: it has no registration)
+      await this.store.claimForDelivery(row.id, NO_WATERMARK).catch((err: unknown) => this.logger.warn(`response ${row.id} was taken in process but could not be marked delivered`, err));
+    }
+  }
+
+  /**
+   * Routes the unacknowledged responses stored for a correlation id to its registrations now (a registration made
+   * after they were stored; the sweep would route them later). One statement when there are none.
+   */
+  async routeStored(correlationId: string, logger: Logger = this.logger): Promise<void> {
+    const rows = await this.store.loadPending(correlationId, NO_WATERMARK, PAGE);
+    for (const row of rows) {
+      if (row.envelopeJson === null || row.ackedAt !== null) continue;
+      await this.routeToRecovery(row.id, correlationId, row.envelopeJson, { logger });
     }
   }
 

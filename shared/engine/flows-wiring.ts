@@ -77,6 +77,8 @@ export function wireFlows(parts: {
       watch: async (correlationId, watch, ttlMs) => {
         await parts.channel.registerInternal(correlationId, FLOW_RESPONSE_TARGET, watch, ttlMs);
       },
+      listen: (correlationId, offer) => parts.channel.handOff(correlationId, offer),
+      routeStored: (correlationId) => parts.channel.routeStored(correlationId),
     },
     publish: parts.publish,
   });

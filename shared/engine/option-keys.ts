@@ -70,7 +70,7 @@ const TOP_KEYS = [
   'drainRequests',
   'flows',
 ];
-const FLOW_TIMING_KEYS = ['leaseDurationMs', 'leaseRenewIntervalMs', 'stateExpiryMs', 'timerInProcessThresholdMs', 'defaultAwaitTimeoutMs', 'progressIntervalMs'];
+const FLOW_TIMING_KEYS = ['leaseDurationMs', 'leaseRenewIntervalMs', 'stateExpiryMs', 'timerInProcessThresholdMs', 'defaultAwaitTimeoutMs', 'progressIntervalMs', 'awaitInProcessMs'];
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 

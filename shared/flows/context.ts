@@ -12,7 +12,7 @@ import { flowIdProblem } from './flow-id';
 import type { FlowPublisher, FlowPublishInput } from './jobs';
 import type { FlowMetrics, FlowStepKind } from './metrics';
 import type { FlowOptions } from './options';
-import type { FlowResponse, FlowResponseChannel } from './responses';
+import type { FlowHandoff, FlowResponse, FlowResponseChannel } from './responses';
 import { effectiveTtlMs } from './retention';
 import type { FlowState, FlowStepState } from './state';
 import type { FlowStateStore } from './store';
@@ -22,6 +22,23 @@ export interface AwaitOptions<T = unknown> {
   until?: (response: FlowResponse<T>) => boolean | Promise<boolean>;
   /** The wait's window from the first execution that triggered it (default: the flows' defaultAwaitTimeoutMs). */
   timeoutMs?: number;
+}
+
+/** A step's retry policy: in process, within one execution. */
+export interface StepOptions {
+  /** Attempts of fn in all, the first included (default 1: no retry in process). */
+  maxAttempts?: number;
+  /**
+   * The wait before retry n (1 = the first retry): milliseconds, a function of n, or exponential growth
+   * (`{ initialMs, factor = 2, maxMs = 60 000 }`). Default `{ initialMs: 100 }`.
+   */
+  backoff?: number | ((retry: number) => number) | { initialMs: number; factor?: number; maxMs?: number };
+}
+
+export function stepRetryDelayMs(backoff: StepOptions['backoff'], retry: number): number {
+  if (backoff === undefined) return stepRetryDelayMs({ initialMs: 100 }, retry);
+  const ms = typeof backoff === 'number' ? backoff : typeof backoff === 'function' ? backoff(retry) : Math.min(backoff.maxMs ?? 60_000, backoff.initialMs * (backoff.factor ?? 2) ** (retry - 1));
+  return Number.isFinite(ms) && ms > 0 ? ms : 0;
 }
 
 export interface FlowContext {
@@ -34,7 +51,13 @@ export interface FlowContext {
   readonly signal: AbortSignal;
   readonly log: Logger;
   /** Runs fn once per run; its JSON result is checkpointed and returned again on every later execution. */
-  step<T>(name: string, fn: () => T | Promise<T>): Promise<T>;
+  /**
+   * Runs fn once per run; its JSON result is checkpointed and returned again on every later execution. With
+   * `maxAttempts` (> 1), a throw is retried in process after `backoff`; when the attempts are spent the step is
+   * recorded as failed and throws FlowFailedError (the run fails unless the body catches it). Without it, a throw
+   * fails the execution and the queue retries the run, as before. A FlowFailedError from fn is never retried.
+   */
+  step<T>(name: string, fn: () => T | Promise<T>, options?: StepOptions): Promise<T>;
   /**
    * Triggers remote work with a fresh correlation id (publish a job, call a service) and waits durably for the
    * correlated response on the response channel. The id is persisted before `trigger` runs, so a crash on either
@@ -80,6 +103,8 @@ export interface FlowWaits {
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
+/** A response taken in process is recorded by the run's next checkpoint, or on its own after this long. */
+const FOLD_MS = 20;
 /** Kept beyond an awaited step's deadline, so a response just at the deadline still finds its registration. */
 const REGISTRATION_MARGIN_MS = 60_000;
 
@@ -91,6 +116,14 @@ export class FlowRun implements FlowContext {
   private readonly inflight = new Set<Promise<unknown>>();
   private readonly running = new Set<string>();
   private saving: Promise<unknown> = Promise.resolve();
+  private readonly deferred: Array<(s: FlowState) => void> = [];
+  /** Waiting for the commit of deferred changes, oldest first (each waits for the write that includes its change). */
+  private readonly durable: Array<{ resolve: () => void; reject: (e: unknown) => void }> = [];
+  private deferSeq = 0;
+  /** Writes deferred changes FOLD_MS after the first of them unless a checkpoint took them first. */
+  private backstop: AbortController | undefined;
+  /** The newest durable change a started write includes. */
+  private coveredSeq = 0;
   private pendingMessage: string | undefined;
   private lastProgressWrite = -Infinity;
   private progressTimer: AbortController | undefined;
@@ -124,14 +157,38 @@ export class FlowRun implements FlowContext {
 
   // ---- steps ----
 
-  step<T>(name: string, fn: () => T | Promise<T>): Promise<T> {
+  step<T>(name: string, fn: () => T | Promise<T>, options: StepOptions = {}): Promise<T> {
+    const maxAttempts = options.maxAttempts ?? 1;
+    if (!(Number.isInteger(maxAttempts) && maxAttempts >= 1)) return Promise.reject(new Error(`step '${name}': maxAttempts must be a whole number >= 1`));
     return this.op(name, async () => {
       const memo = this.memo<T>(name);
       if (memo) return memo.value;
       const t0 = this.deps.clock.now();
+      // completions still waiting for a checkpoint are written before another step's side effect can start
+      await this.flushPending();
       const startedAt = iso(this.now());
-      const json = toJson(await fn());
-      await this.complete(name, { resultJson: json, startedAt }, 'step', t0);
+      let value: T;
+      for (let attempt = 1; ; attempt++) {
+        try {
+          value = await fn();
+          break;
+        } catch (err) {
+          if (maxAttempts === 1 || err instanceof FlowFailedError || err instanceof FlowInterrupt || this.signal.aborted) throw err;
+          if (attempt >= maxAttempts) {
+            const message = `failed after ${attempt} attempts: ${(err as Error)?.message ?? String(err)}`;
+            await this.complete(name, { error: { name: 'FlowFailedError', message: `step '${name}' ${message}` }, startedAt }, 'step', t0);
+            throw new FlowFailedError(`step '${name}' ${message}`);
+          }
+          this.log.warn(`flow run '${this.flowId}': step '${name}' attempt ${attempt} of ${maxAttempts} failed; retrying`, err);
+          await this.deps.clock.sleep(stepRetryDelayMs(options.backoff, attempt), this.signal);
+        }
+      }
+      if (this.signal.aborted) throw new FlowLeaseLostError(this.flowId, 'this execution lost its lease');
+      const json = toJson(value);
+      // recorded by the run's next checkpoint, which always comes before anything the outside can see (another
+      // step's fn, a publish, a trigger, a child's start, a park, the end) or within FOLD_MS: one statement for it
+      this.defer((s) => this.completeStep(s, name, { resultJson: json, startedAt }));
+      this.deps.metrics.stepCompleted(this.flowName, 'step', this.deps.clock.now() - t0);
       return JSON.parse(json) as T;
     });
   }
@@ -154,7 +211,15 @@ export class FlowRun implements FlowContext {
       else {
         wakeAt = due();
         if (!Number.isFinite(wakeAt)) throw new FlowFailedError(`sleep '${name}': the wake instant is not a valid time`);
-        if (wakeAt <= this.now()) return this.complete(name, { resultJson: 'null', startedAt: iso(this.now()) }, 'sleep', t0);
+        if (wakeAt <= this.now()) {
+          // already due: nothing to wait for and no side effect, so the next checkpoint records it
+          const at = iso(this.now());
+          this.defer((s) => {
+            if (!s.steps[name]?.completed) s.steps[name] = { ...s.steps[name], resultJson: 'null', startedAt: at, completed: true, completedAt: at };
+          });
+          this.deps.metrics.stepCompleted(this.flowName, 'sleep', this.deps.clock.now() - t0);
+          return;
+        }
         const message = `Sleeping until ${iso(wakeAt)}`;
         // wakeAt is persisted before any wake-up can exist; the TTL the save stamps covers the sleep
         await this.save((s) => {
@@ -167,7 +232,10 @@ export class FlowRun implements FlowContext {
         this.waits.timers++;
         throw this.park(wakeAt);
       }
-      if (remainder > 0) await this.deps.clock.sleep(remainder, this.signal);
+      if (remainder > 0) {
+        await this.flushPending();
+        await this.deps.clock.sleep(remainder, this.signal);
+      }
       await this.complete(name, { resultJson: 'null' }, 'sleep', t0);
     });
   }
@@ -203,23 +271,105 @@ export class FlowRun implements FlowContext {
       if (!(Number.isFinite(timeoutMs) && timeoutMs > 0)) throw new FlowFailedError(`awaitResponse '${name}': timeoutMs must be a positive number of milliseconds`);
       const correlationId = randomUUID();
       const deadline = this.now() + timeoutMs;
-      // The registration first, then the breadcrumb, then the send: a breadcrumb implies someone is listening.
-      await this.deps.responses.watch(correlationId, { flowId: this.flowId, stepName: name }, this.registrationTtl(deadline));
+      const window = Math.min(this.deps.options.awaitInProcessMs, deadline - this.now());
+      const listen = window > 0 && !this.signal.aborted ? this.deps.responses.listen : undefined;
+      // The listener first (in process, or the registration when the run cannot wait here), then the breadcrumb,
+      // then the send: a breadcrumb implies someone is listening. A crash while waiting in process leaves the
+      // breadcrumb without a registration: the replay re-attaches, registers, and routes what arrived meanwhile.
+      if (!listen) await this.deps.responses.watch(correlationId, { flowId: this.flowId, stepName: name }, this.registrationTtl(deadline));
       await this.save((s) => {
         s.steps[name] = { startedAt: iso(this.now()), pendingCorrelationId: correlationId, awaitDeadline: iso(deadline), message: 'waiting for its response' };
       });
+      const waiting = listen ? this.waitInProcess<T>(name, correlationId, until, window, t0, listen) : null;
       try {
         await trigger(correlationId);
       } catch (err) {
+        waiting?.cancel();
         // Known not sent: the next execution starts the step afresh instead of waiting out the window.
         await this.save((s) => {
           s.steps[name] = { ...s.steps[name], faulted: true, message: `trigger failed: ${(err as Error)?.message ?? String(err)}` };
         }).catch(() => undefined);
         throw err;
       }
+      if (waiting) {
+        const answered = await waiting.result;
+        if (answered) return answered.value;
+        // the window passed: register, then route what reached neither this listener nor a registration, and park
+        await this.deps.responses.watch(correlationId, { flowId: this.flowId, stepName: name }, this.registrationTtl(deadline));
+        await this.deps.responses.routeStored?.(correlationId);
+      }
       this.waits.awaits.add(name);
       throw this.park(deadline);
     });
+  }
+
+  /**
+   * A quick answer continues in process: while this execution holds the lease, a response published for the
+   * correlation id in this process is offered here first (the channel's in-process handoff); an accepted one is
+   * checkpointed into the step (one statement, before the publisher is told it was taken) and the body goes on
+   * without parking, a wake-up or a reload. Resolves null when the window passes (or the lease or job ends).
+   */
+  private waitInProcess<T>(
+    name: string,
+    correlationId: string,
+    until: (r: FlowResponse<T>) => boolean | Promise<boolean>,
+    windowMs: number,
+    t0: number,
+    listen: NonNullable<FlowResponseChannel['listen']>,
+  ): { result: Promise<{ value: T } | null>; cancel: () => void } {
+    let done = false;
+    let chain: Promise<unknown> = Promise.resolve();
+    let settle!: (r: { value: T } | null | Error) => void;
+    const result = new Promise<{ value: T } | null>((resolve, reject) => {
+      settle = (r) => (r instanceof Error ? reject(r) : resolve(r));
+    });
+    const stopTimer = new AbortController();
+    const finish = (r: { value: T } | null | Error) => {
+      if (done) return;
+      done = true;
+      unlisten();
+      stopTimer.abort();
+      this.signal.removeEventListener('abort', onAbort);
+      settle(r);
+    };
+    const handle = async (r: FlowHandoff): Promise<boolean> => {
+      if (done) return false;
+      const response: FlowResponse<T> = { id: r.id, payload: JSON.parse(r.payloadJson) as T, final: r.final, ...(r.error !== undefined ? { error: r.error } : {}) };
+      let accepted: boolean;
+      try {
+        accepted = await until(response);
+      } catch (err) {
+        finish(err as Error); // the publisher stores it; the replay hands it to `until` again
+        return false;
+      }
+      if (!accepted) return true; // a progress response, taken live
+      // The step's completion rides on the run's next checkpoint (the body goes on at once; when it writes next, or
+      // within FOLD_MS, that one statement records both); the publisher is answered only once it committed, and
+      // told to store the response itself if it did not.
+      const outcome = r.error !== undefined ? { error: { name: 'AwaitedResponseError', message: r.error } } : { resultJson: r.payloadJson };
+      const committed = this.deferDurable((s) => this.completeStep(s, name, outcome));
+      finish(r.error !== undefined ? new AwaitedResponseError(name, r.error) : { value: response.payload });
+      try {
+        await committed;
+      } catch {
+        return false;
+      }
+      this.deps.metrics.stepCompleted(this.flowName, 'await', this.deps.clock.now() - t0);
+      return true;
+    };
+    const unlisten = listen(correlationId, (r) => {
+      const next = chain.then(() => handle(r));
+      chain = next.catch(() => undefined);
+      return next;
+    });
+    const timeUp = () => {
+      chain = chain.then(() => finish(null));
+    };
+    const onAbort = () => timeUp();
+    if (this.signal.aborted) timeUp();
+    else this.signal.addEventListener('abort', onAbort, { once: true });
+    this.deps.clock.sleep(windowMs, stopTimer.signal).then(timeUp, () => undefined);
+    return { result, cancel: () => finish(null) };
   }
 
   child<T = unknown>(name: string, flowName: string, input: unknown, options: { id?: string } = {}): Promise<T> {
@@ -237,6 +387,7 @@ export class FlowRun implements FlowContext {
           s.steps[name] = { ...s.steps[name], startedAt: iso(this.now()), childFlowId: id };
         });
       }
+      await this.flushPending();
       const child = await this.deps.startChild(this.state, name, flowName, input, childId);
       if (!child) throw new FlowFailedError(`child run '${childId}' has no state (it expired or was deleted)`);
       if (child.status === 'Succeeded') {
@@ -293,7 +444,7 @@ export class FlowRun implements FlowContext {
 
   publish(queue: string, message: FlowPublishInput): Promise<{ id: string }> {
     if (this.interrupt) return Promise.reject(this.interrupt);
-    return this.track(this.deps.publish(queue, message));
+    return this.track(this.flushPending().then(() => this.deps.publish(queue, message)));
   }
 
   // ---- the executor's side ----
@@ -310,25 +461,71 @@ export class FlowRun implements FlowContext {
    * (recovery, a child's end, an operator) reloads and re-applies the change; a run no longer Running interrupts
    * the execution; a lease taken by another execution fails it (FlowLeaseLostError, retried by the queue).
    */
-  save(change: (s: FlowState) => void): Promise<void> {
-    const run = this.saving.then(() => this.saveNow(change));
+  save(change: (s: FlowState) => void, lease: { release?: boolean } = {}): Promise<void> {
+    const run = this.saving.then(() =>
+      this.saveNow(change, lease.release === true).catch((err: unknown) => {
+        this.abandon(err as Error); // deferred changes waited for may not be written: their waiters hear so
+        throw err;
+      }),
+    );
     this.saving = run.catch(() => undefined);
     return run;
   }
 
-  private async saveNow(change: (s: FlowState) => void): Promise<void> {
+  /**
+   * A change with no side effect behind it (a sleep that was already due): applied to the state at once, written
+   * by the next checkpoint (a crash before it only repeats the no-op).
+   */
+  private defer(change: (s: FlowState) => void): void {
+    change(this.state);
+    this.deferred.push(change);
+    ++this.deferSeq;
+    if (this.backstop) return;
+    const backstop = (this.backstop = new AbortController());
+    this.deps.clock.sleep(FOLD_MS, backstop.signal).then(
+      () => {
+        if (this.backstop === backstop) this.backstop = undefined;
+        if (this.coveredSeq < this.deferSeq && !this.interrupt && !this.signal.aborted) this.save(() => undefined).catch(() => undefined);
+      },
+      () => undefined,
+    );
+  }
+
+  /** Writes the deferred changes, if any (before a side effect the outside can see). */
+  private async flushPending(): Promise<void> {
+    await this.saving;
+    if (this.deferred.length > 0) await this.save(() => undefined);
+  }
+
+  /**
+   * One statement: the change (with this execution's attempt and any deferred change folded in), the lease
+   * extended, or released when this is the execution's last write.
+   */
+  private async saveNow(change: (s: FlowState) => void, release: boolean): Promise<void> {
     for (let attempt = 0; attempt < 5; attempt++) {
       if (this.signal.aborted) throw new FlowLeaseLostError(this.flowId, 'this execution lost its lease');
       const base = this.state;
       const next = structuredClone(base);
+      const deferred = this.deferred.length;
+      const durable = this.durable.length;
+      this.coveredSeq = this.deferSeq;
+      // this write includes every deferred change: the backstop has nothing left to write
+      this.backstop?.abort();
+      this.backstop = undefined;
+      for (const d of this.deferred) d(next);
       change(next);
+      // an execution is counted by its first checkpoint (no write of its own at the start)
+      next.attempts = Math.max(next.attempts, this.attempt);
       const message = this.pendingMessage;
       if (message !== undefined) next.lastMessage = message;
       const now = this.now();
       next.revision = base.revision + 1;
       next.updatedAt = iso(now);
-      if (await this.deps.store.tryUpdate(next, base.revision, effectiveTtlMs(next, now, this.deps.options.stateExpiryMs), this.leaseId)) {
+      const ttl = effectiveTtlMs(next, now, this.deps.options.stateExpiryMs);
+      if (await this.deps.store.tryUpdate(next, base.revision, ttl, this.leaseId, release ? { release: true } : { extendMs: this.deps.options.leaseDurationMs })) {
         this.state = next;
+        this.deferred.splice(0, deferred);
+        for (const w of this.durable.splice(0, durable)) w.resolve();
         if (message !== undefined && this.pendingMessage === message) {
           this.pendingMessage = undefined;
           this.lastProgressWrite = this.deps.clock.now();
@@ -337,7 +534,8 @@ export class FlowRun implements FlowContext {
       }
       const fresh = await this.deps.store.load(this.flowId);
       if (!fresh) throw new FlowLeaseLostError(this.flowId, 'its state is gone');
-      if (fresh.status !== 'Running') {
+      if (fresh.status !== 'Running' || (fresh.restarts ?? 0) !== (base.restarts ?? 0)) {
+        // ended, suspended, or restarted by an operator under this execution: its work belongs to the old run
         this.interrupt ??= new FlowInterrupt('status-changed');
         throw this.interrupt;
       }
@@ -379,6 +577,29 @@ export class FlowRun implements FlowContext {
     if (!s?.completed) return null;
     if (s.error) throw stepError(name, s);
     return { value: JSON.parse(s.resultJson ?? 'null') as T };
+  }
+
+  private completeStep(s: FlowState, name: string, done: Pick<FlowStepState, 'resultJson' | 'error' | 'startedAt'>): void {
+    if (s.steps[name]?.completed) return;
+    const { pendingCorrelationId: _p, received: _r, faulted: _f, message: _m, ...kept } = s.steps[name] ?? {};
+    s.steps[name] = { ...kept, ...done, completed: true, completedAt: iso(this.now()) };
+  }
+
+  /** A deferred change whose commit someone waits for: written by the next checkpoint, or on its own after FOLD_MS. */
+  private deferDurable(change: (s: FlowState) => void): Promise<void> {
+    const committed = new Promise<void>((resolve, reject) => this.durable.push({ resolve, reject }));
+    this.defer(change);
+    return committed;
+  }
+
+  /** Writes the deferred changes someone waits for (before a park releases the lease). */
+  async flush(): Promise<void> {
+    await this.flushPending();
+  }
+
+  /** The execution ends without writing: whoever waits for a deferred change's commit hears it did not happen. */
+  abandon(reason: Error): void {
+    for (const w of this.durable.splice(0)) w.reject(reason);
   }
 
   private async complete(name: string, done: Pick<FlowStepState, 'resultJson' | 'error' | 'startedAt'>, kind: FlowStepKind, t0: number): Promise<void> {

@@ -105,3 +105,14 @@ export class FlowStatusError extends Error {
     super(`flow run '${flowId}' is ${status}: it cannot be ${action}`);
   }
 }
+
+/** A restart names a step the run never recorded. */
+export class FlowStepNotFoundError extends Error {
+  override name = 'FlowStepNotFoundError';
+  constructor(
+    readonly flowId: string,
+    readonly stepName: string,
+  ) {
+    super(`flow run '${flowId}' has no step '${stepName}' to restart from`);
+  }
+}

@@ -14,6 +14,7 @@ import { isTerminal } from './retention';
 import { mutateRun } from './mutate';
 import { parseFlowState, type FlowState } from './state';
 import type { FlowEvents } from './events';
+import type { FlowAcquired } from './store';
 
 export interface ExecutorDeps extends RunDeps {
   registry: FlowRegistry;
@@ -28,22 +29,19 @@ const OWN_LEASE_POLL_MS = 2_000;
 export class FlowExecutor {
   constructor(private readonly deps: ExecutorDeps) {}
 
-  /** The flows queue's job: a start (create-if-absent, then execute) or a wake-up. */
+  /** The flows queue's job: a start (create-if-absent and execute, in the lease's statement) or a wake-up. */
   async handle(jobId: string, job: FlowJob, log: Logger = this.deps.logger, jobSignal?: AbortSignal): Promise<void> {
-    if (job.kind === 'start') {
-      const initial = parseFlowState(job.flowId, job.stateJson, 0);
-      // false: the starter (or an earlier delivery) wrote it already, or another start owns the id: run what is stored
-      await this.deps.store.tryCreate(initial, this.deps.options.stateExpiryMs);
-    }
-    await this.execute(job.flowId, jobId, log, jobSignal);
+    // a start's state may be written already: by the starter, an earlier delivery, or another start of the id
+    const create = job.kind === 'start' ? { state: parseFlowState(job.flowId, job.stateJson, 0), ttlMs: this.deps.options.stateExpiryMs } : undefined;
+    await this.execute(job.flowId, jobId, log, jobSignal, create);
   }
 
-  async execute(flowId: string, jobId: string, log: Logger, jobSignal?: AbortSignal): Promise<void> {
-    const { store, options, clock } = this.deps;
+  async execute(flowId: string, jobId: string, log: Logger, jobSignal?: AbortSignal, create?: { state: FlowState; ttlMs: number }): Promise<void> {
+    const { clock } = this.deps;
     const jobPrefix = jobId.replace(/-/g, '');
     const leaseId = `${jobPrefix}.${randomBytes(6).toString('hex')}`;
-    const got = await this.acquire(flowId, leaseId, jobPrefix, jobSignal);
-    if (got !== 'acquired') {
+    const got = await this.acquire(flowId, leaseId, jobPrefix, jobSignal, create);
+    if (got === 'duplicate' || got === 'missing') {
       if (got === 'missing') log.warn(`flow run '${flowId}' has no state (it expired or was deleted); its job is acknowledged`);
       return;
     }
@@ -52,15 +50,20 @@ export class FlowExecutor {
     const unlink = jobSignal ? linkAbort(jobSignal, lost) : () => undefined;
     const renewal = this.renew(flowId, leaseId, stopRenewal.signal, lost, log);
     let released = false;
-    const release = async () => {
+    let runRef: FlowRun | undefined;
+    const stopRenewing = async () => {
       stopRenewal.abort();
       await renewal;
+    };
+    const release = async () => {
+      await stopRenewing();
       released = true;
-      await store.releaseLease(flowId, leaseId);
+      await this.deps.store.releaseLease(flowId, leaseId);
     };
     try {
-      const state = await store.load(flowId);
-      if (!state) return log.warn(`flow run '${flowId}' has no state; its job is acknowledged`);
+      const state = got.state; // returned by the lease's statement: no reload
+      // a repeated start's job (the run was written by an earlier start): the run's own jobs drive it
+      if (create && state.startNonce !== create.state.startNonce) return;
       if (state.status !== 'Running') {
         // a wake-up of a run that ended or was suspended: re-send what its end owes (a crash may have lost it)
         if (isTerminal(state)) await this.notifyParent(state);
@@ -68,11 +71,9 @@ export class FlowExecutor {
       }
       const flow = this.deps.registry.get(state.flowName);
       if (!flow) throw new Error(`flow run '${flowId}' needs the flow '${state.flowName}', which this deployment does not register`);
-      const offset = (await store.now()).getTime() - clock.now();
+      const offset = got.now.getTime() - clock.now();
       const run = new FlowRun(state, this.deps, leaseId, offset, lost.signal, log);
-      await run.save((s) => {
-        s.attempts++;
-      });
+      runRef = run;
       let outcome: { ok: true; value: unknown } | { ok: false; err: unknown };
       try {
         outcome = { ok: true, value: await flow(run, JSON.parse(state.inputJson)) };
@@ -81,32 +82,45 @@ export class FlowExecutor {
       }
       await run.settle();
       if (run.interrupt) {
-        if (run.interrupt.reason === 'parked') await this.park(run, release, log);
+        if (run.interrupt.reason === 'parked') {
+          await run.flush().catch((e: unknown) => log.warn(`flow run '${flowId}': writing a response taken in process failed; its publisher stored it`, e));
+          await this.park(run, release, log);
+        }
         return;
       }
       if (!outcome.ok && !(outcome.err instanceof FlowFailedError)) {
         const message = `attempt ${run.attempt} failed: ${errorText(outcome.err)}`;
+        await stopRenewing();
         await run
-          .save((s) => {
-            s.lastMessage = message;
-          })
+          .save(
+            (s) => {
+              s.lastMessage = message;
+            },
+            { release: true },
+          )
+          .then(() => (released = true))
           .catch((e: unknown) => log.warn(`could not record the failure of flow run '${flowId}'`, e));
         throw outcome.err;
       }
       const ended = outcome;
-      await run.save((s) => {
-        if (ended.ok) {
-          s.status = 'Succeeded';
-          s.resultJson = toJson(ended.value);
-          s.lastMessage = 'Succeeded';
-        } else {
-          const e = ended.err as Error;
-          s.status = 'Failed';
-          s.error = { name: e.name, message: e.message };
-          s.lastMessage = `Failed: ${e.message}`;
-        }
-      });
-      await release();
+      // the end: the final state and the lease's release in one statement
+      await stopRenewing();
+      await run.save(
+        (s) => {
+          if (ended.ok) {
+            s.status = 'Succeeded';
+            s.resultJson = toJson(ended.value);
+            s.lastMessage = 'Succeeded';
+          } else {
+            const e = ended.err as Error;
+            s.status = 'Failed';
+            s.error = { name: e.name, message: e.message };
+            s.lastMessage = `Failed: ${e.message}`;
+          }
+        },
+        { release: true },
+      );
+      released = true;
       await this.dropStaleTimers(run, log);
       this.deps.metrics.runEnded(run.state.flowName, ended.ok ? 'succeeded' : 'failed');
       this.deps.events.ended(flowId);
@@ -116,21 +130,30 @@ export class FlowExecutor {
       throw err;
     } finally {
       unlink();
+      runRef?.abandon(new Error('the execution ended without writing'));
       if (!released) await release().catch((e: unknown) => log.warn(`releasing the lease of flow run '${flowId}' failed; it lapses on its own`, e));
     }
   }
 
   /**
-   * Takes the run's lease. A lease another job's execution holds means that execution (or, if it crashed, its own
-   * redelivered job) runs the body again and sees whatever woke this job: every waker writes its evidence before it
-   * publishes, and a parking execution looks for evidence after it released (park), so this job is acknowledged.
-   * A lease this very job's earlier attempt holds (a redelivery before the flow lease lapsed) is waited out.
+   * Takes the run's lease, with its state (one statement). A lease another job's execution holds means that
+   * execution (or, if it crashed, its own redelivered job) runs the body again and sees whatever woke this job:
+   * every waker writes its evidence before it publishes, and a parking execution looks for evidence after it
+   * released (park), so this job is acknowledged. A lease this very job's earlier attempt holds (a redelivery
+   * before the flow lease lapsed) is waited out.
    */
-  private async acquire(flowId: string, leaseId: string, jobPrefix: string, signal?: AbortSignal): Promise<'acquired' | 'duplicate' | 'missing'> {
+  private async acquire(
+    flowId: string,
+    leaseId: string,
+    jobPrefix: string,
+    signal: AbortSignal | undefined,
+    create: { state: FlowState; ttlMs: number } | undefined,
+  ): Promise<FlowAcquired | 'duplicate' | 'missing'> {
     const { store, options, clock } = this.deps;
     const giveUpAt = clock.now() + 2 * options.leaseDurationMs + options.leaseRenewIntervalMs;
     for (let round = 0; ; round++) {
-      if (await store.tryAcquireLease(flowId, leaseId, options.leaseDurationMs)) return 'acquired';
+      const got = await store.acquire(flowId, leaseId, options.leaseDurationMs, create);
+      if (got) return got;
       const held = await store.observeLease(flowId);
       if (held === 'unheld') {
         if (!(await store.load(flowId))) return 'missing';
@@ -181,7 +204,11 @@ export class FlowExecutor {
     }
     await this.dropStaleTimers(run, log);
     const fresh = await store.load(flowId);
-    if (fresh?.status === 'Running') {
+    if (fresh?.status === 'Running' && fresh.revision !== run.state.revision) {
+      // changed while this execution held it (an operator's resume or restart, a response checkpointed by the
+      // recovery path): a wake-up that came meanwhile found the lease held and was acknowledged, so wake it again
+      await jobs.publish({ id: wakeJobId(flowId, `changed:${fresh.revision}`), job: { kind: 'wake', flowId, reason: 'changed' }, delayMs: 0 });
+    } else if (fresh?.status === 'Running') {
       const received = [...w.awaits].map((n) => fresh.steps[n]?.received?.[0]).find((r) => r !== undefined);
       if (received) await jobs.publish({ id: wakeJobId(flowId, `response:${received.id}`), job: { kind: 'wake', flowId, reason: 'response' }, delayMs: 0 });
       for (const childId of w.children) {

@@ -4,7 +4,7 @@
 
 import type { Logger } from '../log';
 import { systemClock, type FlowClock } from './clock';
-import { FlowFailedError, FlowIdConflictError, FlowIdError, FlowRunNotFoundError, FlowStatusError } from './errors';
+import { FlowFailedError, FlowIdConflictError, FlowIdError, FlowRunNotFoundError, FlowStatusError, FlowStepNotFoundError } from './errors';
 import { FlowEvents } from './events';
 import { FlowExecutor } from './executor';
 import { readFlowJob, wakeJobId, type FlowJobQueue, type FlowPublisher } from './jobs';
@@ -49,6 +49,13 @@ export interface Flows {
   resume(flowId: string): Promise<FlowState>;
   /** Running or Suspended → Failed (FlowCancelledError); its parent is woken. */
   cancel(flowId: string, reason?: string): Promise<FlowState>;
+  /**
+   * Failed (cancelled included) → Running from the named step: the steps recorded before it keep their results, it
+   * and every step recorded after it are discarded (run again; an awaited step with a new correlation id), the
+   * values and the attempt count are kept, and the run is woken. Refused for a Running, Suspended or Succeeded run
+   * and for a step the run never reached (FlowStatusError, FlowStepNotFoundError).
+   */
+  restart(flowId: string, fromStep: string): Promise<FlowState>;
   /** The flows queue's job handler. */
   handleJob(job: { id: string; payload: unknown }, log?: Logger, signal?: AbortSignal): Promise<void>;
   /** The channel's `flow` internal target. */
@@ -163,6 +170,36 @@ export function createFlows(deps: FlowsDeps): Flows {
       metrics.runEnded(r.state.flowName, 'failed');
       events.ended(flowId);
       await executor.notifyParent(r.state);
+      return r.state;
+    },
+
+    async restart(flowId, fromStep) {
+      let status: FlowStatus | undefined;
+      let known = true;
+      const r = found(
+        flowId,
+        await mutate(flowId, (s) => {
+          status = s.status;
+          if (s.status !== 'Failed') return false;
+          const names = Object.keys(s.steps);
+          const at = names.indexOf(fromStep);
+          if (at < 0) {
+            known = false;
+            return false;
+          }
+          // the ledger's step order is the order steps were first recorded in (JSON keeps insertion order)
+          for (const n of names.slice(at)) delete s.steps[n];
+          s.status = 'Running';
+          s.restarts = (s.restarts ?? 0) + 1;
+          delete s.error;
+          delete s.resultJson;
+          s.lastMessage = `Restarted from step '${fromStep}' by an operator`;
+          return true;
+        }),
+      );
+      if (!known) throw new FlowStepNotFoundError(flowId, fromStep);
+      if (!r.changed) throw new FlowStatusError(flowId, status!, 'restarted');
+      await wake(flowId, `restart:${r.state.revision}`);
       return r.state;
     },
 

@@ -1,5 +1,5 @@
 // The flows layer's public surface (re-exported by shared/index.ts).
-export type { AwaitOptions, FlowContext } from './context';
+export type { AwaitOptions, FlowContext, StepOptions } from './context';
 export {
   AwaitedResponseError,
   ChildFlowFailedError,
@@ -8,6 +8,7 @@ export {
   FlowIdError,
   FlowRunNotFoundError,
   FlowStatusError,
+  FlowStepNotFoundError,
   FlowStepTimeoutError,
   UnknownFlowError,
 } from './errors';

@@ -12,6 +12,11 @@ export interface FlowOptions {
   defaultAwaitTimeoutMs: number;
   /** Progress messages are written at most this often. Default 1 s. */
   progressIntervalMs: number;
+  /**
+   * An awaited step waits this long in process, holding the lease, for a quick answer before it parks (0: park
+   * at once). At most half the lease. Default 3 s.
+   */
+  awaitInProcessMs: number;
 }
 
 export const DEFAULT_FLOW_OPTIONS: Readonly<FlowOptions> = Object.freeze({
@@ -21,6 +26,7 @@ export const DEFAULT_FLOW_OPTIONS: Readonly<FlowOptions> = Object.freeze({
   timerInProcessThresholdMs: 5_000,
   defaultAwaitTimeoutMs: 7 * 86_400_000,
   progressIntervalMs: 1_000,
+  awaitInProcessMs: 3_000,
 });
 
 /** The stores' ceiling for one duration (3650 days). */
@@ -31,6 +37,7 @@ export function flowOptionProblems(o: FlowOptions): string[] {
   for (const [k, v] of Object.entries(o)) if (!(Number.isFinite(v) && v >= 0)) problems.push(`flows.${k} must be a non-negative number of milliseconds`);
   if (o.leaseDurationMs < 1000) problems.push('flows.leaseDurationMs must be at least 1000');
   if (!(o.leaseRenewIntervalMs > 0 && o.leaseRenewIntervalMs < o.leaseDurationMs)) problems.push('flows.leaseRenewIntervalMs must be above 0 and below leaseDurationMs');
+  if (o.awaitInProcessMs > o.leaseDurationMs / 2) problems.push('flows.awaitInProcessMs must be at most half of leaseDurationMs');
   if (o.stateExpiryMs <= o.defaultAwaitTimeoutMs) problems.push('flows.stateExpiryMs must exceed defaultAwaitTimeoutMs (a waiting run must outlive its wait)');
   return problems;
 }

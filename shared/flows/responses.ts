@@ -15,6 +15,23 @@ export interface FlowResponseWatch {
 export interface FlowResponseChannel {
   /** Upserts the registration (same id for the same run, step and correlation id), kept for ttlMs. */
   watch(correlationId: string, watch: FlowResponseWatch, ttlMs: number): Promise<void>;
+  /**
+   * In process: responses published for the correlation id are offered to `offer` first, until the returned
+   * function is called. `offer` resolves true when it took the response durably (the publisher then stores
+   * nothing), false to let the publisher store and route it as usual.
+   */
+  listen?(correlationId: string, offer: (response: FlowHandoff) => Promise<boolean>): () => void;
+  /** Routes responses stored for the correlation id before its registration existed (no waiter, no registration took them). */
+  routeStored?(correlationId: string): Promise<void>;
+}
+
+/** A response offered in process (the payload as its JSON text). */
+export interface FlowHandoff {
+  id: string;
+  correlationId: string;
+  payloadJson: string;
+  final: boolean;
+  error?: string;
 }
 
 /** A response as an awaited step receives it. */

@@ -44,9 +44,10 @@ export async function startFlow(deps: StarterDeps, flowName: string, input: unkn
   const why = flowIdProblem(id);
   if (why) throw new FlowIdError(id, why);
   const inputJson = toJson(input ?? null);
-  const existing = await deps.store.load(id);
-  if (existing) return sameStart(existing, flowName, inputJson);
-  const now = new Date((await deps.store.now()).getTime()).toISOString();
+  // Two statements: the start job (the commit point), then the state. No read first: a repeated start finds the
+  // row at its insert; no clock read: the row's created_at_utc (the database's) is the one loads report.
+  const now = new Date(deps.clock.now()).toISOString();
+  const startNonce = randomUUID();
   const state: FlowState = {
     schemaVersion: FLOW_STATE_SCHEMA_VERSION,
     revision: 0,
@@ -59,6 +60,7 @@ export async function startFlow(deps: StarterDeps, flowName: string, input: unkn
     attempts: 0,
     steps: {},
     values: {},
+    startNonce,
     ...(options.parent ? { parentFlowId: options.parent.flowId, parentStepName: options.parent.stepName } : {}),
     ...(options.context ? { context: options.context } : {}),
   };
@@ -67,7 +69,7 @@ export async function startFlow(deps: StarterDeps, flowName: string, input: unkn
   if (!(await deps.store.tryCreate(state, deps.stateExpiryMs))) {
     const stored = await deps.store.load(id);
     // written by this start's own job (a drain ran it first: it carries this very ledger), or by another start
-    if (stored && !(stored.createdAt === state.createdAt && stored.flowName === flowName && stored.inputJson === inputJson)) return sameStart(stored, flowName, inputJson);
+    if (stored && stored.startNonce !== startNonce) return sameStart(stored, flowName, inputJson);
   }
   deps.metrics.runStarted(flowName);
   return { id, status: 'Running', created: true };

@@ -65,6 +65,10 @@ export interface FlowState {
   parentStepName?: string;
   /** Trace and caller context captured at start, restored on every execution. */
   context?: Record<string, string>;
+  /** Operator restarts so far (an execution that began before one stops at its next checkpoint). */
+  restarts?: number;
+  /** A random token of the start that wrote this ledger (tells a start its own job's write from another start's). */
+  startNonce?: string;
   /** Retention floor (ISO, database clock) raised by parks of this run or of a descendant. */
   retainUntil?: string;
 }

@@ -5,6 +5,7 @@
 import {
   FLOW_STATUSES,
   FlowStateTooLargeError,
+  parseFlowState,
   serializeFlowState,
   type FlowState,
   type FlowStatus,
@@ -161,4 +162,12 @@ export class PruneGate {
     this.last = now;
     return true;
   }
+}
+
+/** A stored row read back: the ledger with createdAt and updatedAt taken from the row's columns (the database clock). */
+export function stateFromRow(flowId: string, stateJson: string, revision: number, createdAt: Date, updatedAt: Date): FlowState {
+  const state = parseFlowState(flowId, stateJson, revision);
+  state.createdAt = createdAt.toISOString();
+  state.updatedAt = updatedAt.toISOString();
+  return state;
 }

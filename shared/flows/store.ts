@@ -11,6 +11,20 @@ export interface FlowLease {
   expiresAt: Date;
 }
 
+/** A lease taken with its state: the ledger (createdAt and updatedAt from the row) and the database's now. */
+export interface FlowAcquired {
+  state: FlowState;
+  now: Date;
+}
+
+/** What a lease-fenced checkpoint does to the lease in the same statement. */
+export interface FlowCheckpointLease {
+  /** Extends the lease to now + extendMs. */
+  extendMs?: number;
+  /** Releases it (the run's last write of this execution). */
+  release?: boolean;
+}
+
 export interface FlowSummary {
   flowId: string;
   flowName: string;
@@ -43,7 +57,13 @@ export interface FlowStateStore {
    * Compare-and-swap: requires state.revision === expectedRevision + 1 and a live row at expectedRevision; with
    * leaseId, that lease must be held and unexpired. Stamps expires = now + ttlMs.
    */
-  tryUpdate(state: FlowState, expectedRevision: number, ttlMs: number, leaseId?: string): Promise<boolean>;
+  tryUpdate(state: FlowState, expectedRevision: number, ttlMs: number, leaseId?: string, lease?: FlowCheckpointLease): Promise<boolean>;
+  /**
+   * Takes the lease (as tryAcquireLease) and returns the state and the database's now in the same statement: no
+   * reload after the lease. With `create` (a start job), the state is first inserted if absent (as tryCreate).
+   * null: not taken (another execution holds it, or there is no live run).
+   */
+  acquire(flowId: string, leaseId: string, durationMs: number, create?: { state: FlowState; ttlMs: number }): Promise<FlowAcquired | null>;
   /** Succeeds if the lease is unheld, expired, or already this one's (then it is extended). */
   tryAcquireLease(flowId: string, leaseId: string, durationMs: number): Promise<boolean>;
   /** Succeeds only for the current owner whose lease is unexpired. */

@@ -1,4 +1,4 @@
-import { FlowIdConflictError, FlowIdError, FlowRunNotFoundError, FlowStatusError, UnknownFlowError } from '../flows/errors';
+import { FlowIdConflictError, FlowIdError, FlowRunNotFoundError, FlowStatusError, FlowStepNotFoundError, UnknownFlowError } from '../flows/errors';
 import { flowIdProblem } from '../flows/flow-id';
 import type { Flows } from '../flows/flows';
 import { FlowStateTooLargeError, FLOW_STATUSES, type FlowState, type FlowStatus } from '../flows/state';
@@ -12,6 +12,7 @@ export function flowFailureAnswer(err: unknown, logger: Logger, what: string): H
   if (err instanceof UnknownFlowError || err instanceof FlowRunNotFoundError) return problem(404, err.message);
   if (err instanceof FlowIdConflictError || err instanceof FlowStatusError) return problem(409, err.message);
   if (err instanceof FlowIdError) return problem(400, err.message, [{ field: 'id', message: err.problem }]);
+  if (err instanceof FlowStepNotFoundError) return problem(400, err.message, [{ field: 'fromStep', message: `the run has no step '${err.stepName}'` }]);
   if (err instanceof FlowStateTooLargeError) return problem(413, err.message);
   return failureAnswer(err, logger, what);
 }

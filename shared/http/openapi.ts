@@ -412,11 +412,16 @@ export function openApiDocument(serverUrl = '/api', options: OpenApiOptions = {}
       '/flows/{name}/{id}/{action}': {
         post: {
           operationId: 'controlFlow',
-          summary: 'suspend (Running → Suspended), resume (Suspended → Running, woken at once) or cancel (→ Failed; its parent is woken).',
-          parameters: [flowNameParam, flowIdParam, { name: 'action', in: 'path', required: true, schema: { enum: ['suspend', 'resume', 'cancel'] } }],
+          summary:
+            'suspend (Running → Suspended), resume (Suspended → Running, woken at once), cancel (→ Failed; its parent is woken) or restart a Failed (or cancelled) run from a step, body { fromStep } (the steps before it kept, it and the later ones run again).',
+          parameters: [flowNameParam, flowIdParam, { name: 'action', in: 'path', required: true, schema: { enum: ['suspend', 'resume', 'cancel', 'restart'] } }],
+          requestBody: {
+            required: false,
+            content: json({ type: 'object', properties: { fromStep: { type: 'string', minLength: 1, maxLength: 200, description: 'restart only: the step to run again from' } } }),
+          },
           responses: {
             '200': { description: 'The run after the action.', content: json({ $ref: '#/components/schemas/FlowRun' }) },
-            '400': problem,
+            '400': withDescription('restart: no fromStep, or a step the run never recorded (errors names fromStep).'),
             '404': withDescription('No such action, flow or run.'),
             '409': withDescription('The run\'s status does not allow the action (e.g. resuming a run that is not suspended, cancelling one that ended).'),
           },

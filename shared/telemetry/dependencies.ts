@@ -107,6 +107,7 @@ const CHANNEL_METHODS: Record<AsyncMethodKeys<ChannelStore>, true> = {
 const FLOW_METHODS: Record<AsyncMethodKeys<FlowStateStore>, true> = {
   tryCreate: true,
   load: true,
+  acquire: true,
   tryUpdate: true,
   tryAcquireLease: true,
   tryRenewLease: true,

@@ -2,6 +2,7 @@
 // example flow completes through the flows queue, its approval answered by a code handler on `approvals` whose
 // result travels as a correlated response through the channel's recovery path (the callbacks queue's `flow`
 // internal target) into the parked run, with the SQL flow state store of the target.
+import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { engineTargets } from './engine-targets';
 import { appFlows } from '../../flows';
@@ -55,7 +56,8 @@ for (const target of TARGETS) {
         expect(Object.keys(done!.steps)).toEqual(['reserve', 'approve', 'cool-off']);
         expect(done!.steps.reserve).toMatchObject({ completed: true, resultJson: '{"reserved":"book"}' });
         expect(metrics.named(METRIC.flowRunsEnded)).toEqual([{ name: METRIC.flowRunsEnded, value: 1, properties: { flow: 'example-approval', outcome: 'succeeded' } }]);
-        expect(metrics.named(METRIC.flowRunsParked).map((r) => r.properties.on)).toEqual(['response']); // the 1 s cool-off waits in process
+        // the approval answered within the in-process window: taken in process, no park (and the 1 s cool-off waits in process)
+        expect(metrics.named(METRIC.flowRunsParked).map((r) => r.properties.on)).toEqual([]);
         expect(metrics.named(METRIC.flowStepDuration).map((r) => r.properties.kind)).toEqual(['step', 'await', 'sleep']);
         // a repeated start returns the run as it is now
         await expect(engine.flows!.start('example-approval', { coolOffSeconds: 1, item: 'book' }, { id: started.id })).resolves.toEqual({ id: started.id, status: 'Succeeded', created: false });
@@ -91,7 +93,8 @@ for (const target of TARGETS) {
           if (!cid) await new Promise((r) => setTimeout(r, 50));
         }
         expect(cid).toBeDefined();
-        await new Promise((r) => setTimeout(r, 200)); // parked, lease released
+        // the in-process window (3 s by default) passes with no answer: the run parks and releases its lease
+        for (let i = 0; i < 100 && (await engine.stores.flows.observeLease(id)) !== 'unheld'; i++) await new Promise((r) => setTimeout(r, 100));
         expect(await engine.stores.flows.observeLease(id)).toBe('unheld');
         const t0 = Date.now();
         const published = await engine.channel.publishResponse({ correlationId: cid!, payload: { ok: 'later' }, final: true }, { confirm: true });
@@ -109,6 +112,45 @@ for (const target of TARGETS) {
         await running;
       }
     }, 120_000); // opening PGlite with every schema version takes 20-30 s on a loaded 2-core machine
+
+    it('a quick answer published by another process is taken by the waiting run (NOTIFY on PostgreSQL, a poll elsewhere): no park', async () => {
+      const registry = new FlowRegistry().register('ask-elsewhere', async (ctx) => {
+        const answer = await ctx.awaitResponse('ask', async (cid) => {
+          await ctx.set('cid', cid);
+        });
+        return { answer };
+      });
+      const metrics = new MemoryMetrics();
+      const runner = await createEngine({ store: target.store(), schema: target.schema, logger: silentLogger, metrics, queues: { unused: { handler: async () => undefined } }, flows: { registry, queue: 'flows-elsewhere', timings: { awaitInProcessMs: 5_000 } } });
+      engines.push(runner);
+      // the other process: its own engine (channel, pools, listener) on the same database (PGlite: the same instance is one process, so its store is shared)
+      const other = target.name === 'postgres' ? await createEngine({ store: target.store(), schema: target.schema, logger: silentLogger, queues: { unused: { handler: async () => undefined } } }) : runner;
+      if (other !== runner) engines.push(other);
+      const stop = new AbortController();
+      const running = runner.run(['flows-elsewhere', 'callbacks'], { signal: stop.signal });
+      try {
+        const { id } = await runner.flows!.start('ask-elsewhere', null);
+        let cid: string | undefined;
+        for (let i = 0; i < 100 && !cid; i++) {
+          const s = await runner.flows!.get(id);
+          cid = s?.values.cid && s.steps.ask?.pendingCorrelationId ? (JSON.parse(s.values.cid) as string) : undefined;
+          if (!cid) await new Promise((r) => setTimeout(r, 20));
+        }
+        expect(cid).toBeDefined();
+        // another process's channel has no in-process taker: it stores the response (no registration yet)
+        const t0 = Date.now();
+        const published = await other.channel.store.insertMessage(randomUUID(), cid!, JSON.stringify({ SchemaVersion: 1, Success: true, Payload: { ok: 'elsewhere' }, ExceptionMessage: null, ExceptionStackTrace: null, Final: true }), 60_000);
+        expect(published.inserted).toBe(true);
+        const done = await runner.flows!.waitForEnd(id, 10_000);
+        expect(done?.status).toBe('Succeeded');
+        expect(JSON.parse(done!.resultJson!)).toEqual({ answer: { ok: 'elsewhere' } });
+        expect(Date.now() - t0).toBeLessThan(2_500); // NOTIFY: at once; the poll: within a second
+        expect(metrics.named(METRIC.flowRunsParked)).toEqual([]);
+      } finally {
+        stop.abort();
+        await running;
+      }
+    }, 120_000);
 
     it('refuses a flows queue that is another queue, and timings that contradict each other', async () => {
       await expect(

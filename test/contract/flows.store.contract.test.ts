@@ -31,6 +31,19 @@ function state(flowId: string, patch: Partial<FlowState> = {}): FlowState {
 
 const fid = () => `flow-${randomUUID()}`;
 
+/** A state as loads report it: createdAt and updatedAt are the row's (the database clock), so they are compared apart. */
+function untimed(s: FlowState | null | undefined): Omit<FlowState, 'createdAt' | 'updatedAt'> | null | undefined {
+  if (!s) return s;
+  const { createdAt: _c, updatedAt: _u, ...rest } = s;
+  return rest;
+}
+
+/** A load's times are the database's: valid instants near this process's clock (same machine or close by). */
+function expectDbTimes(s: FlowState | null) {
+  expect(s).not.toBeNull();
+  for (const t of [s!.createdAt, s!.updatedAt]) expect(Math.abs(Date.parse(t) - Date.now())).toBeLessThan(5 * MIN);
+}
+
 for (const fixture of flowFixtures()) {
   describe.skipIf(!announce(fixture))(`[${fixture.name}] flow state store`, { timeout: 60_000 }, () => {
     let h: FlowHarness | undefined;
@@ -46,10 +59,11 @@ for (const fixture of flowFixtures()) {
       const s = state(id, { steps: { reserve: { completed: true, resultJson: '{"reserved":"x"}', completedAt: new Date().toISOString() } } });
       expect(await store.tryCreate(s, 10 * MIN)).toBe(true);
       const loaded = await store.load(id);
-      expect(loaded).toEqual(s);
+      expect(untimed(loaded)).toEqual(untimed(s));
+      expectDbTimes(loaded);
       const next = { ...s, revision: 1, status: 'Succeeded' as const, resultJson: '42', lastMessage: 'done' };
       expect(await store.tryUpdate(next, 0, 10 * MIN)).toBe(true);
-      expect(await store.load(id)).toEqual(next);
+      expect(untimed(await store.load(id))).toEqual(untimed(next));
       expect((await h!.raw(id))?.revision).toBe(1);
       expect((await h!.raw(id))?.status).toBe('Succeeded');
     });
@@ -179,7 +193,60 @@ for (const fixture of flowFixtures()) {
       const s = state(id, { steps, values });
       expect(JSON.stringify(s).length).toBeGreaterThan(64 * 1024);
       expect(await store.tryCreate(s, 10 * MIN)).toBe(true);
-      expect(await store.load(id)).toEqual(s);
+      expect(untimed(await store.load(id))).toEqual(untimed(s));
+    });
+
+    it('acquire takes the lease and returns the state and the database time in one call; with create, a start inserts if absent', async () => {
+      const { store } = await open();
+      const id = fid();
+      expect(await store.acquire(id, 'lease-a', MIN)).toBeNull(); // no run
+      const s = state(id, { startNonce: 'first' });
+      const got = await store.acquire(id, 'lease-a', MIN, { state: s, ttlMs: 10 * MIN });
+      expect(untimed(got?.state)).toEqual(untimed(s));
+      expectDbTimes(got!.state);
+      expect(Math.abs(got!.now.getTime() - Date.now())).toBeLessThan(5 * MIN);
+      expect(await store.observeLease(id)).toMatchObject({ leaseId: 'lease-a' });
+      // another start's job finds the live row: it is not overwritten, and the lease is held
+      expect(await store.acquire(id, 'lease-b', MIN, { state: state(id, { startNonce: 'second' }), ttlMs: 10 * MIN })).toBeNull();
+      expect(await store.acquire(id, 'lease-b', MIN)).toBeNull();
+      // the holder may take it again (extended); its state comes back as stored
+      const again = await store.acquire(id, 'lease-a', MIN, { state: state(id, { startNonce: 'second' }), ttlMs: 10 * MIN });
+      expect(again?.state.startNonce).toBe('first');
+      await store.releaseLease(id, 'lease-a');
+      const b = await store.acquire(id, 'lease-b', MIN);
+      expect(b?.state.revision).toBe(0);
+      expect(await store.observeLease(id)).toMatchObject({ leaseId: 'lease-b' });
+    });
+
+    it('acquire with create replaces an expired row (revision 0, its lease cleared and taken anew)', async () => {
+      const { store } = await open();
+      const id = fid();
+      expect(await store.tryCreate(state(id, { startNonce: 'old' }), 1)).toBe(true);
+      expect(await store.tryAcquireLease(id, 'lease-old', MIN)).toBe(false); // expired: no lease on a dead row
+      await sleep(20);
+      const got = await store.acquire(id, 'lease-new', MIN, { state: state(id, { startNonce: 'new' }), ttlMs: 10 * MIN });
+      expect(got?.state.startNonce).toBe('new');
+      expect(got?.state.revision).toBe(0);
+      expect(await store.observeLease(id)).toMatchObject({ leaseId: 'lease-new' });
+    });
+
+    it('a lease-fenced checkpoint extends the lease, or releases it, in the same call; a stale lease writes nothing', async () => {
+      const { store } = await open();
+      const id = fid();
+      const got = await store.acquire(id, 'lease-a', 2_000, { state: state(id), ttlMs: 10 * MIN });
+      const before = (await store.observeLease(id)) as { expiresAt: Date };
+      const one = { ...got!.state, revision: 1, steps: { a: { completed: true, resultJson: '1' } } };
+      expect(await store.tryUpdate(one, 0, 10 * MIN, 'lease-b', { extendMs: MIN })).toBe(false);
+      expect(await store.tryUpdate(one, 0, 10 * MIN, 'lease-a', { extendMs: MIN })).toBe(true);
+      const extended = (await store.observeLease(id)) as { leaseId: string; expiresAt: Date };
+      expect(extended.leaseId).toBe('lease-a');
+      expect(extended.expiresAt.getTime()).toBeGreaterThan(before.expiresAt.getTime() + 30_000);
+      const two = { ...one, revision: 2, status: 'Succeeded' as const };
+      expect(await store.tryUpdate(two, 1, 10 * MIN, 'lease-a', { release: true })).toBe(true);
+      expect(await store.observeLease(id)).toBe('unheld');
+      expect((await store.load(id))?.status).toBe('Succeeded');
+      // released: a further fenced write with that lease is refused
+      expect(await store.tryUpdate({ ...two, revision: 3 }, 2, 10 * MIN, 'lease-a', { extendMs: MIN })).toBe(false);
     });
 
     it('schema version: a write of a future version throws RangeError; a seeded future-version row is refused on load', async () => {

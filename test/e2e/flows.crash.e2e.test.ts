@@ -122,6 +122,15 @@ describe.skipIf(PG_SKIP_REASON !== undefined)('durable flows across host crashes
       return r.steps.some((s) => s.name === step && s.state === state) ? r : undefined;
     }, `${id}: ${step} ${state}`, 30_000, 100);
 
+  /** Past the in-process window (a quick answer would continue there): parked, its lease released. */
+  const parked = (id: string) =>
+    eventually(
+      async () => ((await db.query(`SELECT lease_id FROM "${schema}".asyncresponse_flow_state WHERE flow_id = $1`, [id])).rows[0]?.lease_id === null ? true : undefined),
+      `${id} to park`,
+      30_000,
+      100,
+    );
+
   beforeAll(async () => {
     execFileSync(process.execPath, [path.join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: root });
     offline = await startApprover('offline');
@@ -145,6 +154,7 @@ describe.skipIf(PG_SKIP_REASON !== undefined)('durable flows across host crashes
     const correlationId = waiting.steps.find((s) => s.name === 'approve')!.correlationId!;
     const reserveAt = waiting.steps.find((s) => s.name === 'reserve')!.completedAt;
     await eventually(() => (offline.jobs.some((j) => j.flowId === 'crash-1') ? true : undefined), 'the approval request to be sent', 20_000);
+    await parked('crash-1');
     await kill(a);
     // another instance (a program on the same database) stores the approval while no host runs
     library = await createEngine({ store: { kind: 'postgres', url: PG_URL!, pool: { max: 2 } }, schema, logger: silentLogger, queues: { approvals: { handler: async () => undefined } } });
@@ -165,6 +175,7 @@ describe.skipIf(PG_SKIP_REASON !== undefined)('durable flows across host crashes
     const waiting = await waitingFor(a, 'crash-2', 'approve', 'waiting-for-response');
     const correlationId = waiting.steps.find((s) => s.name === 'approve')!.correlationId!;
     const reserveAt = waiting.steps.find((s) => s.name === 'reserve')!.completedAt;
+    await parked('crash-2');
     await kill(a);
     const b = await startHost();
     const post = await checkedFetch(`${b.url}/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ correlationId, payload: { approved: 'after restart' } }) });

@@ -333,6 +333,20 @@ export function fuzzCases(seed: number, count: number, setup: FuzzSetup): FuzzCa
   const flowId = () => `fuzz-never-${r.int(1e9)}`;
   bases.push(
     {
+      // restart's body (the other actions take none): fromStep, a step name
+      operation: 'POST /flows/{name}/{id}/{action}',
+      method: 'POST',
+      path: ({ queue, id }) => `flows/${queue}/${id}/restart`,
+      body: () => ({ fromStep: r.pick(['reserve', 'approve', 'cool-off']) }),
+      fields: { fromStep: [1, null, true, [], {}, '', 'x'.repeat(201)] },
+      keyed: true,
+      hasQueue: true,
+      validQueues: [FLOW],
+      hasId: true,
+      validId: flowId,
+      badIds: flowIds,
+    },
+    {
       operation: 'GET /flows',
       method: 'GET',
       path: () => 'flows',

@@ -1,13 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { FlowClock } from '../../shared/flows/clock';
 import { FLOW_STATUSES, parseFlowState, serializeFlowState, type FlowState, type FlowStatus } from '../../shared/flows/state';
-import type { FlowLease, FlowListQuery, FlowStateStore, FlowSummary } from '../../shared/flows/store';
+import type { FlowAcquired, FlowCheckpointLease, FlowLease, FlowListQuery, FlowStateStore, FlowSummary } from '../../shared/flows/store';
 
 interface Row {
   stateJson: string;
   revision: number;
   expiresAt: number;
   updatedAt: number;
+  createdAt: number;
   leaseId: string | null;
   leaseExpiresAt: number | null;
 }
@@ -52,17 +53,39 @@ export class MemoryFlowStore implements FlowStateStore {
     const json = serializeFlowState(state);
     if (this.live(state.flowId)) return false;
     const now = this.clock.now();
-    this.rows.set(state.flowId, { stateJson: json, revision: 0, expiresAt: now + ttlMs, updatedAt: now, leaseId: null, leaseExpiresAt: null });
+    this.rows.set(state.flowId, { stateJson: json, revision: 0, expiresAt: now + ttlMs, updatedAt: now, createdAt: now, leaseId: null, leaseExpiresAt: null });
     return true;
   }
 
   async load(flowId: string): Promise<FlowState | null> {
     await this.enter('load', flowId);
     const r = this.live(flowId);
-    return r ? parseFlowState(flowId, r.stateJson, r.revision) : null;
+    return r ? this.read(flowId, r) : null;
   }
 
-  async tryUpdate(state: FlowState, expectedRevision: number, ttlMs: number, leaseId?: string): Promise<boolean> {
+  async acquire(flowId: string, leaseId: string, durationMs: number, create?: { state: FlowState; ttlMs: number }): Promise<FlowAcquired | null> {
+    await this.enter('acquire', flowId);
+    if (create && !this.live(flowId)) {
+      if (create.state.revision !== 0) throw new RangeError('a created state has revision 0');
+      const now = this.clock.now();
+      this.rows.set(flowId, { stateJson: serializeFlowState(create.state), revision: 0, expiresAt: now + create.ttlMs, updatedAt: now, createdAt: now, leaseId: null, leaseExpiresAt: null });
+    }
+    const r = this.live(flowId);
+    const now = this.clock.now();
+    if (!r || !(r.leaseId === null || (r.leaseExpiresAt ?? 0) <= now || r.leaseId === leaseId)) return null;
+    r.leaseId = leaseId;
+    r.leaseExpiresAt = now + durationMs;
+    return { state: this.read(flowId, r), now: new Date(now) };
+  }
+
+  private read(flowId: string, r: Row): FlowState {
+    const s = parseFlowState(flowId, r.stateJson, r.revision);
+    s.createdAt = new Date(r.createdAt).toISOString();
+    s.updatedAt = new Date(r.updatedAt).toISOString();
+    return s;
+  }
+
+  async tryUpdate(state: FlowState, expectedRevision: number, ttlMs: number, leaseId?: string, lease?: FlowCheckpointLease): Promise<boolean> {
     await this.enter('tryUpdate', state.flowId);
     if (state.revision !== expectedRevision + 1) throw new RangeError(`revision ${state.revision} is not ${expectedRevision} + 1`);
     const json = serializeFlowState(state);
@@ -71,6 +94,8 @@ export class MemoryFlowStore implements FlowStateStore {
     if (!r || r.revision !== expectedRevision) return false;
     if (leaseId !== undefined && !(r.leaseId === leaseId && (r.leaseExpiresAt ?? 0) > now)) return false;
     Object.assign(r, { stateJson: json, revision: state.revision, expiresAt: now + ttlMs, updatedAt: now });
+    if (leaseId !== undefined && lease?.release) Object.assign(r, { leaseId: null, leaseExpiresAt: null });
+    else if (leaseId !== undefined && lease?.extendMs !== undefined) r.leaseExpiresAt = now + lease.extendMs;
     return true;
   }
 

@@ -43,8 +43,40 @@ describe('SQL Server flow statement shapes', () => {
   });
 
   it('load reads live rows only; observe reads the lease as stored, with no clock predicate', () => {
-    expect(s.load.text).toBe(`SELECT state_json, revision FROM ${T} WHERE flow_id = @flow_id AND expires_at_utc > ${NOW};`);
+    expect(s.load.text).toBe(`SELECT state_json, revision, created_at_utc, updated_at_utc FROM ${T} WHERE flow_id = @flow_id AND expires_at_utc > ${NOW};`);
     expect(s.observeLease.text).toBe(`SELECT lease_id, lease_expires_at_utc FROM ${T} WHERE flow_id = @flow_id;`);
+  });
+
+  it('acquire: takes the lease as acquireLease does and returns the state and the database time (OUTPUT)', () => {
+    expect(s.acquire.text).toBe(
+      [
+        'SET NOCOUNT OFF;',
+        `UPDATE ${T} SET lease_id = @lease_id, lease_expires_at_utc = ${SPLIT('@duration_ms')}`,
+        `OUTPUT inserted.state_json, inserted.revision, inserted.created_at_utc, inserted.updated_at_utc, ${NOW} AS db_now`,
+        `WHERE flow_id = @flow_id AND expires_at_utc > ${NOW}`,
+        `  AND (lease_id IS NULL OR lease_expires_at_utc <= ${NOW} OR lease_id = @lease_id);`,
+      ].join('\n'),
+    );
+    expect(length(s.acquire, 'lease_id')).toBe(64);
+    expect(typeName(s.acquire, 'duration_ms')).toBe('BigInt');
+  });
+
+  it('checkpoint: the CAS fenced on a held lease, which it extends or releases in the same statement', () => {
+    expect(s.checkpoint.text).toBe(
+      [
+        'SET NOCOUNT OFF;',
+        `UPDATE ${T}`,
+        'SET flow_name = @flow_name, status = @status, last_message = @last_message, state_json = @state_json, revision = @revision,',
+        `    expires_at_utc = ${SPLIT('@ttl_ms')}, updated_at_utc = ${NOW},`,
+        '    lease_id = CASE WHEN @release = 1 THEN NULL ELSE lease_id END,',
+        `    lease_expires_at_utc = CASE WHEN @release = 1 THEN NULL WHEN @extend_ms IS NULL THEN lease_expires_at_utc ELSE ${SPLIT('@extend_ms')} END`,
+        `WHERE flow_id = @flow_id AND revision = @expected_revision AND expires_at_utc > ${NOW}`,
+        `  AND lease_id = @lease_id AND lease_expires_at_utc > ${NOW};`,
+      ].join('\n'),
+    );
+    expect(typeName(s.checkpoint, 'release')).toBe('Bit');
+    expect(typeName(s.checkpoint, 'extend_ms')).toBe('BigInt');
+    expect(length(s.checkpoint, 'lease_id')).toBe(64);
   });
 
   it('update: CAS on revision and liveness, the lease only when given, the TTL from the database clock', () => {

@@ -17,7 +17,7 @@ import {
 import type { TransportStore } from '../../shared/transport/types';
 
 const TRANSPORT = ['ensureSchema', 'publish', 'publishToTopic', 'recordSubscriptions', 'topicSubscriptions', 'claim', 'claimLimited', 'backOffQueue', 'ack', 'ackToHistory', 'findJob', 'searchHistory', 'pruneHistoryBatch', 'release', 'releaseUnstarted', 'releaseLostClaim', 'renew', 'cancel', 'reschedule', 'setQueuePaused', 'queueState', 'deadLetter', 'pruneDedupKeys', 'pruneDeadLetterBatch', 'queueStats', 'queueNames', 'listWaiting', 'claimOutlook', 'listDeadLetters', 'requeueDeadLetter', 'deleteDeadLetter', 'hasMessage', 'now', 'close'] as const;
-const FLOWS = ['tryCreate', 'load', 'tryUpdate', 'tryAcquireLease', 'tryRenewLease', 'releaseLease', 'observeLease', 'tryDelete', 'prune', 'now', 'list', 'countByStatus'] as const;
+const FLOWS = ['tryCreate', 'load', 'tryUpdate', 'acquire', 'tryAcquireLease', 'tryRenewLease', 'releaseLease', 'observeLease', 'tryDelete', 'prune', 'now', 'list', 'countByStatus'] as const;
 const SCHEDULES = ['upsert', 'get', 'list', 'delete', 'setPaused', 'due', 'soonest', 'fire', 'now'] as const;
 const CHANNEL = [
   'ensureSchema',

@@ -14,6 +14,9 @@ const plusMs = (param: string) => `${NOW} + ${param}::bigint * interval '1 milli
 /** Microsecond-exact UTC text of a timestamptz (the list cursor hands it back). */
 const exactText = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
+/** What a load or an acquire returns: the ledger, its revision, the row's times (authoritative) and the database's now. */
+const RETURNED = `state_json, revision::text AS revision, created_at_utc, updated_at_utc, ${NOW} AS db_now`;
+
 export const flowStateTable = (n: SchemaNames) => `${q(n.schema)}.${q(n.flowStateTable)}`;
 
 /** Version 5 of the PostgreSQL schema: the table and its two indexes. state_json is text (jsonb rejects \u0000). */
@@ -80,7 +83,7 @@ SET flow_name = EXCLUDED.flow_name, status = EXCLUDED.status, last_message = EXC
     created_at_utc = EXCLUDED.created_at_utc, updated_at_utc = EXCLUDED.updated_at_utc, expires_at_utc = EXCLUDED.expires_at_utc,
     revision = 0, lease_id = NULL, lease_expires_at_utc = NULL
 WHERE f.expires_at_utc <= ${NOW}`,
-    load: `SELECT state_json, revision::text AS revision FROM ${t} WHERE flow_id = $1 AND expires_at_utc > ${NOW}`,
+    load: `SELECT ${RETURNED} FROM ${t} WHERE flow_id = $1 AND expires_at_utc > ${NOW}`,
     /**
      * $1 id, $2 name, $3 status, $4 last message, $5 json, $6 new revision, $7 ttl ms, $8 expected revision,
      * $9 lease id or NULL (lease-less compare-and-swap).
@@ -90,6 +93,44 @@ SET flow_name = $2, status = $3, last_message = $4, state_json = $5, revision = 
     expires_at_utc = ${plusMs('$7')}, updated_at_utc = ${NOW}
 WHERE flow_id = $1 AND revision = $8::bigint AND expires_at_utc > ${NOW}
   AND ($9::text IS NULL OR (lease_id = $9::text AND lease_expires_at_utc > ${NOW}))`,
+    /**
+     * The checkpoint of an execution that holds the lease: the update above, fenced on the lease, which it extends
+     * ($10 ms) or releases ($11 true: the run's last write) in the same statement. Parameters $1..$9 as update.
+     */
+    checkpoint: `UPDATE ${t}
+SET flow_name = $2, status = $3, last_message = $4, state_json = $5, revision = $6::bigint,
+    expires_at_utc = ${plusMs('$7')}, updated_at_utc = ${NOW},
+    lease_id = CASE WHEN $11::boolean THEN NULL ELSE lease_id END,
+    lease_expires_at_utc = CASE WHEN $11::boolean THEN NULL WHEN $10::bigint IS NULL THEN lease_expires_at_utc ELSE ${plusMs('$10')} END
+WHERE flow_id = $1 AND revision = $8::bigint AND expires_at_utc > ${NOW}
+  AND lease_id = $9::text AND lease_expires_at_utc > ${NOW}`,
+    /**
+     * Takes the lease and returns the state in one statement (no reload after the lease), with the database's
+     * time. $1 id, $2 lease id, $3 duration ms.
+     */
+    acquire: `UPDATE ${t} SET lease_id = $2, lease_expires_at_utc = ${plusMs('$3')}
+WHERE flow_id = $1 AND expires_at_utc > ${NOW}
+  AND (lease_id IS NULL OR lease_expires_at_utc <= ${NOW} OR lease_id = $2)
+RETURNING ${RETURNED}`,
+    /**
+     * A start job's execution: insert-if-absent (an expired row replaced, as create) and take the lease, or take
+     * the lease of the live row the starter wrote, returning the state either way. $1..$6 as create, $7 lease id,
+     * $8 lease duration ms.
+     */
+    createAndAcquire: `INSERT INTO ${t} AS f (flow_id, flow_name, status, last_message, state_json, created_at_utc, updated_at_utc, expires_at_utc, revision, lease_id, lease_expires_at_utc)
+VALUES ($1, $2, $3, $4, $5, ${NOW}, ${NOW}, ${plusMs('$6')}, 0, $7, ${plusMs('$8')})
+ON CONFLICT (flow_id) DO UPDATE
+SET flow_name = CASE WHEN f.expires_at_utc <= ${NOW} THEN EXCLUDED.flow_name ELSE f.flow_name END,
+    status = CASE WHEN f.expires_at_utc <= ${NOW} THEN EXCLUDED.status ELSE f.status END,
+    last_message = CASE WHEN f.expires_at_utc <= ${NOW} THEN EXCLUDED.last_message ELSE f.last_message END,
+    state_json = CASE WHEN f.expires_at_utc <= ${NOW} THEN EXCLUDED.state_json ELSE f.state_json END,
+    created_at_utc = CASE WHEN f.expires_at_utc <= ${NOW} THEN EXCLUDED.created_at_utc ELSE f.created_at_utc END,
+    updated_at_utc = CASE WHEN f.expires_at_utc <= ${NOW} THEN EXCLUDED.updated_at_utc ELSE f.updated_at_utc END,
+    revision = CASE WHEN f.expires_at_utc <= ${NOW} THEN 0 ELSE f.revision END,
+    expires_at_utc = CASE WHEN f.expires_at_utc <= ${NOW} THEN EXCLUDED.expires_at_utc ELSE f.expires_at_utc END,
+    lease_id = EXCLUDED.lease_id, lease_expires_at_utc = EXCLUDED.lease_expires_at_utc
+WHERE f.expires_at_utc <= ${NOW} OR f.lease_id IS NULL OR f.lease_expires_at_utc <= ${NOW} OR f.lease_id = EXCLUDED.lease_id
+RETURNING ${RETURNED}`,
     /** $1 id, $2 lease id, $3 duration ms. */
     acquireLease: `UPDATE ${t} SET lease_id = $2, lease_expires_at_utc = ${plusMs('$3')}
 WHERE flow_id = $1 AND expires_at_utc > ${NOW}

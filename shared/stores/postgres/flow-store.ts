@@ -2,8 +2,8 @@
 // comes from the schema versions (version 5, migrations.ts); this store runs the version gate, verifies the
 // table once (flow-verify.ts) and binds the statements of flow-statements.ts.
 
-import { parseFlowState, type FlowState, type FlowStatus } from '../../flows/state';
-import type { FlowLease, FlowListQuery, FlowStateStore, FlowSummary } from '../../flows/store';
+import type { FlowState, FlowStatus } from '../../flows/state';
+import type { FlowAcquired, FlowCheckpointLease, FlowLease, FlowListQuery, FlowStateStore, FlowSummary } from '../../flows/store';
 import {
   checkCreateRevision,
   checkFlowId,
@@ -18,6 +18,7 @@ import {
   FLOW_PRUNE_BUDGET_MS,
   flowRowValues,
   PruneGate,
+  stateFromRow,
 } from '../../flows/store-rules';
 import type { Logger } from '../../log';
 import type { SchemaNames } from '../schema-names';
@@ -34,6 +35,14 @@ export interface PostgresFlowStoreOptions {
   maxStateBytes?: number;
   /** Test seam: the opportunistic prune's interval clock. */
   pruneGate?: PruneGate;
+}
+
+interface StateRow {
+  state_json: string;
+  revision: string;
+  created_at_utc: Date;
+  updated_at_utc: Date;
+  db_now: Date;
 }
 
 interface SummaryRow {
@@ -116,18 +125,40 @@ export class PostgresFlowStore implements FlowStateStore {
 
   async load(flowId: string): Promise<FlowState | null> {
     checkFlowId(flowId);
-    const r = await this.run<{ state_json: string; revision: string }>(this.sql.load, [flowId]);
-    const row = r.rows[0];
-    return row ? parseFlowState(flowId, row.state_json, Number(row.revision)) : null;
+    const row = (await this.run<StateRow>(this.sql.load, [flowId])).rows[0];
+    return row ? stateFromRow(flowId, row.state_json, Number(row.revision), row.created_at_utc, row.updated_at_utc) : null;
   }
 
-  async tryUpdate(state: FlowState, expectedRevision: number, ttlMs: number, leaseId?: string): Promise<boolean> {
+  async acquire(flowId: string, leaseId: string, durationMs: number, create?: { state: FlowState; ttlMs: number }): Promise<FlowAcquired | null> {
+    checkFlowId(flowId);
+    checkLeaseId(leaseId);
+    const duration = clampDurationMs(durationMs, 'the lease duration');
+    let r;
+    if (create) {
+      checkCreateRevision(create.state);
+      if (create.state.flowId !== flowId) throw new RangeError(`the created state names flow id '${create.state.flowId}', not '${flowId}'`);
+      const v = flowRowValues(create.state, this.maxStateBytes);
+      const ttl = clampDurationMs(create.ttlMs, 'the flow state TTL');
+      r = await this.run<StateRow>(this.sql.createAndAcquire, [v.flowId, v.flowName, v.status, v.lastMessage, v.stateJson, ttl, leaseId, duration]);
+    } else {
+      r = await this.run<StateRow>(this.sql.acquire, [flowId, leaseId, duration]);
+    }
+    const row = r.rows[0];
+    if (!row) return null;
+    return { state: stateFromRow(flowId, row.state_json, Number(row.revision), row.created_at_utc, row.updated_at_utc), now: row.db_now };
+  }
+
+  async tryUpdate(state: FlowState, expectedRevision: number, ttlMs: number, leaseId?: string, lease?: FlowCheckpointLease): Promise<boolean> {
     checkUpdateRevision(state, expectedRevision);
     if (leaseId !== undefined) checkLeaseId(leaseId);
     const v = flowRowValues(state, undefined);
     const ttl = clampDurationMs(ttlMs, 'the flow state TTL');
-    const r = await this.run(this.sql.update, [v.flowId, v.flowName, v.status, v.lastMessage, v.stateJson, state.revision, ttl, expectedRevision, leaseId ?? null]);
-    return r.rowCount > 0;
+    const values: unknown[] = [v.flowId, v.flowName, v.status, v.lastMessage, v.stateJson, state.revision, ttl, expectedRevision, leaseId ?? null];
+    if (leaseId !== undefined && lease && (lease.release || lease.extendMs !== undefined)) {
+      const extend = lease.extendMs === undefined ? null : clampDurationMs(lease.extendMs, 'the lease duration');
+      return (await this.run(this.sql.checkpoint, [...values, extend, lease.release === true])).rowCount > 0;
+    }
+    return (await this.run(this.sql.update, values)).rowCount > 0;
   }
 
   async tryAcquireLease(flowId: string, leaseId: string, durationMs: number): Promise<boolean> {

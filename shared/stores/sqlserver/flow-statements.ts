@@ -26,6 +26,7 @@ const types = {
   count: () => sql.Int(),
   sysname: () => sql.NVarChar(128),
   instant: () => sql.VarChar(27),
+  flag: () => sql.Bit(),
 };
 
 export const qualifiedFlowTable = (n: SchemaNames) => `${q(n.schema)}.${q(n.flowStateTable)}`;
@@ -102,7 +103,7 @@ function create(n: SchemaNames): Statement<RowParams | 'ttl_ms'> {
 
 function load(n: SchemaNames): Statement<'flow_id'> {
   return {
-    text: `SELECT state_json, revision FROM ${qualifiedFlowTable(n)} WHERE flow_id = @flow_id AND expires_at_utc > ${NOW};`,
+    text: `SELECT state_json, revision, created_at_utc, updated_at_utc FROM ${qualifiedFlowTable(n)} WHERE flow_id = @flow_id AND expires_at_utc > ${NOW};`,
     params: { flow_id: types.id() },
   };
 }
@@ -122,11 +123,49 @@ function update(n: SchemaNames): Statement<RowParams | 'revision' | 'expected_re
   };
 }
 
+/**
+ * The checkpoint of an execution that holds the lease (PostgreSQL: flowStatements().checkpoint): update's write,
+ * fenced on the lease, which it extends (@extend_ms) or releases (@release = 1, the execution's last write) in the
+ * same statement.
+ */
+function checkpoint(n: SchemaNames): Statement<RowParams | 'revision' | 'expected_revision' | 'ttl_ms' | 'lease_id' | 'extend_ms' | 'release'> {
+  return {
+    text: [
+      'SET NOCOUNT OFF;',
+      `UPDATE ${qualifiedFlowTable(n)}`,
+      'SET flow_name = @flow_name, status = @status, last_message = @last_message, state_json = @state_json, revision = @revision,',
+      `    expires_at_utc = ${dbClockPlus('@ttl_ms')}, updated_at_utc = ${NOW},`,
+      '    lease_id = CASE WHEN @release = 1 THEN NULL ELSE lease_id END,',
+      `    lease_expires_at_utc = CASE WHEN @release = 1 THEN NULL WHEN @extend_ms IS NULL THEN lease_expires_at_utc ELSE ${dbClockPlus('@extend_ms')} END`,
+      `WHERE flow_id = @flow_id AND revision = @expected_revision AND expires_at_utc > ${NOW}`,
+      `  AND lease_id = @lease_id AND lease_expires_at_utc > ${NOW};`,
+    ].join('\n'),
+    params: { ...rowParams(), revision: types.revision(), expected_revision: types.revision(), ttl_ms: types.ms(), lease_id: types.lease(), extend_ms: types.ms(), release: types.flag() },
+  };
+}
+
 function acquireLease(n: SchemaNames): Statement<'flow_id' | 'lease_id' | 'duration_ms'> {
   return {
     text: [
       'SET NOCOUNT OFF;',
       `UPDATE ${qualifiedFlowTable(n)} SET lease_id = @lease_id, lease_expires_at_utc = ${dbClockPlus('@duration_ms')}`,
+      `WHERE flow_id = @flow_id AND expires_at_utc > ${NOW}`,
+      `  AND (lease_id IS NULL OR lease_expires_at_utc <= ${NOW} OR lease_id = @lease_id);`,
+    ].join('\n'),
+    params: { flow_id: types.id(), lease_id: types.lease(), duration_ms: types.ms() },
+  };
+}
+
+/**
+ * Takes the lease and returns the state with the database's time in one statement (PostgreSQL:
+ * flowStatements().acquire): no reload after the lease, no clock read. No row = not taken.
+ */
+function acquire(n: SchemaNames): Statement<'flow_id' | 'lease_id' | 'duration_ms'> {
+  return {
+    text: [
+      'SET NOCOUNT OFF;',
+      `UPDATE ${qualifiedFlowTable(n)} SET lease_id = @lease_id, lease_expires_at_utc = ${dbClockPlus('@duration_ms')}`,
+      `OUTPUT inserted.state_json, inserted.revision, inserted.created_at_utc, inserted.updated_at_utc, ${NOW} AS db_now`,
       `WHERE flow_id = @flow_id AND expires_at_utc > ${NOW}`,
       `  AND (lease_id IS NULL OR lease_expires_at_utc <= ${NOW} OR lease_id = @lease_id);`,
     ].join('\n'),
@@ -266,6 +305,8 @@ export function flowStatements(n: SchemaNames) {
     create: create(n),
     load: load(n),
     update: update(n),
+    checkpoint: checkpoint(n),
+    acquire: acquire(n),
     acquireLease: acquireLease(n),
     renewLease: renewLease(n),
     releaseLease: releaseLease(n),

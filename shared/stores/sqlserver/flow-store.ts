@@ -4,7 +4,7 @@
 
 import type * as sql from 'mssql';
 import { parseFlowState, type FlowState, type FlowStatus } from '../../flows/state';
-import type { FlowLease, FlowListQuery, FlowStateStore, FlowSummary } from '../../flows/store';
+import type { FlowAcquired, FlowCheckpointLease, FlowLease, FlowListQuery, FlowStateStore, FlowSummary } from '../../flows/store';
 import {
   checkCreateRevision,
   checkFlowId,
@@ -18,6 +18,7 @@ import {
   FLOW_PRUNE_BATCH,
   FLOW_PRUNE_BUDGET_MS,
   flowRowValues,
+  stateFromRow,
   PruneGate,
   type FlowRowValues,
 } from '../../flows/store-rules';
@@ -47,6 +48,11 @@ const DEADLOCK = 1205;
 const CREATE_ATTEMPTS = 3;
 
 const affected = (result: sql.IResult<unknown>) => result.rowsAffected.reduce((a, b) => a + b, 0);
+
+/** datetime2 comes back as a Date (UTC, the driver's useUTC default); a string is parsed as UTC. */
+function asDate(v: unknown): Date {
+  return v instanceof Date ? v : new Date(/[zZ]|[+-]\d\d:?\d\d$/.test(String(v)) ? String(v) : `${String(v)}Z`);
+}
 
 export class SqlServerFlowStore extends SqlServerStoreBase implements FlowStateStore {
   private readonly sql: FlowStatements;
@@ -129,10 +135,43 @@ export class SqlServerFlowStore extends SqlServerStoreBase implements FlowStateS
     checkFlowId(flowId);
     await this.ensureSchema();
     const row = rows(await this.run(this.sql.load, { flow_id: flowId }))[0];
-    return row ? parseFlowState(flowId, String(row.state_json), Number(row.revision)) : null;
+    return row ? stateFromRow(flowId, String(row.state_json), Number(row.revision), asDate(row.created_at_utc), asDate(row.updated_at_utc)) : null;
   }
 
-  async tryUpdate(state: FlowState, expectedRevision: number, ttlMs: number, leaseId?: string): Promise<boolean> {
+  /**
+   * One statement takes the lease and returns the state and the database's time; a start job's create-if-absent
+   * goes first as its own statement here (PostgreSQL folds it in).
+   */
+  async acquire(flowId: string, leaseId: string, durationMs: number, create?: { state: FlowState; ttlMs: number }): Promise<FlowAcquired | null> {
+    if (create) await this.tryCreate(create.state, create.ttlMs);
+    const values = { flow_id: checkFlowId(flowId), lease_id: checkLeaseId(leaseId), duration_ms: BigInt(clampDurationMs(durationMs, 'the lease duration')) };
+    await this.ensureSchema();
+    const row = rows(await this.run(this.sql.acquire, values))[0];
+    if (!row) return null;
+    return { state: stateFromRow(flowId, String(row.state_json), Number(row.revision), asDate(row.created_at_utc), asDate(row.updated_at_utc)), now: asDate(row.db_now) };
+  }
+
+  async tryUpdate(state: FlowState, expectedRevision: number, ttlMs: number, leaseId?: string, lease?: FlowCheckpointLease): Promise<boolean> {
+    if (leaseId === undefined || !lease || (!lease.release && lease.extendMs === undefined)) return this.update(state, expectedRevision, ttlMs, leaseId);
+    // one statement: the write, fenced on the lease, extends or releases it
+    checkUpdateRevision(state, expectedRevision);
+    checkLeaseId(leaseId);
+    const v = flowRowValues(state, undefined);
+    const ttl = clampDurationMs(ttlMs, 'the flow state TTL');
+    await this.ensureSchema();
+    const result = await this.run(this.sql.checkpoint, {
+      ...this.row(v),
+      revision: BigInt(state.revision),
+      expected_revision: BigInt(expectedRevision),
+      ttl_ms: BigInt(ttl),
+      lease_id: leaseId,
+      extend_ms: lease.extendMs === undefined ? null : BigInt(clampDurationMs(lease.extendMs, 'the lease duration')),
+      release: lease.release === true,
+    });
+    return affected(result) > 0;
+  }
+
+  private async update(state: FlowState, expectedRevision: number, ttlMs: number, leaseId?: string): Promise<boolean> {
     checkUpdateRevision(state, expectedRevision);
     if (leaseId !== undefined) checkLeaseId(leaseId);
     const v = flowRowValues(state, undefined);
