@@ -21,7 +21,7 @@ import { quoteIdentifier } from '../../sql/identifiers';
 import { MAX_DELAY_SECONDS, MAX_HEADERS_BYTES, MAX_ORDERING_KEY_CHARS, MAX_PRIORITY, MIN_PRIORITY } from '../../transport/publish-request';
 import { CORRELATION_ID_HEADER } from '../../transport/types';
 import { BIN2, dbClockPlus, exactQueueMatch } from './statements';
-import { readySetTables, STATE_QUEUED, STATE_SCHEDULED } from './ready-set';
+import { countOneIntoKeyLines, readySetTables, STATE_QUEUED, STATE_SCHEDULED } from './ready-set';
 
 export const SQL_PUBLISH_MAX_PAYLOAD_BYTES = 262_144;
 export const SQLSERVER_PUBLISH_INVALID = 50400;
@@ -265,11 +265,7 @@ function readySetInsert(n: SchemaNames): string[] {
     '        BEGIN',
     '            IF @key IS NOT NULL',
     '            BEGIN',
-    `                SELECT @pending = pending FROM ${k} WITH (UPDLOCK, HOLDLOCK) WHERE ${key};`,
-    '                IF @pending IS NULL',
-    `                    INSERT INTO ${k} (queue, ordering_key, pending) VALUES (@queue, @key, 1);`,
-    '                ELSE',
-    `                    UPDATE ${k} SET pending = pending + 1 WHERE ${key};`,
+    ...countOneIntoKeyLines(k, key, '@queue', 16),
     '            END;',
     `            SET @seq = NEXT VALUE FOR ${seq};`,
     `            INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at, priority, ordering_key, state, seq)`,

@@ -113,6 +113,22 @@ export function addReadySetColumnsIfMissing(names: TransportNames): string[] {
   ];
 }
 
+/**
+ * T-SQL lines that count one row of `@key` into the keys table `k` under the key row's lock (UPDLOCK, HOLDLOCK: a
+ * concurrent counter of the same key waits), `keyWhere` selecting its row and `queueVar` naming its queue; the
+ * caller declares @pending. Indented by `indent` spaces, for the batch that embeds them.
+ */
+export function countOneIntoKeyLines(k: string, keyWhere: string, queueVar: string, indent: number): string[] {
+  const pad = ' '.repeat(indent);
+  return [
+    `${pad}SELECT @pending = pending FROM ${k} WITH (UPDLOCK, HOLDLOCK) WHERE ${keyWhere};`,
+    `${pad}IF @pending IS NULL`,
+    `${pad}    INSERT INTO ${k} (queue, ordering_key, pending) VALUES (${queueVar}, @key, 1);`,
+    `${pad}ELSE`,
+    `${pad}    UPDATE ${k} SET pending = pending + 1 WHERE ${keyWhere};`,
+  ];
+}
+
 export function keysTableBody(): string {
   return [
     `    queue nvarchar(200) COLLATE ${BIN2} NOT NULL,`,
