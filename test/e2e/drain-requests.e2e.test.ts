@@ -137,6 +137,9 @@ describe('drain requests on Azurite (DRAIN_TRIGGER=queue, timers off)', () => {
       return quiet || undefined;
     }, 'no drain request left', 20_000, 2500);
     const [n] = await publish(1, 2);
+    // the publish answers before its drain request is put (the sender does not hold the answer for it): wait for the
+    // request (delayed, invisible, but counted) before losing it, or it would arrive after the clear
+    await eventually(async () => ((await requests.getProperties()).approximateMessagesCount ?? 0) >= 1 || undefined, 'the delayed request put', 5000, 50);
     await requests.clearMessages(); // the delayed request is lost
     await sleep(3500);
     expect(runs.get(n!)).toBeUndefined(); // nothing else would have run it
