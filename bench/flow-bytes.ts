@@ -1,8 +1,10 @@
 // Bytes a flow run's writes send as its steps grow (issue 26, item 2): one run of a 500-step flow (each step returns
-// a small object) on PGlite, with the flow store's writes wrapped to measure the ledger each one sends. Run:
+// a small object) on PGlite, with the flow store's writes wrapped to measure what each one sends: the head and the
+// new step rows (flows/step-rows.ts), beside the whole ledger a write sent before the step rows. Run:
 // npm run build && node dist/bench/flow-bytes.js (BENCH_FLOW_STEPS, default 500).
 import { createEngine, FlowRegistry, silentLogger } from '../shared';
 import { serializeFlowState, type FlowState } from '../shared/flows/state';
+import { ledgerWrite } from '../shared/flows/step-rows';
 import { openStores, type Stores } from '../shared/stores/open';
 import { DEFAULT_CHANNEL, DEFAULT_POOL } from '../shared/engine/options';
 
@@ -14,10 +16,13 @@ export async function benchFlowBytes(): Promise<void> {
     silentLogger,
   );
   const writes: number[] = [];
+  const whole: number[] = [];
   const flows = opened.flows;
   const tryUpdate = flows.tryUpdate.bind(flows);
   flows.tryUpdate = (state: FlowState, ...rest) => {
-    writes.push(Buffer.byteLength(serializeFlowState(state), 'utf8'));
+    const w = ledgerWrite(state);
+    writes.push(Buffer.byteLength(w.headJson, 'utf8') + w.rows.reduce((a, r) => a + Buffer.byteLength(r.name, 'utf8') + Buffer.byteLength(r.json, 'utf8') + 4, 0));
+    whole.push(Buffer.byteLength(serializeFlowState(state), 'utf8'));
     return tryUpdate(state, ...rest);
   };
   const stores: Stores = { transport: opened.transport, channel: opened.channel, flows, close: () => opened.close() };
@@ -32,12 +37,20 @@ export async function benchFlowBytes(): Promise<void> {
     await engine.flows.start('many-steps', STEPS, { id: 'bytes' });
     const end = await engine.flows.waitForEnd('bytes', 300_000);
     if (end?.status !== 'Succeeded') throw new Error(`the run ended ${end?.status}`);
-    const total = writes.reduce((a, b) => a + b, 0);
-    const at = (k: number) => writes[Math.min(writes.length, Math.max(1, k)) - 1]!;
-    console.log(
-      `flow bytes: ${STEPS} steps in ${writes.length} writes; the ledger a write sends: #1 ${at(1)} B, #${Math.floor(writes.length / 2)} ${at(Math.floor(writes.length / 2))} B, #${writes.length} ${at(writes.length)} B; ` +
-        `${total} B in all (${(total / writes.length).toFixed(0)} B a write; ${((at(writes.length) - at(1)) / Math.max(1, writes.length - 1)).toFixed(0)} B more per write: grows with the steps, not flat)`,
-    );
+    const report = (label: string, xs: number[]) => {
+      const total = xs.reduce((a, b) => a + b, 0);
+      const at = (k: number) => xs[Math.min(xs.length, Math.max(1, k)) - 1]!;
+      const mid = Math.floor(xs.length / 2);
+      // the first and last writes are the start and the end (the result); the slope is read between #10 and the one before last
+      const slope = (at(xs.length - 1) - at(10)) / Math.max(1, xs.length - 11);
+      console.log(
+        `${label}: #1 ${at(1)} B, #10 ${at(10)} B, #${mid} ${at(mid)} B, #${xs.length - 1} ${at(xs.length - 1)} B, #${xs.length} ${at(xs.length)} B; ` +
+          `${total} B in all (${(total / xs.length).toFixed(0)} B a write; ${slope.toFixed(1)} B more per write from #10 on)`,
+      );
+    };
+    console.log(`flow bytes: ${STEPS} steps in ${writes.length} writes`);
+    report('  sent (head + new step rows)', writes);
+    report('  the whole ledger (what a write sent before the step rows)', whole);
   } finally {
     stop.abort();
     await running;

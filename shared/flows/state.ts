@@ -1,5 +1,6 @@
-// The ledger of one flow run: one JSON document per run, rewritten whole at every checkpoint (durable-flows.md
-// §2.2). It is a wire contract between releases: add fields, never rename or remove one. JSON values the flow
+// The ledger of one flow run (durable-flows.md §2.2). In memory it is one document; stored, its leading completed
+// steps are rows of their own and the run's row keeps the rest (step-rows.ts), so a checkpoint writes only what
+// changed. It is a wire contract between releases: add fields, never rename or remove one. JSON values the flow
 // code produced (input, step results, values, the run's result) are kept as their JSON text (`…Json`), so a
 // number is never rounded on its way through the ledger, as payloads are not in the queue (json/raw-json.ts).
 
@@ -71,6 +72,10 @@ export interface FlowState {
   startNonce?: string;
   /** Retention floor (ISO, database clock) raised by parks of this run or of a descendant. */
   retainUntil?: string;
+  /** How many leading steps the run's step rows held when this state was read or written (step-rows.ts). */
+  stepRows?: number;
+  /** The name of the last of those steps (tells a ledger whose prefix an operator's restart cut). */
+  lastStepRow?: string;
 }
 
 /** A stored row that cannot be trusted: malformed JSON, an unknown schema version, a revision or id that differs. */
@@ -109,7 +114,7 @@ export function serializeFlowState(state: FlowState): string {
  * equal the row's. Anything else throws FlowStateUnreadableError (a live row reported as absent would strand
  * the run: the executor acknowledges a wake-up whose load returns null).
  */
-export function parseFlowState(flowId: string, stateJson: string, revision: number): FlowState {
+export function parseFlowState(flowId: string, stateJson: string, revision: number, maxVersion = FLOW_STATE_SCHEMA_VERSION): FlowState {
   let value: unknown;
   try {
     value = JSON.parse(stateJson);
@@ -120,8 +125,9 @@ export function parseFlowState(flowId: string, stateJson: string, revision: numb
     throw new FlowStateUnreadableError(flowId, 'the JSON is not an object');
   }
   const s = value as Partial<FlowState>;
-  if (s.schemaVersion !== FLOW_STATE_SCHEMA_VERSION) {
-    throw new FlowStateUnreadableError(flowId, `schema version ${String(s.schemaVersion)} is unknown to this release (it reads ${FLOW_STATE_SCHEMA_VERSION})`);
+  if (!Number.isInteger(s.schemaVersion) || (s.schemaVersion as number) < FLOW_STATE_SCHEMA_VERSION || (s.schemaVersion as number) > maxVersion) {
+    const known = maxVersion === FLOW_STATE_SCHEMA_VERSION ? `${FLOW_STATE_SCHEMA_VERSION}` : `${FLOW_STATE_SCHEMA_VERSION}..${maxVersion}`;
+    throw new FlowStateUnreadableError(flowId, `schema version ${String(s.schemaVersion)} is unknown to this release (it reads ${known})`);
   }
   if (s.revision !== revision) {
     throw new FlowStateUnreadableError(flowId, `the JSON's revision ${String(s.revision)} differs from the row's ${revision}`);

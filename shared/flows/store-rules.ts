@@ -5,11 +5,11 @@
 import {
   FLOW_STATUSES,
   FlowStateTooLargeError,
-  parseFlowState,
   serializeFlowState,
   type FlowState,
   type FlowStatus,
 } from './state';
+import { ledgerRead, ledgerWrite, type LedgerWrite, type StoredStepRow } from './step-rows';
 import type { FlowListQuery } from './store';
 
 /** 3650 days: the longest TTL or lease a store stamps (where SQL Server's ms-split DATEADD stays exact). */
@@ -79,6 +79,16 @@ export function flowRowValues(state: FlowState, maxStateBytes: number | undefine
   }
   const lastMessage = state.lastMessage === undefined || state.lastMessage === null ? null : state.lastMessage.slice(0, LISTED_MESSAGE_LENGTH);
   return { flowId: state.flowId, flowName: state.flowName, status: state.status, lastMessage, stateJson };
+}
+
+/**
+ * What an update stores: the listing columns, the head as stateJson and the step rows to write (step-rows.ts).
+ * No size limit (it guards creates only).
+ */
+export function flowUpdateValues(state: FlowState): FlowRowValues & { write: LedgerWrite } {
+  const v = flowRowValues(state, undefined);
+  const write = ledgerWrite(state);
+  return { ...v, stateJson: write.headJson, write };
 }
 
 export function checkCreateRevision(state: FlowState): void {
@@ -164,9 +174,12 @@ export class PruneGate {
   }
 }
 
-/** A stored row read back: the ledger with createdAt and updatedAt taken from the row's columns (the database clock). */
-export function stateFromRow(flowId: string, stateJson: string, revision: number, createdAt: Date, updatedAt: Date): FlowState {
-  const state = parseFlowState(flowId, stateJson, revision);
+/**
+ * A stored row read back with its step rows: the ledger, with createdAt and updatedAt taken from the row's columns
+ * (the database clock). Throws TornLedgerRead for rows that do not match the head (see readUntorn).
+ */
+export function stateFromRow(flowId: string, stateJson: string, revision: number, createdAt: Date, updatedAt: Date, rows: readonly StoredStepRow[] = []): FlowState {
+  const state = ledgerRead(flowId, stateJson, revision, rows);
   state.createdAt = createdAt.toISOString();
   state.updatedAt = updatedAt.toISOString();
   return state;

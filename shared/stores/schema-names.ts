@@ -28,6 +28,8 @@ export interface SchemaNames {
   flowStateExpiresIndex: string;
   /** (status, updated_at_utc, flow_id) including flow_name, expires_at_utc: list newest first, countByStatus. */
   flowStateListIndex: string;
+  /** A run's leading completed steps, one row each (flows/step-rows.ts); PostgreSQL version 20, SQL Server 29. */
+  flowStepsTable: string;
   /** Recurring schedules (shared/schedules), one row per schedule (PostgreSQL version 6, SQL Server version 8). */
   schedulesTable: string;
   /** The schedules' due index (next slot of the unpaused). */
@@ -54,6 +56,7 @@ export function schemaNames(
     flowStateTable,
     flowStateExpiresIndex: derivedName(flowStateTable, '_expires_idx', cap),
     flowStateListIndex: derivedName(flowStateTable, '_list_idx', cap),
+    flowStepsTable: derivedName(flowStateTable, '_steps', cap),
     schedulesTable: schedulesTableName(transport, dialect),
     schedulesDueIndex: derivedName(transport.table, '_schedules_due_idx', cap),
   };
@@ -68,6 +71,7 @@ export function schemaNames(
     // PostgreSQL indexes share the schema's namespace with its tables
     ['flow state expires index', names.flowStateExpiresIndex],
     ['flow state list index', names.flowStateListIndex],
+    ['flow steps table', names.flowStepsTable],
     ['schedules table', names.schedulesTable],
   ];
   if (channel.schema.toLowerCase() === transport.schema.toLowerCase()) {

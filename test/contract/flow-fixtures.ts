@@ -20,6 +20,15 @@ export interface FlowRawRow {
   ttlMs: number;
   flowName: string;
   status: string;
+  /** The stored head (the ledger without the steps its rows hold). */
+  stateJson: string;
+}
+
+export interface FlowRawStepRow {
+  seq: number;
+  name: string;
+  json: string;
+  revision: number;
 }
 
 export interface FlowHarness {
@@ -27,6 +36,8 @@ export interface FlowHarness {
   /** A row written straight into the table (an older or newer host, a hand edit), live for 5 minutes. */
   seed(flowId: string, stateJson: string, revision: number): Promise<void>;
   raw(flowId: string): Promise<FlowRawRow | undefined>;
+  /** The run's rows in the steps table, by seq (stale ones included). */
+  stepRows(flowId: string): Promise<FlowRawStepRow[]>;
   /** Test-only: move a row's expiry into the past. */
   expire(flowId: string): Promise<void>;
   close(): Promise<void>;
@@ -42,6 +53,7 @@ export interface FlowFixture {
 
 function pgHarness(client: PgClient, schema: string, close: () => Promise<void>, maxStateBytes?: number): Promise<FlowHarness> {
   const t = `"${schema}"."${DEFAULT_FLOW_STATE_TABLE}"`;
+  const steps = `"${schema}"."${DEFAULT_FLOW_STATE_TABLE}_steps"`;
   return (async () => {
     const stores = await openPostgresStoresOn(
       client,
@@ -60,12 +72,19 @@ function pgHarness(client: PgClient, schema: string, close: () => Promise<void>,
         );
       },
       raw: async (flowId) => {
-        const r = await client.query<{ revision: string; ttl_ms: string; flow_name: string; status: string }>(
-          `SELECT revision::text AS revision, (extract(epoch FROM expires_at_utc - updated_at_utc) * 1000)::text AS ttl_ms, flow_name, status FROM ${t} WHERE flow_id = $1`,
+        const r = await client.query<{ revision: string; ttl_ms: string; flow_name: string; status: string; state_json: string }>(
+          `SELECT revision::text AS revision, (extract(epoch FROM expires_at_utc - updated_at_utc) * 1000)::text AS ttl_ms, flow_name, status, state_json FROM ${t} WHERE flow_id = $1`,
           [flowId],
         );
         const row = r.rows[0];
-        return row && { revision: Number(row.revision), ttlMs: Number(row.ttl_ms), flowName: row.flow_name, status: row.status };
+        return row && { revision: Number(row.revision), ttlMs: Number(row.ttl_ms), flowName: row.flow_name, status: row.status, stateJson: row.state_json };
+      },
+      stepRows: async (flowId) => {
+        const r = await client.query<{ seq: number; step_name: string; step_json: string; revision: string }>(
+          `SELECT seq, step_name, step_json, revision::text AS revision FROM ${steps} WHERE flow_id = $1 ORDER BY seq`,
+          [flowId],
+        );
+        return r.rows.map((x) => ({ seq: Number(x.seq), name: x.step_name, json: x.step_json, revision: Number(x.revision) }));
       },
       expire: async (flowId) => {
         await client.query(`UPDATE ${t} SET expires_at_utc = clock_timestamp() - interval '1 second' WHERE flow_id = $1`, [flowId]);
@@ -92,6 +111,7 @@ async function sqlServerHarness(connectionString: string, maxStateBytes?: number
   // table comes from version 7's batches and the store opens without the gate and the catalog check.
   const stores = hasGap(engine, 'utf8Collation') ? await withoutGate(opened, schema, maxStateBytes) : opened;
   const t = `[${schema}].[${DEFAULT_FLOW_STATE_TABLE}]`;
+  const steps = `[${schema}].[${DEFAULT_FLOW_STATE_TABLE}_steps]`;
   const q = async (text: string, params: Record<string, [sql.ISqlType, unknown]> = {}) => {
     const request = (await stores.poolHolder.get()).request();
     for (const [name, [type, value]] of Object.entries(params)) request.input(name, type, value);
@@ -110,11 +130,20 @@ async function sqlServerHarness(connectionString: string, maxStateBytes?: number
     },
     raw: async (flowId) => {
       const r = await q(
-        `SELECT revision, DATEDIFF_BIG(MICROSECOND, updated_at_utc, expires_at_utc) AS ttl_us, flow_name, status FROM ${t} WHERE flow_id = @id`,
+        `SELECT revision, DATEDIFF_BIG(MICROSECOND, updated_at_utc, expires_at_utc) AS ttl_us, flow_name, status, state_json FROM ${t} WHERE flow_id = @id`,
         { id: id(flowId) },
       );
-      const row = r.recordset[0] as { revision: string | number; ttl_us: string | number; flow_name: string; status: string } | undefined;
-      return row && { revision: Number(row.revision), ttlMs: Number(row.ttl_us) / 1000, flowName: row.flow_name, status: row.status };
+      const row = r.recordset[0] as { revision: string | number; ttl_us: string | number; flow_name: string; status: string; state_json: string } | undefined;
+      return row && { revision: Number(row.revision), ttlMs: Number(row.ttl_us) / 1000, flowName: row.flow_name, status: row.status, stateJson: String(row.state_json) };
+    },
+    stepRows: async (flowId) => {
+      const r = await q(`SELECT seq, step_name, step_json, revision FROM ${steps} WHERE flow_id = @id ORDER BY seq`, { id: id(flowId) });
+      return (r.recordset as Array<{ seq: number; step_name: string; step_json: string; revision: string | number }>).map((x) => ({
+        seq: Number(x.seq),
+        name: String(x.step_name),
+        json: String(x.step_json),
+        revision: Number(x.revision),
+      }));
     },
     expire: async (flowId) => {
       await q(`UPDATE ${t} SET expires_at_utc = DATEADD(SECOND, -1, SYSUTCDATETIME()) WHERE flow_id = @id`, { id: id(flowId) });

@@ -2,7 +2,8 @@
 // checklist) on every store: PGlite always, PostgreSQL with PG_URL, SQL Server with MSSQL_CONNECTION_STRING.
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { FLOW_STATE_SCHEMA_VERSION, FlowStateTooLargeError, FlowStateUnreadableError, type FlowState } from '../../shared/flows/state';
+import { FLOW_STATE_SCHEMA_VERSION, FlowStateTooLargeError, FlowStateUnreadableError, type FlowState, type FlowStepState } from '../../shared/flows/state';
+import { FLOW_HEAD_WITH_ROWS_VERSION } from '../../shared/flows/step-rows';
 import { announce } from './fixtures';
 import { closeSharedFlowPglite, flowFixtures, type FlowHarness } from './flow-fixtures';
 
@@ -259,9 +260,99 @@ for (const fixture of flowFixtures()) {
       await expect(store.tryUpdate({ ...future, revision: 1 }, 0, MIN)).rejects.toThrow(RangeError);
       expect((await h!.raw(id))?.revision).toBe(0);
       const seeded = fid();
-      await h!.seed(seeded, JSON.stringify({ ...state(seeded), schemaVersion: FLOW_STATE_SCHEMA_VERSION + 1 }), 0);
+      await h!.seed(seeded, JSON.stringify({ ...state(seeded), schemaVersion: FLOW_HEAD_WITH_ROWS_VERSION + 1 }), 0);
       await expect(store.load(seeded)).rejects.toThrow(FlowStateUnreadableError);
-      await expect(store.load(seeded)).rejects.toThrow(/schema version 2 is unknown/);
+      await expect(store.load(seeded)).rejects.toThrow(/schema version 3 is unknown to this release \(it reads 1..2\)/);
+    });
+
+    const done = (resultJson: string): FlowStepState => ({ completed: true, resultJson, completedAt: new Date().toISOString() });
+
+    it('step rows: a write stores the completed prefix as rows and sends only the steps completed since the last write', async () => {
+      const { store } = await open();
+      const id = fid();
+      const s0 = state(id);
+      expect(await store.tryCreate(s0, 10 * MIN)).toBe(true);
+      // a, b completed; c waits; d completed after c: only a and b can be rows (the ledger's order is kept)
+      const s1: FlowState = { ...s0, revision: 1, steps: { a: done('1'), b: done('"two"'), c: { startedAt: new Date().toISOString(), pendingCorrelationId: 'k' }, d: done('4') } };
+      expect(await store.tryUpdate(s1, 0, 10 * MIN)).toBe(true);
+      expect((await h!.stepRows(id)).map((r) => [r.seq, r.name, r.revision])).toEqual([[1, 'a', 1], [2, 'b', 1]]);
+      const head1 = JSON.parse((await h!.raw(id))!.stateJson) as FlowState;
+      expect(Object.keys(head1.steps)).toEqual(['c', 'd']);
+      expect(head1).toMatchObject({ schemaVersion: FLOW_HEAD_WITH_ROWS_VERSION, stepRows: 2, lastStepRow: 'b' });
+      const loaded1 = await store.load(id);
+      expect(Object.keys(loaded1!.steps)).toEqual(['a', 'b', 'c', 'd']);
+      expect(loaded1!.steps.b!.resultJson).toBe('"two"');
+      expect(loaded1!.schemaVersion).toBe(FLOW_STATE_SCHEMA_VERSION);
+      // c completes: c and d become rows 3 and 4, a and b are not written again (their revision stays 1)
+      const s2: FlowState = { ...loaded1!, revision: 2, steps: { ...loaded1!.steps, c: done('3'), e: { startedAt: new Date().toISOString() } } };
+      expect(await store.tryUpdate(s2, 1, 10 * MIN)).toBe(true);
+      expect((await h!.stepRows(id)).map((r) => [r.seq, r.name, r.revision])).toEqual([[1, 'a', 1], [2, 'b', 1], [3, 'c', 2], [4, 'd', 2]]);
+      expect(Object.keys((JSON.parse((await h!.raw(id))!.stateJson) as FlowState).steps)).toEqual(['e']);
+      expect(Object.keys((await store.load(id))!.steps)).toEqual(['a', 'b', 'c', 'd', 'e']);
+      // a lost compare-and-swap writes no row
+      const lost: FlowState = { ...s2, revision: 2, steps: { ...s2.steps, e: done('5') } };
+      expect(await store.tryUpdate(lost, 1, 10 * MIN)).toBe(false);
+      expect((await h!.stepRows(id)).length).toBe(4);
+    });
+
+    it('step rows: a cut prefix (an operator restart) rewrites the rows, drops the stale ones, and steps settle again', async () => {
+      const { store } = await open();
+      const id = fid();
+      expect(await store.tryCreate(state(id), 10 * MIN)).toBe(true);
+      const four = { a: done('1'), b: done('2'), c: done('3'), d: done('4') };
+      expect(await store.tryUpdate({ ...state(id), revision: 1, steps: four }, 0, 10 * MIN)).toBe(true);
+      const loaded = (await store.load(id))!;
+      const { c: _c, d: _d, ...kept } = loaded.steps;
+      const cut: FlowState = { ...loaded, revision: 2, steps: kept };
+      expect(await store.tryUpdate(cut, 1, 10 * MIN)).toBe(true);
+      expect((await h!.stepRows(id)).map((r) => r.name)).toEqual(['a', 'b']);
+      expect(Object.keys((await store.load(id))!.steps)).toEqual(['a', 'b']);
+      const again: FlowState = { ...cut, revision: 3, steps: { ...cut.steps, c: done('"new"') } };
+      expect(await store.tryUpdate(again, 2, 10 * MIN)).toBe(true);
+      const after = (await store.load(id))!;
+      expect(Object.keys(after.steps)).toEqual(['a', 'b', 'c']);
+      expect(after.steps.c!.resultJson).toBe('"new"');
+    });
+
+    it("step rows: an earlier release's whole ledger (version 1) loads as it is; its next write moves its completed prefix into rows", async () => {
+      const { store } = await open();
+      const id = fid();
+      await h!.seed(id, JSON.stringify(state(id, { steps: { a: done('1'), b: { startedAt: new Date().toISOString() } } })), 0);
+      const v1 = (await store.load(id))!;
+      expect(Object.keys(v1.steps)).toEqual(['a', 'b']);
+      expect(await store.tryUpdate({ ...v1, revision: 1 }, 0, 10 * MIN)).toBe(true);
+      expect((await h!.stepRows(id)).map((r) => r.name)).toEqual(['a']);
+      expect(Object.keys((await store.load(id))!.steps)).toEqual(['a', 'b']);
+    });
+
+    it('step rows: a head that names rows the table does not hold is unreadable, never a run without those steps', async () => {
+      const { store } = await open();
+      const id = fid();
+      await h!.seed(id, JSON.stringify({ ...state(id), schemaVersion: FLOW_HEAD_WITH_ROWS_VERSION, stepRows: 2, lastStepRow: 'b' }), 0);
+      await expect(store.load(id)).rejects.toThrow(FlowStateUnreadableError);
+      await expect(store.load(id)).rejects.toThrow(/step row 1 is missing/);
+    });
+
+    it('step rows: the bytes a checkpoint stores stay flat as the steps grow (200 steps, one a write)', async () => {
+      const { store } = await open();
+      const id = fid();
+      let s = state(id);
+      expect(await store.tryCreate(s, 10 * MIN)).toBe(true);
+      const headBytes: number[] = [];
+      for (let i = 0; i < 200; i++) {
+        const next: FlowState = { ...s, revision: s.revision + 1, steps: { ...s.steps, [`step-${i}`]: done(JSON.stringify({ i, ok: true })) } };
+        expect(await store.tryUpdate(next, s.revision, 10 * MIN, undefined)).toBe(true);
+        s = next;
+        headBytes.push(Buffer.byteLength((await h!.raw(id))!.stateJson, 'utf8'));
+      }
+      // the head holds no completed step: its size does not grow with them (it did: ~60 B more per step)
+      expect(headBytes[199]! - headBytes[9]!).toBeLessThanOrEqual(8);
+      const rows = await h!.stepRows(id);
+      expect(rows.length).toBe(200);
+      // each row was written once, by the write that completed its step
+      expect(rows.every((r) => r.revision === r.seq)).toBe(true);
+      const loaded = (await store.load(id))!;
+      expect(Object.keys(loaded.steps)).toEqual(Array.from({ length: 200 }, (_, i) => `step-${i}`));
     });
 
     it('malformed JSON, a revision mismatch and an id mismatch all throw FlowStateUnreadableError (never null)', async () => {

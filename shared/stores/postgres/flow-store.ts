@@ -17,9 +17,11 @@ import {
   FLOW_PRUNE_BATCH,
   FLOW_PRUNE_BUDGET_MS,
   flowRowValues,
+  flowUpdateValues,
   PruneGate,
   stateFromRow,
 } from '../../flows/store-rules';
+import { readUntorn, settled, type StoredStepRow } from '../../flows/step-rows';
 import type { Logger } from '../../log';
 import type { SchemaNames } from '../schema-names';
 import type { PgClient } from './client';
@@ -43,7 +45,20 @@ interface StateRow {
   created_at_utc: Date;
   updated_at_utc: Date;
   db_now: Date;
+  /** The run's step rows as parallel arrays in seq order (NULL: none). */
+  seqs: number[] | null;
+  names: string[] | null;
+  jsons: string[] | null;
+  revs: string[] | null;
 }
+
+function stepRowsOf(row: StateRow): StoredStepRow[] {
+  const seqs = row.seqs ?? [];
+  return seqs.map((seq, i) => ({ seq: Number(seq), name: row.names![i]!, json: row.jsons![i]!, revision: Number(row.revs![i]) }));
+}
+
+const stateOf = (flowId: string, row: StateRow) =>
+  stateFromRow(flowId, row.state_json, Number(row.revision), row.created_at_utc, row.updated_at_utc, stepRowsOf(row));
 
 interface SummaryRow {
   flow_id: string;
@@ -125,40 +140,50 @@ export class PostgresFlowStore implements FlowStateStore {
 
   async load(flowId: string): Promise<FlowState | null> {
     checkFlowId(flowId);
-    const row = (await this.run<StateRow>(this.sql.load, [flowId])).rows[0];
-    return row ? stateFromRow(flowId, row.state_json, Number(row.revision), row.created_at_utc, row.updated_at_utc) : null;
+    return readUntorn(flowId, async () => {
+      const row = (await this.run<StateRow>(this.sql.load, [flowId])).rows[0];
+      return row ? stateOf(flowId, row) : null;
+    });
   }
 
   async acquire(flowId: string, leaseId: string, durationMs: number, create?: { state: FlowState; ttlMs: number }): Promise<FlowAcquired | null> {
     checkFlowId(flowId);
     checkLeaseId(leaseId);
     const duration = clampDurationMs(durationMs, 'the lease duration');
-    let r;
+    let text = this.sql.acquire;
+    let values: unknown[] = [flowId, leaseId, duration];
     if (create) {
       checkCreateRevision(create.state);
       if (create.state.flowId !== flowId) throw new RangeError(`the created state names flow id '${create.state.flowId}', not '${flowId}'`);
       const v = flowRowValues(create.state, this.maxStateBytes);
       const ttl = clampDurationMs(create.ttlMs, 'the flow state TTL');
-      r = await this.run<StateRow>(this.sql.createAndAcquire, [v.flowId, v.flowName, v.status, v.lastMessage, v.stateJson, ttl, leaseId, duration]);
-    } else {
-      r = await this.run<StateRow>(this.sql.acquire, [flowId, leaseId, duration]);
+      text = this.sql.createAndAcquire;
+      values = [v.flowId, v.flowName, v.status, v.lastMessage, v.stateJson, ttl, leaseId, duration];
     }
-    const row = r.rows[0];
-    if (!row) return null;
-    return { state: stateFromRow(flowId, row.state_json, Number(row.revision), row.created_at_utc, row.updated_at_utc), now: row.db_now };
+    // taking one's own lease again is harmless, so a read torn by a concurrent write is simply run again
+    return readUntorn(flowId, async () => {
+      const row = (await this.run<StateRow>(text, values)).rows[0];
+      return row ? { state: stateOf(flowId, row), now: row.db_now } : null;
+    });
   }
 
   async tryUpdate(state: FlowState, expectedRevision: number, ttlMs: number, leaseId?: string, lease?: FlowCheckpointLease): Promise<boolean> {
     checkUpdateRevision(state, expectedRevision);
     if (leaseId !== undefined) checkLeaseId(leaseId);
-    const v = flowRowValues(state, undefined);
+    const v = flowUpdateValues(state);
     const ttl = clampDurationMs(ttlMs, 'the flow state TTL');
     const values: unknown[] = [v.flowId, v.flowName, v.status, v.lastMessage, v.stateJson, state.revision, ttl, expectedRevision, leaseId ?? null];
+    const w = v.write;
+    const steps = [w.stepRows, w.rows.map((r) => r.seq), w.rows.map((r) => r.name), w.rows.map((r) => r.json)];
+    let updated: boolean;
     if (leaseId !== undefined && lease && (lease.release || lease.extendMs !== undefined)) {
       const extend = lease.extendMs === undefined ? null : clampDurationMs(lease.extendMs, 'the lease duration');
-      return (await this.run(this.sql.checkpoint, [...values, extend, lease.release === true])).rowCount > 0;
+      updated = (await this.run<{ n: number }>(this.sql.checkpoint, [...values, extend, lease.release === true, ...steps])).rows[0]!.n > 0;
+    } else {
+      updated = (await this.run<{ n: number }>(this.sql.update, [...values, ...steps])).rows[0]!.n > 0;
     }
-    return (await this.run(this.sql.update, values)).rowCount > 0;
+    if (updated) settled(state, w);
+    return updated;
   }
 
   async tryAcquireLease(flowId: string, leaseId: string, durationMs: number): Promise<boolean> {

@@ -11,7 +11,7 @@ import { SOURCE_QUEUE } from './statements';
 import { addPriorityColumnSql, advisoryKey, dropIndexSql, pgDeadLettersIndexDdl, createClaimIndexSql, createReadyIndexSql, dropReadyIndexSql, createTableSql, createV1IndexesSql, dropLegacyReadyIndexSql, schemaLockResource } from './ddl';
 import { postgresOutboxJobFieldsStatements, postgresOutboxReadySetStatements, postgresOutboxStatements } from './outbox';
 import { pgReadySetBackfill, pgReadySetDdl, pgReadySetIndexes } from './ready-set';
-import { flowStateDdl } from './flow-statements';
+import { flowStateDdl, flowStepsDdl } from './flow-statements';
 import { pgScheduleDdl } from './schedule-statements';
 import { pgQueueStateTableDdl } from './job-control-statements';
 import { pgDedupDdl } from './dedup-statements';
@@ -228,6 +228,10 @@ export function postgresMigrations(n: SchemaNames): readonly Migration[] {
         { name: 'drop transport dead-letter index', text: dropIndexSql(n.transport, n.transport.deadLetterIndex) },
       ],
     },
+    // A run's leading completed steps as rows of their own (issue 26, flows/step-rows.ts): a new table built empty.
+    // A host of an earlier release refuses a ledger whose head names step rows (its schema version 2) instead of
+    // running those steps again. SQL Server's twin is its version 29.
+    { version: 20, name: 'flow steps table', statements: flowStepsDdl(n) },
   ]);
 }
 
