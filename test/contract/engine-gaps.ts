@@ -352,6 +352,28 @@ export const ENGINE_GAPS = {
     sqlServer: 'has it',
     babelfish: 'fails',
   },
+  foreignKeyBin2: {
+    what:
+      'a row written into a table whose FOREIGN KEY is over BIN2 nvarchar columns fails (could not determine which collation ' +
+      'to use for string comparison), so the flow steps table is created there without its key to the runs (the harness ' +
+      'builds it so); a run deleted or pruned then leaves its step rows behind on that engine only',
+    probe: batchProbe(
+      [
+        'BEGIN TRY',
+        "    IF OBJECT_ID(N'dbo.gap_fk_child', N'U') IS NOT NULL DROP TABLE dbo.gap_fk_child;",
+        "    IF OBJECT_ID(N'dbo.gap_fk_parent', N'U') IS NOT NULL DROP TABLE dbo.gap_fk_parent;",
+        '    CREATE TABLE dbo.gap_fk_parent (id nvarchar(40) COLLATE Latin1_General_100_BIN2 NOT NULL PRIMARY KEY);',
+        '    CREATE TABLE dbo.gap_fk_child (id nvarchar(40) COLLATE Latin1_General_100_BIN2 NOT NULL REFERENCES dbo.gap_fk_parent (id) ON DELETE CASCADE);',
+        "    INSERT INTO dbo.gap_fk_parent (id) VALUES (N'a');",
+        "    INSERT INTO dbo.gap_fk_child (id) VALUES (N'a');",
+        "    SELECT N'writes the row' AS outcome;",
+        'END TRY',
+        "BEGIN CATCH SELECT N'fails' AS outcome; END CATCH;",
+      ].join('\n'),
+    ),
+    sqlServer: 'writes the row',
+    babelfish: 'fails',
+  },
 } satisfies Record<string, EngineGap>;
 
 export type EngineGapId = keyof typeof ENGINE_GAPS;

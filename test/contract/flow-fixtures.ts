@@ -96,7 +96,9 @@ function pgHarness(client: PgClient, schema: string, close: () => Promise<void>,
 
 async function sqlServerHarness(connectionString: string, maxStateBytes?: number): Promise<FlowHarness> {
   const { openSqlServerStores } = await import('../../shared/stores/sqlserver/open');
-  const { hasGap, tdsEngine } = await import('./engine-gaps');
+  const { hasGap, shimsFor, tdsEngine } = await import('./engine-gaps');
+  const { rewriteStatements } = await import('./sqlserver-harness');
+  const { dropSqlServerSchema } = await import('./sqlserver-drop-schema');
   const schema = newSchema();
   const verifyCatalog = !hasGap(await tdsEngine(), 'catalogViews');
   const engine = await tdsEngine();
@@ -110,6 +112,9 @@ async function sqlServerHarness(connectionString: string, maxStateBytes?: number
   // An engine the schema gate refuses (no UTF-8 collation: Babelfish) still runs the store's own statements: the
   // table comes from version 7's batches and the store opens without the gate and the catalog check.
   const stores = hasGap(engine, 'utf8Collation') ? await withoutGate(opened, schema, maxStateBytes) : opened;
+  // on an engine with shimmed gaps (engine-gaps.ts ENGINE_SHIMS) the store's statements are rewritten as they are sent
+  const shim = shimsFor(engine);
+  if (shim) rewriteStatements(await stores.poolHolder.get(), shim);
   const t = `[${schema}].[${DEFAULT_FLOW_STATE_TABLE}]`;
   const steps = `[${schema}].[${DEFAULT_FLOW_STATE_TABLE}_steps]`;
   const q = async (text: string, params: Record<string, [sql.ISqlType, unknown]> = {}) => {
@@ -150,15 +155,7 @@ async function sqlServerHarness(connectionString: string, maxStateBytes?: number
     },
     close: async () => {
       try {
-        await q(
-          `DECLARE @s nvarchar(max) = N'';
-           SELECT @s = @s + N'DROP ' + CASE RTRIM(o.type) WHEN 'U' THEN N'TABLE ' WHEN 'V' THEN N'VIEW ' WHEN 'SO' THEN N'SEQUENCE ' ELSE N'PROCEDURE ' END
-             + QUOTENAME(SCHEMA_NAME(o.schema_id)) + N'.' + QUOTENAME(o.name) + N'; '
-           FROM sys.objects o WHERE o.schema_id = SCHEMA_ID(@schema) AND RTRIM(o.type) IN ('U', 'V', 'SO', 'P');
-           SET @s = @s + N'DROP SCHEMA ' + QUOTENAME(@schema) + N';';
-           EXEC (@s);`,
-          { schema: [sql.NVarChar(128), schema] },
-        );
+        await dropSqlServerSchema(await stores.poolHolder.get(), schema);
       } finally {
         await stores.close();
       }
@@ -224,13 +221,17 @@ export function flowFixtures(): FlowFixture[] {
 
 async function withoutGate<S extends { flows: unknown; poolHolder: { get(): Promise<sql.ConnectionPool> } }>(stores: S, schema: string, maxStateBytes?: number): Promise<S> {
   const { SqlServerFlowStore } = await import('../../shared/stores/sqlserver/flow-store');
-  const { flowStateDdl } = await import('../../shared/stores/sqlserver/flow-statements');
+  const { flowStateDdl, flowStepsDdl } = await import('../../shared/stores/sqlserver/flow-statements');
   const { schemaNames } = await import('../../shared/stores/schema-names');
   const { transportNames } = await import('../../shared/sql/identifiers');
   const names = schemaNames(transportNames(schema, DEFAULT_TRANSPORT_TABLE, 'sqlserver'), channelNames(schema, DEFAULT_CHANNEL_TABLES, 'sqlserver'), 'sqlserver');
   const pool = await stores.poolHolder.get();
   await pool.request().query(`IF SCHEMA_ID(N'${schema}') IS NULL EXEC (N'CREATE SCHEMA [${schema}]');`);
-  for (const batch of flowStateDdl(names)) await pool.request().query(batch.lines.join('\n'));
+  const { hasGap, tdsEngine } = await import('./engine-gaps');
+  // foreignKeyBin2: the engine refuses every write into a table keyed to the runs by a BIN2 column
+  const noForeignKey = hasGap(await tdsEngine(), 'foreignKeyBin2');
+  const steps = flowStepsDdl(names).map((b) => ({ ...b, lines: noForeignKey ? b.lines.map((l) => l.replace(/,\n\s*FOREIGN KEY [^\n]*/, '')) : b.lines }));
+  for (const batch of [...flowStateDdl(names), ...steps]) await pool.request().query(batch.lines.join('\n'));
   const flows = new SqlServerFlowStore(stores.poolHolder as never, { names, logger: silentLogger, autoCreateSchema: true, verifyCatalog: false, maxStateBytes });
   return { ...stores, flows };
 }

@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { FLOW_STATE_SCHEMA_VERSION, FlowStateTooLargeError, FlowStateUnreadableError, type FlowState, type FlowStepState } from '../../shared/flows/state';
 import { FLOW_HEAD_WITH_ROWS_VERSION } from '../../shared/flows/step-rows';
+import { skipOnGap } from './engine-gaps';
 import { announce } from './fixtures';
 import { closeSharedFlowPglite, flowFixtures, type FlowHarness } from './flow-fixtures';
 
@@ -331,6 +332,22 @@ for (const fixture of flowFixtures()) {
       await h!.seed(id, JSON.stringify({ ...state(id), schemaVersion: FLOW_HEAD_WITH_ROWS_VERSION, stepRows: 2, lastStepRow: 'b' }), 0);
       await expect(store.load(id)).rejects.toThrow(FlowStateUnreadableError);
       await expect(store.load(id)).rejects.toThrow(/step row 1 is missing/);
+    });
+
+    it('step rows: a deleted or pruned run takes its step rows with it', async (ctx) => {
+      await skipOnGap(fixture.name, ctx, 'foreignKeyBin2');
+      const { store } = await open();
+      const [a, b] = [fid(), fid()];
+      for (const id of [a, b]) {
+        expect(await store.tryCreate(state(id), 10 * MIN)).toBe(true);
+        expect(await store.tryUpdate({ ...state(id), revision: 1, steps: { x: done('1'), y: done('2') } }, 0, 10 * MIN)).toBe(true);
+        expect((await h!.stepRows(id)).length).toBe(2);
+      }
+      expect(await store.tryDelete(a)).toBe(true);
+      expect(await h!.stepRows(a)).toEqual([]);
+      await h!.expire(b);
+      expect(await store.prune()).toBeGreaterThanOrEqual(1);
+      expect(await h!.stepRows(b)).toEqual([]);
     });
 
     it('step rows: the bytes a checkpoint stores stay flat as the steps grow (200 steps, one a write)', async () => {

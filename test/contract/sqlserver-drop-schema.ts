@@ -4,6 +4,9 @@
 import type sql from 'mssql';
 
 export async function dropSqlServerSchema(pool: sql.ConnectionPool, schema: string): Promise<void> {
+  // foreign keys first: a table another one references cannot be dropped before it
+  const keys = await pool.request().query(`SELECT OBJECT_NAME(parent_object_id) AS t, name FROM sys.foreign_keys WHERE schema_id = SCHEMA_ID(N'${schema}')`);
+  for (const k of keys.recordset as Array<{ t: string; name: string }>) await pool.request().query(`ALTER TABLE [${schema}].[${k.t}] DROP CONSTRAINT [${k.name}]`);
   const objects = await pool.request().query(
     `SELECT CASE RTRIM(o.type) WHEN 'P' THEN N'PROCEDURE' WHEN 'V' THEN N'VIEW' WHEN 'U' THEN N'TABLE' WHEN 'SO' THEN N'SEQUENCE' ELSE N'FUNCTION' END AS kind, o.name
      FROM sys.objects AS o WHERE o.schema_id = SCHEMA_ID(N'${schema}') AND RTRIM(o.type) IN ('P', 'FN', 'IF', 'TF', 'V', 'U', 'SO')

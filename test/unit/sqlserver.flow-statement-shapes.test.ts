@@ -12,7 +12,28 @@ const names = schemaNames(transportNames('jobs', 'q', 'sqlserver'), channelNames
 const s = flowStatements(names);
 const all = Object.entries(s) as Array<[string, Statement]>;
 const T = '[jobs].[flows]';
+const STEPS = '[jobs].[flows_steps]';
 const NOW = 'SYSUTCDATETIME()';
+const READ_STEPS = `SELECT seq, step_name, step_json, revision FROM ${STEPS} WHERE flow_id = @flow_id ORDER BY seq;`;
+
+/** The step rows written after a run's row update took, in the same transaction (flows/step-rows.ts). */
+const withStepWrites = (update: string[]) => [
+  'SET NOCOUNT OFF;',
+  'SET XACT_ABORT ON;',
+  'DECLARE @updated int;',
+  'BEGIN TRANSACTION;',
+  ...update,
+  'SET @updated = @@ROWCOUNT;',
+  'IF @updated = 1',
+  'BEGIN',
+  `    DELETE FROM ${STEPS} WHERE flow_id = @flow_id AND seq > @kept_rows;`,
+  `    INSERT INTO ${STEPS} (flow_id, seq, step_name, step_json, revision)`,
+  '    SELECT @flow_id, j.seq, j.step_name, j.step_json, @revision',
+  "    FROM OPENJSON(@step_rows) WITH (seq int '$.s', step_name nvarchar(200) '$.n', step_json nvarchar(max) '$.j') AS j;",
+  'END',
+  'COMMIT TRANSACTION;',
+  'SELECT @updated AS updated;',
+];
 
 describe('SQL Server flow statement shapes', () => {
   it('create: no MERGE; replace an expired row (lease cleared), else insert if absent, both probes UPDLOCK+HOLDLOCK, one transaction', () => {
@@ -42,8 +63,8 @@ describe('SQL Server flow statement shapes', () => {
     expect(all.some(([, st]) => /\bMERGE\b/i.test(st.text))).toBe(false);
   });
 
-  it('load reads live rows only; observe reads the lease as stored, with no clock predicate', () => {
-    expect(s.load.text).toBe(`SELECT state_json, revision, created_at_utc, updated_at_utc FROM ${T} WHERE flow_id = @flow_id AND expires_at_utc > ${NOW};`);
+  it('load reads live rows only, then the run\'s step rows by a seek on their key; observe reads the lease as stored, with no clock predicate', () => {
+    expect(s.load.text).toBe([`SELECT state_json, revision, created_at_utc, updated_at_utc FROM ${T} WHERE flow_id = @flow_id AND expires_at_utc > ${NOW};`, READ_STEPS].join('\n'));
     expect(s.observeLease.text).toBe(`SELECT lease_id, lease_expires_at_utc FROM ${T} WHERE flow_id = @flow_id;`);
   });
 
@@ -55,16 +76,16 @@ describe('SQL Server flow statement shapes', () => {
         `OUTPUT inserted.state_json, inserted.revision, inserted.created_at_utc, inserted.updated_at_utc, ${NOW} AS db_now`,
         `WHERE flow_id = @flow_id AND expires_at_utc > ${NOW}`,
         `  AND (lease_id IS NULL OR lease_expires_at_utc <= ${NOW} OR lease_id = @lease_id);`,
+        READ_STEPS,
       ].join('\n'),
     );
     expect(length(s.acquire, 'lease_id')).toBe(64);
     expect(typeName(s.acquire, 'duration_ms')).toBe('BigInt');
   });
 
-  it('checkpoint: the CAS fenced on a held lease, which it extends or releases in the same statement', () => {
+  it('checkpoint: the CAS fenced on a held lease, which it extends or releases, with the new step rows, in one transaction', () => {
     expect(s.checkpoint.text).toBe(
-      [
-        'SET NOCOUNT OFF;',
+      withStepWrites([
         `UPDATE ${T}`,
         'SET flow_name = @flow_name, status = @status, last_message = @last_message, state_json = @state_json, revision = @revision,',
         `    expires_at_utc = ${SPLIT('@ttl_ms')}, updated_at_utc = ${NOW},`,
@@ -72,23 +93,24 @@ describe('SQL Server flow statement shapes', () => {
         `    lease_expires_at_utc = CASE WHEN @release = 1 THEN NULL WHEN @extend_ms IS NULL THEN lease_expires_at_utc ELSE ${SPLIT('@extend_ms')} END`,
         `WHERE flow_id = @flow_id AND revision = @expected_revision AND expires_at_utc > ${NOW}`,
         `  AND lease_id = @lease_id AND lease_expires_at_utc > ${NOW};`,
-      ].join('\n'),
+      ]).join('\n'),
     );
+    expect(typeName(s.checkpoint, 'kept_rows')).toBe('Int');
+    expect(typeName(s.checkpoint, 'step_rows')).toBe('NVarChar');
     expect(typeName(s.checkpoint, 'release')).toBe('Bit');
     expect(typeName(s.checkpoint, 'extend_ms')).toBe('BigInt');
     expect(length(s.checkpoint, 'lease_id')).toBe(64);
   });
 
-  it('update: CAS on revision and liveness, the lease only when given, the TTL from the database clock', () => {
+  it('update: CAS on revision and liveness, the lease only when given, the TTL from the database clock, with the new step rows', () => {
     expect(s.update.text).toBe(
-      [
-        'SET NOCOUNT OFF;',
+      withStepWrites([
         `UPDATE ${T}`,
         'SET flow_name = @flow_name, status = @status, last_message = @last_message, state_json = @state_json, revision = @revision,',
         `    expires_at_utc = ${SPLIT('@ttl_ms')}, updated_at_utc = ${NOW}`,
         `WHERE flow_id = @flow_id AND revision = @expected_revision AND expires_at_utc > ${NOW}`,
         `  AND (@lease_id IS NULL OR (lease_id = @lease_id AND lease_expires_at_utc > ${NOW}));`,
-      ].join('\n'),
+      ]).join('\n'),
     );
   });
 
@@ -152,7 +174,7 @@ describe('SQL Server flow statement shapes', () => {
 
   it('every parameter the text uses is declared, and typed: ids nvarchar(400), durations and revisions bigint', () => {
     for (const [name, st] of all) {
-      const used = new Set([...st.text.matchAll(/@([a-z_]+)/g)].map((m) => m[1]!).filter((p) => !['created', 'schema_id', 'object_id'].includes(p) && !p.startsWith('@')));
+      const used = new Set([...st.text.matchAll(/@([a-z_]+)/g)].map((m) => m[1]!).filter((p) => !['created', 'updated', 'schema_id', 'object_id'].includes(p) && !p.startsWith('@')));
       used.delete('ROWCOUNT');
       for (const p of used) expect(Object.keys(st.params), `${name} uses @${p}`).toContain(p);
     }

@@ -284,13 +284,14 @@ describe('SQL Server schema-version statement shapes', () => {
     expect(all).toContainEqual({ name: 'v17: create lease roster table', text: v17!.statements[0]!.text });
     expect(all).toContainEqual({ name: 'v18: alter publish topic procedure: job fields', text: v18!.statements[2]!.text });
     expect(all).toContainEqual({ name: 'v19: add history priority and ordering key columns', text: v19!.statements[0]!.text });
-    expect(all.at(-1)).toEqual({ name: 'v28: drop transport ordering index', text: v(28).statements[1]!.text });
+    expect(all).toContainEqual({ name: 'v28: drop transport ordering index', text: v(28).statements[1]!.text });
+    expect(all.at(-1)).toEqual({ name: 'v29: create flow steps table', text: v(29).statements[0]!.text });
   });
 
   it('the printed script: one transaction per version under the applock, each recorded if not yet', () => {
     const script = printSqlServerMigrations(names);
     // every version's record under the schema applock; a deferrable version's builds before it under the table applock
-    expect(script.match(/BEGIN TRANSACTION;\nSET XACT_ABORT ON;\nDECLARE @lock_result int;\nEXEC @lock_result = sp_getapplock @Resource = N'asyncresponse:ddl:dbo'/g)).toHaveLength(28);
+    expect(script.match(/BEGIN TRANSACTION;\nSET XACT_ABORT ON;\nDECLARE @lock_result int;\nEXEC @lock_result = sp_getapplock @Resource = N'asyncresponse:ddl:dbo'/g)).toHaveLength(29);
     expect(script.match(/BEGIN TRANSACTION;\nSET XACT_ABORT ON;\nDECLARE @lock_result int;\nEXEC @lock_result = sp_getapplock @Resource = N'asyncresponse:ddl:dbo\.jobs'/g)).toHaveLength(5);
     expect(script).toContain("IF NOT EXISTS (SELECT 1 FROM [dbo].[jobs_migrations] WHERE version = 2)\n    INSERT INTO [dbo].[jobs_migrations] (version, name) VALUES (2, N'topic subscriptions table');\nCOMMIT;\nGO");
     expect(script.indexOf('-- version 1:')).toBeLessThan(script.indexOf('-- version 2:'));

@@ -27,9 +27,61 @@ const types = {
   sysname: () => sql.NVarChar(128),
   instant: () => sql.VarChar(27),
   flag: () => sql.Bit(),
+  seq: () => sql.Int(),
 };
 
 export const qualifiedFlowTable = (n: SchemaNames) => `${q(n.schema)}.${q(n.flowStateTable)}`;
+export const qualifiedStepsTable = (n: SchemaNames) => `${q(n.schema)}.${q(n.flowStepsTable)}`;
+
+/**
+ * Version 29: the steps table (flows/step-rows.ts), a run's leading completed steps one row each. Its rows go with
+ * their run (the cascade serves delete and prune); the primary key serves every read and write of it. The
+ * constraints are unnamed (a name derived from the table's could pass 128 characters).
+ */
+export function flowStepsDdl(n: SchemaNames): Array<{ name: string; lines: string[] }> {
+  const body = [
+    `    flow_id nvarchar(400) COLLATE ${BIN2} NOT NULL,`,
+    '    seq int NOT NULL,',
+    `    step_name nvarchar(200) COLLATE ${BIN2} NOT NULL,`,
+    '    step_json nvarchar(max) NOT NULL,',
+    '    revision bigint NOT NULL,',
+    '    PRIMARY KEY (flow_id, seq),',
+    `    FOREIGN KEY (flow_id) REFERENCES ${qualifiedFlowTable(n)} (flow_id) ON DELETE CASCADE`,
+  ].join('\n');
+  return [{ name: 'create flow steps table', lines: createTableIfMissing(qualifiedStepsTable(n), body) }];
+}
+
+/** The run's step rows, the second result set of a load or an acquire (a seek on the steps table's key). */
+const readSteps = (n: SchemaNames) => `SELECT seq, step_name, step_json, revision FROM ${qualifiedStepsTable(n)} WHERE flow_id = @flow_id ORDER BY seq;`;
+
+/**
+ * A write of the run's row (`update`: the fenced UPDATE's lines) with its step rows, in one transaction: when the
+ * update took, the rows past @kept_rows go (stale ones, or the ones this write rewrites) and @step_rows' are
+ * inserted at the run's new revision. @step_rows: [{"s": seq, "n": name, "j": step JSON text}] (flows/step-rows.ts).
+ * One result set: updated (0/1).
+ */
+function withStepWrites(n: SchemaNames, update: string[]): string {
+  const steps = qualifiedStepsTable(n);
+  return [
+    'SET NOCOUNT OFF;',
+    'SET XACT_ABORT ON;',
+    'DECLARE @updated int;',
+    'BEGIN TRANSACTION;',
+    ...update,
+    'SET @updated = @@ROWCOUNT;',
+    'IF @updated = 1',
+    'BEGIN',
+    `    DELETE FROM ${steps} WHERE flow_id = @flow_id AND seq > @kept_rows;`,
+    `    INSERT INTO ${steps} (flow_id, seq, step_name, step_json, revision)`,
+    '    SELECT @flow_id, j.seq, j.step_name, j.step_json, @revision',
+    "    FROM OPENJSON(@step_rows) WITH (seq int '$.s', step_name nvarchar(200) '$.n', step_json nvarchar(max) '$.j') AS j;",
+    'END',
+    'COMMIT TRANSACTION;',
+    'SELECT @updated AS updated;',
+  ].join('\n');
+}
+
+const stepParams = () => ({ kept_rows: types.seq(), step_rows: types.json() });
 
 export const FLOW_EXPIRES_INDEX_KEYS = ['expires_at_utc'] as const;
 export const FLOW_LIST_INDEX_KEYS = ['status', 'updated_at_utc', 'flow_id'] as const;
@@ -101,25 +153,25 @@ function create(n: SchemaNames): Statement<RowParams | 'ttl_ms'> {
   };
 }
 
+/** Two result sets: the head (none for a missing or expired run), then the run's step rows. */
 function load(n: SchemaNames): Statement<'flow_id'> {
   return {
-    text: `SELECT state_json, revision, created_at_utc, updated_at_utc FROM ${qualifiedFlowTable(n)} WHERE flow_id = @flow_id AND expires_at_utc > ${NOW};`,
+    text: [`SELECT state_json, revision, created_at_utc, updated_at_utc FROM ${qualifiedFlowTable(n)} WHERE flow_id = @flow_id AND expires_at_utc > ${NOW};`, readSteps(n)].join('\n'),
     params: { flow_id: types.id() },
   };
 }
 
-/** Compare-and-swap; @lease_id NULL is the lease-less path (recovery, operator edits). */
-function update(n: SchemaNames): Statement<RowParams | 'revision' | 'expected_revision' | 'ttl_ms' | 'lease_id'> {
+/** Compare-and-swap with its step rows; @lease_id NULL is the lease-less path (recovery, operator edits). */
+function update(n: SchemaNames): Statement<RowParams | 'revision' | 'expected_revision' | 'ttl_ms' | 'lease_id' | 'kept_rows' | 'step_rows'> {
   return {
-    text: [
-      'SET NOCOUNT OFF;',
+    text: withStepWrites(n, [
       `UPDATE ${qualifiedFlowTable(n)}`,
       'SET flow_name = @flow_name, status = @status, last_message = @last_message, state_json = @state_json, revision = @revision,',
       `    expires_at_utc = ${dbClockPlus('@ttl_ms')}, updated_at_utc = ${NOW}`,
       `WHERE flow_id = @flow_id AND revision = @expected_revision AND expires_at_utc > ${NOW}`,
       `  AND (@lease_id IS NULL OR (lease_id = @lease_id AND lease_expires_at_utc > ${NOW}));`,
-    ].join('\n'),
-    params: { ...rowParams(), revision: types.revision(), expected_revision: types.revision(), ttl_ms: types.ms(), lease_id: types.lease() },
+    ]),
+    params: { ...rowParams(), revision: types.revision(), expected_revision: types.revision(), ttl_ms: types.ms(), lease_id: types.lease(), ...stepParams() },
   };
 }
 
@@ -128,10 +180,9 @@ function update(n: SchemaNames): Statement<RowParams | 'revision' | 'expected_re
  * fenced on the lease, which it extends (@extend_ms) or releases (@release = 1, the execution's last write) in the
  * same statement.
  */
-function checkpoint(n: SchemaNames): Statement<RowParams | 'revision' | 'expected_revision' | 'ttl_ms' | 'lease_id' | 'extend_ms' | 'release'> {
+function checkpoint(n: SchemaNames): Statement<RowParams | 'revision' | 'expected_revision' | 'ttl_ms' | 'lease_id' | 'extend_ms' | 'release' | 'kept_rows' | 'step_rows'> {
   return {
-    text: [
-      'SET NOCOUNT OFF;',
+    text: withStepWrites(n, [
       `UPDATE ${qualifiedFlowTable(n)}`,
       'SET flow_name = @flow_name, status = @status, last_message = @last_message, state_json = @state_json, revision = @revision,',
       `    expires_at_utc = ${dbClockPlus('@ttl_ms')}, updated_at_utc = ${NOW},`,
@@ -139,8 +190,17 @@ function checkpoint(n: SchemaNames): Statement<RowParams | 'revision' | 'expecte
       `    lease_expires_at_utc = CASE WHEN @release = 1 THEN NULL WHEN @extend_ms IS NULL THEN lease_expires_at_utc ELSE ${dbClockPlus('@extend_ms')} END`,
       `WHERE flow_id = @flow_id AND revision = @expected_revision AND expires_at_utc > ${NOW}`,
       `  AND lease_id = @lease_id AND lease_expires_at_utc > ${NOW};`,
-    ].join('\n'),
-    params: { ...rowParams(), revision: types.revision(), expected_revision: types.revision(), ttl_ms: types.ms(), lease_id: types.lease(), extend_ms: types.ms(), release: types.flag() },
+    ]),
+    params: {
+      ...rowParams(),
+      revision: types.revision(),
+      expected_revision: types.revision(),
+      ttl_ms: types.ms(),
+      lease_id: types.lease(),
+      extend_ms: types.ms(),
+      release: types.flag(),
+      ...stepParams(),
+    },
   };
 }
 
@@ -157,8 +217,9 @@ function acquireLease(n: SchemaNames): Statement<'flow_id' | 'lease_id' | 'durat
 }
 
 /**
- * Takes the lease and returns the state with the database's time in one statement (PostgreSQL:
- * flowStatements().acquire): no reload after the lease, no clock read. No row = not taken.
+ * Takes the lease and returns the state with the database's time in one batch (PostgreSQL:
+ * flowStatements().acquire): no reload after the lease, no clock read. No row = not taken. A second result set
+ * holds the run's step rows.
  */
 function acquire(n: SchemaNames): Statement<'flow_id' | 'lease_id' | 'duration_ms'> {
   return {
@@ -168,6 +229,7 @@ function acquire(n: SchemaNames): Statement<'flow_id' | 'lease_id' | 'duration_m
       `OUTPUT inserted.state_json, inserted.revision, inserted.created_at_utc, inserted.updated_at_utc, ${NOW} AS db_now`,
       `WHERE flow_id = @flow_id AND expires_at_utc > ${NOW}`,
       `  AND (lease_id IS NULL OR lease_expires_at_utc <= ${NOW} OR lease_id = @lease_id);`,
+      readSteps(n),
     ].join('\n'),
     params: { flow_id: types.id(), lease_id: types.lease(), duration_ms: types.ms() },
   };

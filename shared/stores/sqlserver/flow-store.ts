@@ -18,10 +18,12 @@ import {
   FLOW_PRUNE_BATCH,
   FLOW_PRUNE_BUDGET_MS,
   flowRowValues,
+  flowUpdateValues,
   stateFromRow,
   PruneGate,
   type FlowRowValues,
 } from '../../flows/store-rules';
+import { readUntorn, settled, type LedgerWrite, type StoredStepRow } from '../../flows/step-rows';
 import type { Logger } from '../../log';
 import { sqlServerErrorNumbers } from '../../sql/transient';
 import type { SchemaNames } from '../schema-names';
@@ -52,6 +54,17 @@ const affected = (result: sql.IResult<unknown>) => result.rowsAffected.reduce((a
 /** datetime2 comes back as a Date (UTC, the driver's useUTC default); a string is parsed as UTC. */
 function asDate(v: unknown): Date {
   return v instanceof Date ? v : new Date(/[zZ]|[+-]\d\d:?\d\d$/.test(String(v)) ? String(v) : `${String(v)}Z`);
+}
+
+/** The step rows a write sends: the rows kept below the first one it writes, and the new ones as a JSON array. */
+function stepValues(w: LedgerWrite): { kept_rows: number; step_rows: string } {
+  return { kept_rows: w.rows.length > 0 ? w.rows[0]!.seq - 1 : w.stepRows, step_rows: JSON.stringify(w.rows.map((r) => ({ s: r.seq, n: r.name, j: r.json }))) };
+}
+
+/** A load's or an acquire's head row, joined with the second result set's step rows. */
+function stateOf(flowId: string, row: Record<string, unknown>, result: sql.IResult<unknown>): FlowState {
+  const stepRows: StoredStepRow[] = rows(result, 1).map((r) => ({ seq: Number(r.seq), name: String(r.step_name), json: String(r.step_json), revision: Number(r.revision) }));
+  return stateFromRow(flowId, String(row.state_json), Number(row.revision), asDate(row.created_at_utc), asDate(row.updated_at_utc), stepRows);
 }
 
 export class SqlServerFlowStore extends SqlServerStoreBase implements FlowStateStore {
@@ -134,8 +147,12 @@ export class SqlServerFlowStore extends SqlServerStoreBase implements FlowStateS
   async load(flowId: string): Promise<FlowState | null> {
     checkFlowId(flowId);
     await this.ensureSchema();
-    const row = rows(await this.run(this.sql.load, { flow_id: flowId }))[0];
-    return row ? stateFromRow(flowId, String(row.state_json), Number(row.revision), asDate(row.created_at_utc), asDate(row.updated_at_utc)) : null;
+    // the head and the step rows are two statements: a write committed between them tears the read, read again
+    return readUntorn(flowId, async () => {
+      const result = await this.run(this.sql.load, { flow_id: flowId });
+      const row = rows(result)[0];
+      return row ? stateOf(flowId, row, result) : null;
+    });
   }
 
   /**
@@ -146,9 +163,12 @@ export class SqlServerFlowStore extends SqlServerStoreBase implements FlowStateS
     if (create) await this.tryCreate(create.state, create.ttlMs);
     const values = { flow_id: checkFlowId(flowId), lease_id: checkLeaseId(leaseId), duration_ms: BigInt(clampDurationMs(durationMs, 'the lease duration')) };
     await this.ensureSchema();
-    const row = rows(await this.run(this.sql.acquire, values))[0];
-    if (!row) return null;
-    return { state: stateFromRow(flowId, String(row.state_json), Number(row.revision), asDate(row.created_at_utc), asDate(row.updated_at_utc)), now: asDate(row.db_now) };
+    // taking one's own lease again is harmless, so a torn read is simply run again
+    return readUntorn(flowId, async () => {
+      const result = await this.run(this.sql.acquire, values);
+      const row = rows(result)[0];
+      return row ? { state: stateOf(flowId, row, result), now: asDate(row.db_now) } : null;
+    });
   }
 
   async tryUpdate(state: FlowState, expectedRevision: number, ttlMs: number, leaseId?: string, lease?: FlowCheckpointLease): Promise<boolean> {
@@ -156,11 +176,12 @@ export class SqlServerFlowStore extends SqlServerStoreBase implements FlowStateS
     // one statement: the write, fenced on the lease, extends or releases it
     checkUpdateRevision(state, expectedRevision);
     checkLeaseId(leaseId);
-    const v = flowRowValues(state, undefined);
+    const v = flowUpdateValues(state);
     const ttl = clampDurationMs(ttlMs, 'the flow state TTL');
     await this.ensureSchema();
     const result = await this.run(this.sql.checkpoint, {
       ...this.row(v),
+      ...stepValues(v.write),
       revision: BigInt(state.revision),
       expected_revision: BigInt(expectedRevision),
       ttl_ms: BigInt(ttl),
@@ -168,23 +189,30 @@ export class SqlServerFlowStore extends SqlServerStoreBase implements FlowStateS
       extend_ms: lease.extendMs === undefined ? null : BigInt(clampDurationMs(lease.extendMs, 'the lease duration')),
       release: lease.release === true,
     });
-    return affected(result) > 0;
+    return this.written(result, state, v.write);
+  }
+
+  private written(result: sql.IResult<unknown>, state: FlowState, write: LedgerWrite): boolean {
+    const updated = Number(rows(result)[0]?.updated ?? 0) > 0;
+    if (updated) settled(state, write);
+    return updated;
   }
 
   private async update(state: FlowState, expectedRevision: number, ttlMs: number, leaseId?: string): Promise<boolean> {
     checkUpdateRevision(state, expectedRevision);
     if (leaseId !== undefined) checkLeaseId(leaseId);
-    const v = flowRowValues(state, undefined);
+    const v = flowUpdateValues(state);
     const ttl = clampDurationMs(ttlMs, 'the flow state TTL');
     await this.ensureSchema();
     const result = await this.run(this.sql.update, {
       ...this.row(v),
+      ...stepValues(v.write),
       revision: BigInt(state.revision),
       expected_revision: BigInt(expectedRevision),
       ttl_ms: BigInt(ttl),
       lease_id: leaseId ?? null,
     });
-    return affected(result) > 0;
+    return this.written(result, state, v.write);
   }
 
   private async leaseWrite(statement: FlowStatements['acquireLease'], flowId: string, leaseId: string, durationMs: number): Promise<boolean> {

@@ -10,7 +10,7 @@ import { quoteIdentifier } from '../../sql/identifiers';
 import { checkMigrations, type Migration, type MigrationStatement } from '../migration-plan';
 import type { SchemaNames } from '../schema-names';
 import { sqlServerOutboxJobFieldsStatements, sqlServerOutboxReadySetStatements, sqlServerOutboxStatements } from './outbox';
-import { flowStateDdl } from './flow-statements';
+import { flowStateDdl, flowStepsDdl } from './flow-statements';
 import { scheduleDdl } from './schedule-statements';
 import {
   channelAckSequenceMigration,
@@ -308,6 +308,15 @@ export function sqlServerMigrations(n: SchemaNames): readonly Migration[] {
         bounded('drop transport priority ready index', dropIndexIfPresent(transport, n.transport.readyIndex)),
         bounded('drop transport ordering index', dropIndexIfPresent(transport, n.transport.orderingIndex)),
       ],
+    },
+    {
+      // A run's leading completed steps as rows of their own (issue 26, flows/step-rows.ts): a new table built empty.
+      // Required, after the deferrable 23-28 (the gate builds those first). A host of an earlier release refuses a
+      // ledger whose head names step rows (its schema version 2) instead of running those steps again. PostgreSQL's
+      // twin is its version 20.
+      version: 29,
+      name: 'flow steps table',
+      statements: flowStepsDdl(n).map((s) => batch(s.name, s.lines)),
     },
   ]);
 }
