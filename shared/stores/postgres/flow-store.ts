@@ -2,6 +2,7 @@
 // comes from the schema versions (version 5, migrations.ts); this store runs the version gate, verifies the
 // table once (flow-verify.ts) and binds the statements of flow-statements.ts.
 
+import { createHash } from 'node:crypto';
 import type { FlowState, FlowStatus } from '../../flows/state';
 import type { FlowAcquired, FlowCheckpointLease, FlowLease, FlowListQuery, FlowStateStore, FlowSummary } from '../../flows/store';
 import {
@@ -72,6 +73,7 @@ interface SummaryRow {
 
 export class PostgresFlowStore implements FlowStateStore {
   private readonly sql: FlowStatements;
+  private readonly prepared: Map<string, string>;
   private readonly maxStateBytes: number | undefined;
   private readonly pruneGate: PruneGate;
   private ready = false;
@@ -82,6 +84,8 @@ export class PostgresFlowStore implements FlowStateStore {
     private readonly options: PostgresFlowStoreOptions,
   ) {
     this.sql = flowStatements(options.names);
+    const hot = [this.sql.load, this.sql.acquire, this.sql.createAndAcquire, this.sql.update, this.sql.checkpoint, this.sql.create];
+    this.prepared = new Map(hot.map((text) => [text, `arf_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`]));
     this.maxStateBytes = checkMaxStateBytes(options.maxStateBytes);
     this.pruneGate = options.pruneGate ?? new PruneGate();
   }
@@ -113,7 +117,8 @@ export class PostgresFlowStore implements FlowStateStore {
 
   private async run<R>(text: string, values: unknown[]) {
     await this.ensureSchema();
-    return this.client.query<R>(text, values);
+    // the hot statements are prepared on each pooled session: parsed and planned once, not at every checkpoint
+    return this.client.query<R>(text, values, this.prepared.get(text));
   }
 
   validateCreate(state: FlowState): void {
