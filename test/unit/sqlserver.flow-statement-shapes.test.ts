@@ -83,6 +83,13 @@ describe('SQL Server flow statement shapes', () => {
     expect(typeName(s.acquire, 'duration_ms')).toBe('BigInt');
   });
 
+  it("createAndAcquire: create's insert-if-absent transaction, then acquire's lease and result sets, in one batch", () => {
+    expect(s.createAndAcquire.text).toBe([s.create.text.replace(/\nSELECT @created AS created;$/, ''), s.acquire.text.replace(/^SET NOCOUNT OFF;\n/, '')].join('\n'));
+    expect(s.createAndAcquire.text.match(/BEGIN TRANSACTION;/g)).toHaveLength(1);
+    expect(s.createAndAcquire.text).toContain('COMMIT TRANSACTION;\nUPDATE [jobs].[flows] SET lease_id = @lease_id');
+    expect(Object.keys(s.createAndAcquire.params).sort()).toEqual(['duration_ms', 'flow_id', 'flow_name', 'last_message', 'lease_id', 'state_json', 'status', 'ttl_ms']);
+  });
+
   it('checkpoint: the CAS fenced on a held lease, which it extends or releases, with the new step rows, in one transaction', () => {
     expect(s.checkpoint.text).toBe(
       withStepWrites([

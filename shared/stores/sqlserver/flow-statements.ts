@@ -126,31 +126,31 @@ const rowParams = () => ({ flow_id: types.id(), flow_name: types.name(), status:
  * exactly one inserts; a duplicate-key error (2627/2601) still means false. One result set: created (0/1).
  */
 function create(n: SchemaNames): Statement<RowParams | 'ttl_ms'> {
+  return { text: [...createLines(n), 'SELECT @created AS created;'].join('\n'), params: { ...rowParams(), ttl_ms: types.ms() } };
+}
+
+function createLines(n: SchemaNames): string[] {
   const t = qualifiedFlowTable(n);
-  return {
-    text: [
-      'SET NOCOUNT OFF;',
-      'SET XACT_ABORT ON;',
-      'DECLARE @created int;',
-      'BEGIN TRANSACTION;',
-      `UPDATE ${t} WITH (UPDLOCK, HOLDLOCK)`,
-      'SET flow_name = @flow_name, status = @status, last_message = @last_message, state_json = @state_json,',
-      `    created_at_utc = ${NOW}, updated_at_utc = ${NOW}, expires_at_utc = ${dbClockPlus('@ttl_ms')},`,
-      '    revision = 0, lease_id = NULL, lease_expires_at_utc = NULL',
-      `WHERE flow_id = @flow_id AND expires_at_utc <= ${NOW};`,
-      'SET @created = @@ROWCOUNT;',
-      'IF @created = 0',
-      'BEGIN',
-      `    INSERT INTO ${t} (flow_id, flow_name, status, last_message, state_json, created_at_utc, updated_at_utc, expires_at_utc, revision)`,
-      `    SELECT @flow_id, @flow_name, @status, @last_message, @state_json, ${NOW}, ${NOW}, ${dbClockPlus('@ttl_ms')}, 0`,
-      `    WHERE NOT EXISTS (SELECT 1 FROM ${t} WITH (UPDLOCK, HOLDLOCK) WHERE flow_id = @flow_id);`,
-      '    SET @created = @@ROWCOUNT;',
-      'END',
-      'COMMIT TRANSACTION;',
-      'SELECT @created AS created;',
-    ].join('\n'),
-    params: { ...rowParams(), ttl_ms: types.ms() },
-  };
+  return [
+    'SET NOCOUNT OFF;',
+    'SET XACT_ABORT ON;',
+    'DECLARE @created int;',
+    'BEGIN TRANSACTION;',
+    `UPDATE ${t} WITH (UPDLOCK, HOLDLOCK)`,
+    'SET flow_name = @flow_name, status = @status, last_message = @last_message, state_json = @state_json,',
+    `    created_at_utc = ${NOW}, updated_at_utc = ${NOW}, expires_at_utc = ${dbClockPlus('@ttl_ms')},`,
+    '    revision = 0, lease_id = NULL, lease_expires_at_utc = NULL',
+    `WHERE flow_id = @flow_id AND expires_at_utc <= ${NOW};`,
+    'SET @created = @@ROWCOUNT;',
+    'IF @created = 0',
+    'BEGIN',
+    `    INSERT INTO ${t} (flow_id, flow_name, status, last_message, state_json, created_at_utc, updated_at_utc, expires_at_utc, revision)`,
+    `    SELECT @flow_id, @flow_name, @status, @last_message, @state_json, ${NOW}, ${NOW}, ${dbClockPlus('@ttl_ms')}, 0`,
+    `    WHERE NOT EXISTS (SELECT 1 FROM ${t} WITH (UPDLOCK, HOLDLOCK) WHERE flow_id = @flow_id);`,
+    '    SET @created = @@ROWCOUNT;',
+    'END',
+    'COMMIT TRANSACTION;',
+  ];
 }
 
 /** Two result sets: the head (none for a missing or expired run), then the run's step rows. */
@@ -222,17 +222,30 @@ function acquireLease(n: SchemaNames): Statement<'flow_id' | 'lease_id' | 'durat
  * holds the run's step rows.
  */
 function acquire(n: SchemaNames): Statement<'flow_id' | 'lease_id' | 'duration_ms'> {
+  return { text: ['SET NOCOUNT OFF;', ...acquireLines(n)].join('\n'), params: { flow_id: types.id(), lease_id: types.lease(), duration_ms: types.ms() } };
+}
+
+/**
+ * A start job's execution in one batch (PostgreSQL: flowStatements().createAndAcquire): create's insert-if-absent
+ * transaction (the starter's write usually found), then acquire's lease and its result sets (the head, the step
+ * rows). A duplicate-key error (a concurrent create won) fails the batch before the lease: the store then runs
+ * acquire alone.
+ */
+function createAndAcquire(n: SchemaNames): Statement<RowParams | 'ttl_ms' | 'lease_id' | 'duration_ms'> {
   return {
-    text: [
-      'SET NOCOUNT OFF;',
-      `UPDATE ${qualifiedFlowTable(n)} SET lease_id = @lease_id, lease_expires_at_utc = ${dbClockPlus('@duration_ms')}`,
-      `OUTPUT inserted.state_json, inserted.revision, inserted.created_at_utc, inserted.updated_at_utc, ${NOW} AS db_now`,
-      `WHERE flow_id = @flow_id AND expires_at_utc > ${NOW}`,
-      `  AND (lease_id IS NULL OR lease_expires_at_utc <= ${NOW} OR lease_id = @lease_id);`,
-      readSteps(n),
-    ].join('\n'),
-    params: { flow_id: types.id(), lease_id: types.lease(), duration_ms: types.ms() },
+    text: [...createLines(n), ...acquireLines(n)].join('\n'),
+    params: { ...rowParams(), ttl_ms: types.ms(), lease_id: types.lease(), duration_ms: types.ms() },
   };
+}
+
+function acquireLines(n: SchemaNames): string[] {
+  return [
+    `UPDATE ${qualifiedFlowTable(n)} SET lease_id = @lease_id, lease_expires_at_utc = ${dbClockPlus('@duration_ms')}`,
+    `OUTPUT inserted.state_json, inserted.revision, inserted.created_at_utc, inserted.updated_at_utc, ${NOW} AS db_now`,
+    `WHERE flow_id = @flow_id AND expires_at_utc > ${NOW}`,
+    `  AND (lease_id IS NULL OR lease_expires_at_utc <= ${NOW} OR lease_id = @lease_id);`,
+    readSteps(n),
+  ];
 }
 
 function renewLease(n: SchemaNames): Statement<'flow_id' | 'lease_id' | 'duration_ms'> {
@@ -369,6 +382,7 @@ export function flowStatements(n: SchemaNames) {
     update: update(n),
     checkpoint: checkpoint(n),
     acquire: acquire(n),
+    createAndAcquire: createAndAcquire(n),
     acquireLease: acquireLease(n),
     renewLease: renewLease(n),
     releaseLease: releaseLease(n),

@@ -156,16 +156,34 @@ export class SqlServerFlowStore extends SqlServerStoreBase implements FlowStateS
   }
 
   /**
-   * One statement takes the lease and returns the state and the database's time; a start job's create-if-absent
-   * goes first as its own statement here (PostgreSQL folds it in).
+   * One batch takes the lease and returns the state and the database's time; a start job's batch first inserts the
+   * state if absent (createAndAcquire). A concurrent create that won (duplicate key) fails that batch before the
+   * lease: the lease alone is then taken; a deadlock victim's batch runs again.
    */
   async acquire(flowId: string, leaseId: string, durationMs: number, create?: { state: FlowState; ttlMs: number }): Promise<FlowAcquired | null> {
-    if (create) await this.tryCreate(create.state, create.ttlMs);
     const values = { flow_id: checkFlowId(flowId), lease_id: checkLeaseId(leaseId), duration_ms: BigInt(clampDurationMs(durationMs, 'the lease duration')) };
+    let createValues: Record<string, unknown> | undefined;
+    if (create) {
+      checkCreateRevision(create.state);
+      if (create.state.flowId !== flowId) throw new RangeError(`the created state names flow id '${create.state.flowId}', not '${flowId}'`);
+      createValues = { ...this.row(flowRowValues(create.state, this.maxStateBytes)), ttl_ms: BigInt(clampDurationMs(create.ttlMs, 'the flow state TTL')), ...values };
+    }
     await this.ensureSchema();
     // taking one's own lease again is harmless, so a torn read is simply run again
     return readUntorn(flowId, async () => {
-      const result = await this.run(this.sql.acquire, values);
+      let result: sql.IResult<unknown> | undefined;
+      for (let attempt = 1; createValues && !result; attempt++) {
+        try {
+          result = await this.run(this.sql.createAndAcquire, createValues as Record<keyof typeof this.sql.createAndAcquire.params, unknown>);
+        } catch (err) {
+          const numbers = sqlServerErrorNumbers(err);
+          if (numbers.some((n) => DUPLICATE_KEY.includes(n))) break; // a concurrent create won: the row is there
+          // a deadlock victim's batch was rolled back whole: running it again is safe
+          if (!numbers.includes(DEADLOCK) || attempt >= CREATE_ATTEMPTS) throw err;
+          this.logger.debug(`flow create of '${flowId}' was a deadlock victim; retrying`, err);
+        }
+      }
+      result ??= await this.run(this.sql.acquire, values);
       const row = rows(result)[0];
       return row ? { state: stateOf(flowId, row, result), now: asDate(row.db_now) } : null;
     });
