@@ -103,6 +103,9 @@ export interface FlowWaits {
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
+/** How long past the in-process window the lease of a run waiting there alone is held (the answer's checkpoint extends it). */
+export const IN_PROCESS_LEASE_MARGIN_MS = 5_000;
+
 /** A response taken in process is recorded by the run's next checkpoint, or on its own after this long. */
 const FOLD_MS = 20;
 /** Kept beyond an awaited step's deadline, so a response just at the deadline still finds its registration. */
@@ -115,6 +118,8 @@ export class FlowRun implements FlowContext {
   readonly waits: FlowWaits = { wakeAt: null, children: new Set(), awaits: new Set(), timers: 0, settledDeadlines: new Set() };
   private readonly inflight = new Set<Promise<unknown>>();
   private readonly running = new Set<string>();
+  /** The last write held the lease only for an in-process wait's window (awaitResponse). */
+  private shortLease = false;
   private saving: Promise<unknown> = Promise.resolve();
   private readonly deferred: Array<(s: FlowState) => void> = [];
   /** Waiting for the commit of deferred changes, oldest first (each waits for the write that includes its change). */
@@ -262,8 +267,10 @@ export class FlowRun implements FlowContext {
           });
           throw new FlowStepTimeoutError(name);
         }
-        // Upsert: a final response `until` declined consumed the registration; keep the wait armed.
+        // Upsert: a final response `until` declined consumed the registration; keep the wait armed. Then route what
+        // was stored while no registration existed (an execution that died waiting in process registered none).
         await this.deps.responses.watch(step.pendingCorrelationId, { flowId: this.flowId, stepName: name }, this.registrationTtl(deadline));
+        await this.deps.responses.routeStored?.(step.pendingCorrelationId);
         this.waits.awaits.add(name);
         throw this.park(Number.isFinite(deadline) ? deadline : null);
       }
@@ -277,9 +284,16 @@ export class FlowRun implements FlowContext {
       // then the send: a breadcrumb implies someone is listening. A crash while waiting in process leaves the
       // breadcrumb without a registration: the replay re-attaches, registers, and routes what arrived meanwhile.
       if (!listen) await this.deps.responses.watch(correlationId, { flowId: this.flowId, stepName: name }, this.registrationTtl(deadline));
-      await this.save((s) => {
-        s.steps[name] = { startedAt: iso(this.now()), pendingCorrelationId: correlationId, awaitDeadline: iso(deadline), message: 'waiting for its response' };
-      });
+      // Waiting in process with nothing else running in this execution, the breadcrumb's write holds the lease only
+      // for the window and a margin: if this process dies inside the window, another takes the run over that much
+      // sooner (the answer's checkpoint, or the renewal, extends it again; the park releases it).
+      const alone = listen !== undefined && this.running.size === 1;
+      await this.save(
+        (s) => {
+          s.steps[name] = { startedAt: iso(this.now()), pendingCorrelationId: correlationId, awaitDeadline: iso(deadline), message: 'waiting for its response' };
+        },
+        alone ? { extendMs: Math.min(this.deps.options.leaseDurationMs, window + IN_PROCESS_LEASE_MARGIN_MS) } : {},
+      );
       const waiting = listen ? this.waitInProcess<T>(name, correlationId, until, window, t0, listen) : null;
       try {
         await trigger(correlationId);
@@ -461,9 +475,9 @@ export class FlowRun implements FlowContext {
    * (recovery, a child's end, an operator) reloads and re-applies the change; a run no longer Running interrupts
    * the execution; a lease taken by another execution fails it (FlowLeaseLostError, retried by the queue).
    */
-  save(change: (s: FlowState) => void, lease: { release?: boolean } = {}): Promise<void> {
+  save(change: (s: FlowState) => void, lease: { release?: boolean; extendMs?: number } = {}): Promise<void> {
     const run = this.saving.then(() =>
-      this.saveNow(change, lease.release === true).catch((err: unknown) => {
+      this.saveNow(change, lease.release === true, lease.extendMs).catch((err: unknown) => {
         this.abandon(err as Error); // deferred changes waited for may not be written: their waiters hear so
         throw err;
       }),
@@ -501,7 +515,7 @@ export class FlowRun implements FlowContext {
    * One statement: the change (with this execution's attempt and any deferred change folded in), the lease
    * extended, or released when this is the execution's last write.
    */
-  private async saveNow(change: (s: FlowState) => void, release: boolean): Promise<void> {
+  private async saveNow(change: (s: FlowState) => void, release: boolean, extendMs = this.deps.options.leaseDurationMs): Promise<void> {
     for (let attempt = 0; attempt < 5; attempt++) {
       if (this.signal.aborted) throw new FlowLeaseLostError(this.flowId, 'this execution lost its lease');
       const base = this.state;
@@ -522,7 +536,8 @@ export class FlowRun implements FlowContext {
       next.revision = base.revision + 1;
       next.updatedAt = iso(now);
       const ttl = effectiveTtlMs(next, now, this.deps.options.stateExpiryMs);
-      if (await this.deps.store.tryUpdate(next, base.revision, ttl, this.leaseId, release ? { release: true } : { extendMs: this.deps.options.leaseDurationMs })) {
+      if (await this.deps.store.tryUpdate(next, base.revision, ttl, this.leaseId, release ? { release: true } : { extendMs })) {
+        this.shortLease = !release && extendMs < this.deps.options.leaseDurationMs;
         this.state = next;
         this.deferred.splice(0, deferred);
         for (const w of this.durable.splice(0, durable)) w.resolve();
@@ -552,6 +567,14 @@ export class FlowRun implements FlowContext {
     if (typeof name !== 'string' || name.length === 0 || name.length > 200) return Promise.reject(new Error('a step name must be a string of 1 to 200 characters'));
     if (this.running.has(name)) return Promise.reject(new Error(`step '${name}' is already running in this execution: step names must be unique`));
     this.running.add(name);
+    if (this.shortLease) {
+      // another call starts beside a wait that holds the lease only for its window: the full lease first
+      this.shortLease = false;
+      const renewed = this.deps.store.tryRenewLease(this.flowId, this.leaseId, this.deps.options.leaseDurationMs).then((held) => {
+        if (!held) throw new FlowLeaseLostError(this.flowId, 'its lease lapsed while it waited in process');
+      });
+      return this.track(renewed.then(body).finally(() => this.running.delete(name)));
+    }
     return this.track(body().finally(() => this.running.delete(name)));
   }
 

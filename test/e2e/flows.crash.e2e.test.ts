@@ -1,6 +1,6 @@
 // Durable flows across processes on one PostgreSQL server (separate local hosts, as Function instances):
-// - the host SIGKILLed while a run waits for its approval; the approval posted while no host runs, or to the
-//   restarted host: the run completes, its `reserve` step not run again;
+// - the host SIGKILLed while a run waits for its approval (parked, or still inside the in-process window); the
+//   approval posted while no host runs, or to the restarted host: the run completes, its `reserve` step not run again;
 // - a 3-day cool-off parks (no lease held, its wake-up a delayed job, no handler running) and wakes when made due;
 // - two hosts draining the same flows queue never run one step twice.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
@@ -186,6 +186,36 @@ describe.skipIf(PG_SKIP_REASON !== undefined)('durable flows across host crashes
     expect(done.steps.find((s) => s.name === 'reserve')!.completedAt).toBe(reserveAt);
     await kill(b);
   }, 180_000);
+
+  it('SIGKILLed inside the in-process window (lease held, not parked); the approval posted to another host completes the run once the dead lease lapses', async () => {
+    const a = await startHost();
+    await start(a, 'crash-window', { item: 'cello' });
+    const waiting = await waitingFor(a, 'crash-window', 'approve', 'waiting-for-response');
+    const correlationId = waiting.steps.find((s) => s.name === 'approve')!.correlationId!;
+    const reserveAt = waiting.steps.find((s) => s.name === 'reserve')!.completedAt;
+    // still waiting in process (it parks only after awaitInProcessMs, 3 s): the dead host's lease is what recovery waits out
+    const held = await db.query<{ lease_id: string | null; left_ms: number }>(
+      `SELECT lease_id, (extract(epoch FROM lease_expires_at_utc - clock_timestamp()) * 1000)::float8 AS left_ms FROM "${schema}".asyncresponse_flow_state WHERE flow_id = $1`,
+      ['crash-window'],
+    );
+    await kill(a);
+    expect(held.rows[0]?.lease_id).not.toBeNull();
+    // waiting alone in process, the run holds its lease for the window (3 s) and a margin (5 s), not the full 60 s
+    expect(held.rows[0]!.left_ms).toBeLessThanOrEqual(8_000);
+    const b = await startHost();
+    const post = await checkedFetch(`${b.url}/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ correlationId, payload: { approved: 'inside the window' } }) });
+    expect(post.status).toBe(202);
+    // the flows job's lease (30 s) lapses first, then the other host replays the run, registers the await and routes
+    // the response stored while nobody listened: nothing is lost, only late
+    const done = await eventually(async () => {
+      const r = await read(b, 'crash-window', 20);
+      return r.status === 'Succeeded' ? r : undefined;
+    }, 'crash-window to complete on the other host', 150_000, 500);
+    expect(done.result).toEqual({ item: 'cello', approval: { approved: 'inside the window' } });
+    expect(done.steps.find((s) => s.name === 'reserve')!.completedAt).toBe(reserveAt);
+    expect(new Set(offline.jobs.filter((j) => j.flowId === 'crash-window').map((j) => j.correlationId))).toEqual(new Set([correlationId]));
+    await kill(b);
+  }, 240_000);
 
   it('a 3-day cool-off parks (no lease, its wake-up a delayed job, nothing running) and wakes when made due', async () => {
     const a = await startHost();
