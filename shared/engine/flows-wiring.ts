@@ -86,7 +86,7 @@ export function wireFlows(parts: {
     flows,
     queue,
     handler: async (job, ctx) => {
-      await flows.handleJob(job, ctx.log, ctx.signal);
+      await flows.handleJob(job, ctx.log, ctx.signal, ctx.budgetEndsAt);
       return undefined;
     },
     internalTargets: {

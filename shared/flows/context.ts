@@ -103,6 +103,9 @@ export interface FlowWaits {
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
+/** Time kept back from the invocation's budget for a run that waited in process to park. */
+export const BUDGET_PARK_MARGIN_MS = 1_000;
+
 /** How long past the in-process window the lease of a run waiting there alone is held (the answer's checkpoint extends it). */
 export const IN_PROCESS_LEASE_MARGIN_MS = 5_000;
 
@@ -142,6 +145,8 @@ export class FlowRun implements FlowContext {
     private readonly clockOffsetMs: number,
     readonly signal: AbortSignal,
     readonly log: Logger,
+    /** epoch ms (the process clock): the invocation's budget, which an in-process wait never outlasts; none for a worker. */
+    private readonly budgetEndsAt?: number,
   ) {
     this.state = state;
     this.attempt = state.attempts + 1;
@@ -278,7 +283,9 @@ export class FlowRun implements FlowContext {
       if (!(Number.isFinite(timeoutMs) && timeoutMs > 0)) throw new FlowFailedError(`awaitResponse '${name}': timeoutMs must be a positive number of milliseconds`);
       const correlationId = randomUUID();
       const deadline = this.now() + timeoutMs;
-      const window = Math.min(this.deps.options.awaitInProcessMs, deadline - this.now());
+      // never past the invocation's budget (less a second to park in): a Function's drain returns on time
+      const budgetLeft = this.budgetEndsAt === undefined ? Infinity : this.budgetEndsAt - BUDGET_PARK_MARGIN_MS - Date.now();
+      const window = Math.min(this.deps.options.awaitInProcessMs, deadline - this.now(), budgetLeft);
       const listen = window > 0 && !this.signal.aborted ? this.deps.responses.listen : undefined;
       // The listener first (in process, or the registration when the run cannot wait here), then the breadcrumb,
       // then the send: a breadcrumb implies someone is listening. A crash while waiting in process leaves the

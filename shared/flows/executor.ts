@@ -30,13 +30,13 @@ export class FlowExecutor {
   constructor(private readonly deps: ExecutorDeps) {}
 
   /** The flows queue's job: a start (create-if-absent and execute, in the lease's statement) or a wake-up. */
-  async handle(jobId: string, job: FlowJob, log: Logger = this.deps.logger, jobSignal?: AbortSignal): Promise<void> {
+  async handle(jobId: string, job: FlowJob, log: Logger = this.deps.logger, jobSignal?: AbortSignal, budgetEndsAt?: number): Promise<void> {
     // a start's state may be written already: by the starter, an earlier delivery, or another start of the id
     const create = job.kind === 'start' ? { state: parseFlowState(job.flowId, job.stateJson, 0), ttlMs: this.deps.options.stateExpiryMs } : undefined;
-    await this.execute(job.flowId, jobId, log, jobSignal, create);
+    await this.execute(job.flowId, jobId, log, jobSignal, create, budgetEndsAt);
   }
 
-  async execute(flowId: string, jobId: string, log: Logger, jobSignal?: AbortSignal, create?: { state: FlowState; ttlMs: number }): Promise<void> {
+  async execute(flowId: string, jobId: string, log: Logger, jobSignal?: AbortSignal, create?: { state: FlowState; ttlMs: number }, budgetEndsAt?: number): Promise<void> {
     const { clock } = this.deps;
     const jobPrefix = jobId.replace(/-/g, '');
     const leaseId = `${jobPrefix}.${randomBytes(6).toString('hex')}`;
@@ -72,7 +72,7 @@ export class FlowExecutor {
       const flow = this.deps.registry.get(state.flowName);
       if (!flow) throw new Error(`flow run '${flowId}' needs the flow '${state.flowName}', which this deployment does not register`);
       const offset = got.now.getTime() - clock.now();
-      const run = new FlowRun(state, this.deps, leaseId, offset, lost.signal, log);
+      const run = new FlowRun(state, this.deps, leaseId, offset, lost.signal, log, budgetEndsAt);
       runRef = run;
       let outcome: { ok: true; value: unknown } | { ok: false; err: unknown };
       try {

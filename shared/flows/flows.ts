@@ -57,7 +57,8 @@ export interface Flows {
    */
   restart(flowId: string, fromStep: string): Promise<FlowState>;
   /** The flows queue's job handler. */
-  handleJob(job: { id: string; payload: unknown }, log?: Logger, signal?: AbortSignal): Promise<void>;
+  /** budgetEndsAt (epoch ms): the invocation's budget (JobContext.budgetEndsAt); an in-process wait ends by then. */
+  handleJob(job: { id: string; payload: unknown }, log?: Logger, signal?: AbortSignal, budgetEndsAt?: number): Promise<void>;
   /** The channel's `flow` internal target. */
   recoverResponse(watch: FlowResponseWatch, response: RecoveredResponse): Promise<'woken' | 'kept' | 'stale'>;
 }
@@ -203,10 +204,10 @@ export function createFlows(deps: FlowsDeps): Flows {
       return r.state;
     },
 
-    async handleJob(job, log = deps.logger, signal) {
+    async handleJob(job, log = deps.logger, signal, budgetEndsAt) {
       const flowJob = readFlowJob(job.payload);
       if (!flowJob) throw new Error(`job ${job.id} on the flows queue is not a flow job (start or wake)`);
-      await executor.handle(job.id, flowJob, log, signal);
+      await executor.handle(job.id, flowJob, log, signal, budgetEndsAt);
     },
 
     recoverResponse: (watch, response) => recoverResponse({ store, clock, jobs, stateExpiryMs: options.stateExpiryMs }, watch, response),

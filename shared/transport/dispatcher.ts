@@ -40,6 +40,8 @@ export interface DispatchDeps {
   onDeadLettered?: (job: Job | undefined, message: ClaimedMessage, reason: string, settle: SettleContext) => Promise<void>;
   /** epoch ms: retries inside the hooks stop before it (the invocation's settle budget). */
   settleDeadline?: number;
+  /** epoch ms: when the drain stops claiming (handlers see it as JobContext.budgetEndsAt); none without a budget. */
+  budgetEndsAt?: number;
   /** The drain's shared heartbeat timer (without it, each job gets a timer of its own). */
   heartbeats?: HeartbeatGroup;
   /** epoch ms, the clock a job's expiry is compared with (default Date.now; tests pin it). */
@@ -102,7 +104,7 @@ export async function dispatchDelivery(msg: ClaimedMessage, handler: JobHandler,
   const storedTrace = msg.headers[TRACEPARENT_HEADER];
   try {
     if (storedTrace === undefined) {
-      const result = await handler(job, handlerContext(lease, deps.logger));
+      const result = await handler(job, handlerContext(lease, deps.logger, undefined, deps.budgetEndsAt));
       if (deps.onCompleted) await deps.onCompleted(job, result, { deadline: deps.settleDeadline, logger: deps.logger });
     } else await runTraced(job, parseTraceparent(storedTrace, msg.headers[TRACESTATE_HEADER]), lease, handler, deps);
   } catch (err) {
@@ -133,7 +135,7 @@ export async function dispatchDelivery(msg: ClaimedMessage, handler: JobHandler,
 /** The handler and its completion hook inside the job's span (a child of the publish's context), when the stored context is valid. */
 async function runTraced(job: Job, parent: TraceContext | undefined, lease: LazyAbort, handler: JobHandler, deps: DispatchDeps): Promise<void> {
   const run = async (trace: TraceContext | undefined) => {
-    const result = await handler(job, handlerContext(lease, deps.logger, trace));
+    const result = await handler(job, handlerContext(lease, deps.logger, trace, deps.budgetEndsAt));
     if (deps.onCompleted) await deps.onCompleted(job, result, { deadline: deps.settleDeadline, logger: deps.logger, trace });
   };
   if (parent === undefined) return run(undefined); // an unreadable traceparent is ignored
@@ -304,8 +306,9 @@ async function releaseQuietly(msg: ClaimedMessage, delayMs: number, deps: Dispat
  * property, so a spread copy of the context still has it. An object literal with a `get signal()` would do the
  * same but cost microseconds per job in V8 (a fresh accessor map each time); defineProperty costs about 0.3–0.6 µs.
  */
-function handlerContext(lease: LazyAbort, log: Logger, trace?: TraceContext): JobContext {
+function handlerContext(lease: LazyAbort, log: Logger, trace?: TraceContext, budgetEndsAt?: number): JobContext {
   const ctx = (trace === undefined ? { log } : { log, trace }) as JobContext;
+  if (budgetEndsAt !== undefined) ctx.budgetEndsAt = budgetEndsAt;
   Object.defineProperty(ctx, 'signal', { get: () => lease.signal, enumerable: true });
   return ctx;
 }

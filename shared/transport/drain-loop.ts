@@ -127,6 +127,7 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
     onCompleted: o.onCompleted,
     onDeadLettered: o.onDeadLettered,
     settleDeadline: claimDeadline + SETTLE_GRACE_MS,
+    ...(Number.isFinite(claimDeadline) ? { budgetEndsAt: claimDeadline } : {}),
     heartbeats: new HeartbeatGroup(o.lockTimeoutMs),
   };
   const report = emptyDrainReport(o.queue);

@@ -26,6 +26,12 @@ export interface JobContext {
    * stored at publish); undefined when the job was published without one. docs/tracing.md.
    */
   trace?: TraceContext;
+  /**
+   * epoch ms: when the drain running this job stops claiming (its time budget, as a Function invocation has one);
+   * undefined for a worker with no budget. Work that may stop early and resume later (a flow waiting in process)
+   * ends by then, so it never holds the invocation past its budget.
+   */
+  budgetEndsAt?: number;
 }
 
 /**

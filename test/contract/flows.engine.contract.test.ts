@@ -152,6 +152,24 @@ for (const target of TARGETS) {
       }
     }, 120_000);
 
+    it("an in-process wait never outlasts the invocation's budget: a drain with a 1.5 s budget parks the run and returns on time", async () => {
+      const registry = new FlowRegistry().register('ask-budget', async (ctx) => ({ answer: await ctx.awaitResponse('ask', async () => undefined) }));
+      const metrics = new MemoryMetrics();
+      // a window far longer than the budget: without the budget's bound the drain would wait it out
+      const engine = await createEngine({ store: target.store(), schema: target.schema, logger: silentLogger, metrics, queues: { unused: { handler: async () => undefined } }, flows: { registry, queue: 'flows-budget', timings: { awaitInProcessMs: 20_000 } } });
+      engines.push(engine);
+      const { id } = await engine.flows!.start('ask-budget', null);
+      const t0 = Date.now();
+      const report = await engine.drain('flows-budget', { budgetMs: 1_500, idleGraceMs: 1_500 });
+      const took = Date.now() - t0;
+      expect(report.completed).toBe(1);
+      expect(took).toBeLessThan(5_000);
+      expect(metrics.named(METRIC.flowRunsParked).map((r) => r.properties.on)).toEqual(['response']);
+      const s = await engine.flows!.get(id);
+      expect(s?.status).toBe('Running');
+      expect(s?.steps.ask?.pendingCorrelationId).toBeDefined();
+    }, 120_000);
+
     it('refuses a flows queue that is another queue, and timings that contradict each other', async () => {
       await expect(
         createEngine({ store: target.store(), schema: target.schema, logger: silentLogger, queues: { a: { handler: async () => 1 } }, flows: { registry: new FlowRegistry(), queue: 'a' } }),
