@@ -334,6 +334,20 @@ for (const fixture of flowFixtures()) {
       await expect(store.load(id)).rejects.toThrow(/step row 1 is missing/);
     });
 
+    it(`step rows: 12 concurrent writes from one revision, each with its own completed steps: one wins, and only its rows are stored${fixture.concurrent ? '' : ' (one session: they serialize)'}`, async () => {
+      const { store } = await open();
+      const id = fid();
+      expect(await store.tryCreate(state(id), 10 * MIN)).toBe(true);
+      expect(await store.tryUpdate({ ...state(id), revision: 1, steps: { a: done('1') } }, 0, 10 * MIN)).toBe(true);
+      const base = (await store.load(id))!;
+      const writers = Array.from({ length: 12 }, (_, w) => ({ ...base, revision: 2, steps: { ...base.steps, [`w${w}-x`]: done(`${w}`), [`w${w}-y`]: done(`${w}`) } }));
+      const won = await Promise.all(writers.map((s) => store.tryUpdate(s, 1, 10 * MIN)));
+      expect(won.filter(Boolean)).toHaveLength(1);
+      const w = won.indexOf(true);
+      expect((await h!.stepRows(id)).map((r) => [r.seq, r.name, r.revision])).toEqual([[1, 'a', 1], [2, `w${w}-x`, 2], [3, `w${w}-y`, 2]]);
+      expect(Object.keys((await store.load(id))!.steps)).toEqual(['a', `w${w}-x`, `w${w}-y`]);
+    });
+
     it('step rows: a deleted or pruned run takes its step rows with it', async (ctx) => {
       await skipOnGap(fixture.name, ctx, 'foreignKeyBin2');
       const { store } = await open();
