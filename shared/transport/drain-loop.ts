@@ -100,7 +100,8 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
   const ackStatement = o.keepHistory ? (b: readonly Settlement[]) => o.store.ackToHistory(b) : (b: readonly Settlement[]) => o.store.ack(b);
   // An ack that removed an ordering key's head left the key vacant: its next job is claimable once the ack committed
   // (the next claim promotes it, stores/*/ready-set.ts). The drain claims again at once, even if a claim came back
-  // empty meanwhile (it may have started before the commit), instead of waiting out the empty-queue poll delay.
+  // empty meanwhile (it may have started before the commit), instead of waiting out the empty-queue poll delay. An ack
+  // that took every such next job for this drain (ack-and-take-next, below) leaves none for a claim: no wake then.
   let keyedAcks = 0;
   // Ack-and-take-next (stores/postgres/ready-set.ts pgHandOver): an ack of keyed heads asks for their successors,
   // leased to this drain in the ack's statement, one claim round trip and one write per keyed job less. Only while
@@ -143,6 +144,7 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
   const settleBatch = async (b: readonly Settlement[]) => {
     const keyed = b.reduce((n, s) => (isKeyed(s) ? n + 1 : n), 0);
     let n: number;
+    let left = keyed; // keys whose next job waits for a claim (at most one per acked keyed job)
     const max = takeNext && keyed > 0 ? handoverRoom(b, keyed) : 0;
     if (takeNext && max > 0) {
       const lockId = randomUUID();
@@ -151,6 +153,7 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
       try {
         const r = await takeNext(b, { queue: o.queue, max, lockTimeoutMs: o.lockTimeoutMs, lockId });
         n = r.acked;
+        left = r.left;
         if (r.taken.length > 0) {
           report.claimed += r.taken.length;
           lastActivity = now();
@@ -169,7 +172,7 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
     } else {
       n = await ackStatement(b);
     }
-    if (keyed > 0) {
+    if (left > 0) {
       keyedAcks++;
       emptyAt = undefined;
       o.wake.notify(o.queue);

@@ -94,6 +94,8 @@ export interface AckAndTake {
   acked: number;
   /** Successors leased to the caller, in claim order. */
   taken: ClaimedMessage[];
+  /** Keys whose next job waits for a claim (promoted but not taken, or left vacant): the caller should claim soon. */
+  left: number;
 }
 
 export interface DeadLetterMove {

@@ -224,7 +224,7 @@ released AS (
          vacant = rk.vacant OR (g.head AND rk.pending - g.n > 0 AND rk.pending IS DISTINCT FROM seen.pending)
   FROM gone AS g, LATERAL (SELECT sk.pending FROM ${k} AS sk WHERE sk.queue = g.queue AND sk.ordering_key = g.ordering_key) AS seen
   WHERE (SELECT count(*) FROM key_locks) >= 0 AND rk.queue = g.queue AND rk.ordering_key = g.ordering_key
-  RETURNING rk.queue, rk.ordering_key, g.head_seq, g.head AND rk.pending > 0 AND NOT rk.vacant AS promote${handover ? ', g.head_live' : ''}),
+  RETURNING rk.queue, rk.ordering_key, g.head_seq, g.head AND rk.pending > 0 AND NOT rk.vacant AS promote${handover ? ', g.head_live, rk.vacant' : ''}),
 ${handover ? pgHandOver(names, handover, next) : `promoted AS (
   UPDATE ${t} AS p SET state = CASE WHEN p.available_at <= now() THEN NULL ELSE ${STATE_SCHEDULED} END
   FROM released AS r, ${next('r', 's.id')}
