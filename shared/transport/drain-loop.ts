@@ -378,7 +378,9 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
       claimInBackground(Math.min(o.batchSize, room));
       continue;
     }
-    if (claims.size === 0 && inFlight.size === 0 && buffer.size === 0 && emptyAt !== undefined && now() - lastActivity >= o.idleGraceMs) {
+    // not idle while an ack may still bring this drain its keys' next jobs (ack-and-take-next)
+    const handingOver = awaitingAck.size > 0 || takingRows > 0;
+    if (claims.size === 0 && inFlight.size === 0 && buffer.size === 0 && !handingOver && emptyAt !== undefined && now() - lastActivity >= o.idleGraceMs) {
       report.stoppedBy = 'idle';
       break;
     }
