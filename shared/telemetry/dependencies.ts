@@ -43,7 +43,7 @@ type AsyncMethodKeys<T> = { [K in keyof T]-?: T[K] extends (...args: never[]) =>
 
 // Every method of each port. A Record keyed by the port's method names: adding a method to a port without
 // listing it here fails the type check, so no call escapes the telemetry.
-const TRANSPORT_METHODS: Record<AsyncMethodKeys<TransportStore>, true> = {
+const TRANSPORT_METHODS: Record<Exclude<AsyncMethodKeys<TransportStore>, OptionalTransportMethod>, true> = {
   ensureSchema: true,
   publish: true,
   publishToTopic: true,
@@ -79,6 +79,10 @@ const TRANSPORT_METHODS: Record<AsyncMethodKeys<TransportStore>, true> = {
   now: true,
   close: true,
 };
+
+/** Methods a store may lack (the drain checks for them): wrapped when the store has them. */
+type OptionalTransportMethod = 'ackAndTakeNext';
+const OPTIONAL_TRANSPORT_METHODS: Record<OptionalTransportMethod, true> = { ackAndTakeNext: true };
 
 const CHANNEL_METHODS: Record<AsyncMethodKeys<ChannelStore>, true> = {
   ensureSchema: true,
@@ -133,7 +137,8 @@ const SCHEDULE_METHODS: Record<AsyncMethodKeys<ScheduleStore>, true> = {
 };
 
 export function instrumentTransportStore(store: TransportStore, telemetry: DependencyTelemetry): TransportStore {
-  return { kind: store.kind, ...wrapMethods(store, Object.keys(TRANSPORT_METHODS), 'transport', telemetry) } as TransportStore;
+  const present = Object.keys(OPTIONAL_TRANSPORT_METHODS).filter((m) => typeof (store as unknown as Record<string, unknown>)[m] === 'function');
+  return { kind: store.kind, ...wrapMethods(store, [...Object.keys(TRANSPORT_METHODS), ...present], 'transport', telemetry) } as TransportStore;
 }
 
 export function instrumentChannelStore(store: ChannelStore, telemetry: DependencyTelemetry): ChannelStore {

@@ -21,6 +21,8 @@ export class AckBatcher {
   private readonly flushes = new Set<Promise<void>>();
   acked = 0;
   failed = 0;
+  /** Called with each settlement as it is queued (the drain loop keeps a keyed job's room for its successor). */
+  onAdd?: (s: Settlement) => void;
 
   constructor(
     private readonly ack: (batch: readonly Settlement[]) => Promise<number>,
@@ -30,6 +32,7 @@ export class AckBatcher {
   ) {}
 
   add(s: Settlement): void {
+    this.onAdd?.(s);
     this.pending.push(s);
     if (this.pending.length >= this.maxBatch) this.flushNow();
     else if (!this.scheduled) {

@@ -100,11 +100,79 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
   const ackStatement = o.keepHistory ? (b: readonly Settlement[]) => o.store.ackToHistory(b) : (b: readonly Settlement[]) => o.store.ack(b);
   // An ack that removed an ordering key's head left the key vacant: its next job is claimable once the ack committed
   // (the next claim promotes it, stores/*/ready-set.ts). The drain claims again at once, even if a claim came back
-  // empty meanwhile (it may have started before the commit), instead of waiting out the empty-queue poll delay.
+  // empty meanwhile (it may have started before the commit), instead of waiting out the empty-queue poll delay. An ack
+  // that took every such next job for this drain (ack-and-take-next, below) leaves none for a claim: no wake then.
   let keyedAcks = 0;
+  // Ack-and-take-next (stores/postgres/ready-set.ts pgHandOver): an ack of keyed heads asks for their successors,
+  // leased to this drain in the ack's statement, one claim round trip and one write per keyed job less. Only while
+  // the drain claims at all (not stopping, within the budget), never under a rate limit (tokens are a claim's), and
+  // at most the room a claim could fill now; the room is reserved while the ack runs, so a claim does not fill it too.
+  const takeNext = o.keepHistory || o.store.ackAndTakeNext === undefined || o.limits?.ratePerSecond !== undefined ? undefined : o.store.ackAndTakeNext.bind(o.store);
+  // A keyed job's finished handler frees its slot for its key's successor: the room is kept (`awaitingAck`) from the
+  // moment its ack is queued until the ack is sent, so a claim sent meanwhile does not take it (with a no-op handler
+  // a claim is nearly always in flight, and it would).
+  let takingRows = 0;
+  let claimingOver = false;
+  const awaitingAck = new Set<Settlement>();
+  const isKeyed = (s: Settlement) => (s as Partial<ClaimedMessage>).orderingKey !== undefined;
+  const freeRoom = () => capacityNow() - inFlight.size - buffer.size - claimingRows - takingRows - awaitingAck.size;
+  const handoverRoom = (b: readonly Settlement[], keyed: number) => {
+    let kept = 0;
+    for (const s of b) if (awaitingAck.delete(s)) kept++; // a resent batch kept nothing: it asks for free room only
+    if (claimingOver || o.stopping?.aborted || now() >= claimDeadline) return 0;
+    return Math.max(0, Math.min(keyed, kept + Math.max(0, freeRoom())));
+  };
+  // The loop waits for an ack while room is kept for it (awaitingAck, takingRows): nothing else may be in flight then.
+  let ackEnded: { promise: Promise<void>; resolve: () => void } | undefined;
+  const nextAckEnd = () => {
+    if (!ackEnded) {
+      let resolve!: () => void;
+      const promise = new Promise<void>((r) => (resolve = r));
+      ackEnded = { promise, resolve };
+    }
+    return ackEnded.promise;
+  };
   const settle = async (b: readonly Settlement[]) => {
-    const n = await ackStatement(b);
-    if (b.some((s) => (s as Partial<ClaimedMessage>).orderingKey !== undefined)) {
+    try {
+      return await settleBatch(b);
+    } finally {
+      const ended = ackEnded;
+      ackEnded = undefined;
+      ended?.resolve();
+    }
+  };
+  const settleBatch = async (b: readonly Settlement[]) => {
+    const keyed = b.reduce((n, s) => (isKeyed(s) ? n + 1 : n), 0);
+    let n: number;
+    let left = keyed; // keys whose next job waits for a claim (at most one per acked keyed job)
+    const max = takeNext && keyed > 0 ? handoverRoom(b, keyed) : 0;
+    if (takeNext && max > 0) {
+      const lockId = randomUUID();
+      const sentAt = now();
+      takingRows += max;
+      try {
+        const r = await takeNext(b, { queue: o.queue, max, lockTimeoutMs: o.lockTimeoutMs, lockId });
+        n = r.acked;
+        left = r.left;
+        if (r.taken.length > 0) {
+          report.claimed += r.taken.length;
+          lastActivity = now();
+          // the drain stopped claiming while the ack ran: the rows go back unstarted, like a late claim's
+          if (claimingOver || o.stopping?.aborted) handBack(r.taken);
+          else buffer.add(r.taken, sentAt);
+        }
+      } catch (err) {
+        // the answer may be lost after the commit: the successors it took wait under lockId, handed back by it
+        const cls = classifyTransient(err);
+        if (cls === 'connection' || cls === 'failover') recoverLostClaim(lockId);
+        throw err;
+      } finally {
+        takingRows -= max;
+      }
+    } else {
+      n = await ackStatement(b);
+    }
+    if (left > 0) {
       keyedAcks++;
       emptyAt = undefined;
       o.wake.notify(o.queue);
@@ -116,6 +184,9 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
     maxAttempts: 3,
     deadline: claimDeadline + SETTLE_GRACE_MS,
   });
+  if (takeNext) acks.onAdd = (s) => {
+    if (isKeyed(s) && !claimingOver) awaitingAck.add(s);
+  };
   const deps: DispatchDeps = {
     store: o.store,
     acks,
@@ -297,7 +368,7 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
     const capacity = capacityNow();
     // Claim again once the buffer runs dry, or once a batch's worth of room (at most half the capacity) is free.
     const refillAt = Math.max(1, Math.min(o.batchSize, Math.ceil(capacity / 2)));
-    const room = capacity - inFlight.size - buffer.size - claimingRows;
+    const room = capacity - inFlight.size - buffer.size - claimingRows - takingRows - awaitingAck.size;
     // The queue looked empty a moment ago: wait for a wake or the poll delay before asking again.
     const pollAt = emptyAt === undefined ? 0 : emptyAt + o.emptyPollDelayMs;
     // a limited queue near its limit claims one at a time (its claims serialize on the queue-state row anyway); far
@@ -308,7 +379,9 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
       claimInBackground(Math.min(o.batchSize, room));
       continue;
     }
-    if (claims.size === 0 && inFlight.size === 0 && buffer.size === 0 && emptyAt !== undefined && now() - lastActivity >= o.idleGraceMs) {
+    // not idle while an ack may still bring this drain its keys' next jobs (ack-and-take-next)
+    const handingOver = awaitingAck.size > 0 || takingRows > 0;
+    if (claims.size === 0 && inFlight.size === 0 && buffer.size === 0 && !handingOver && emptyAt !== undefined && now() - lastActivity >= o.idleGraceMs) {
       report.stoppedBy = 'idle';
       break;
     }
@@ -326,6 +399,7 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
     let cancel: AbortController | undefined;
     const waits: Array<Promise<unknown>> = [...inFlight];
     for (const c of claims) waits.push(c.done);
+    if (awaitingAck.size > 0 || takingRows > 0) waits.push(nextAckEnd());
     if (wantClaim && pollAt > now()) {
       cancel = new AbortController();
       waits.push(o.wake.wait(o.queue, Math.max(0, until - now()), [o.stopping, cancel.signal]).then((woken) => woken && (emptyAt = undefined)));
@@ -348,10 +422,14 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
 
   // Claimed but not started: hand back at once (no attempt spent, place in line kept). A claim still answering
   // is awaited first, so its rows go back too.
+  claimingOver = true;
   await Promise.all([...claims].map((c) => c.done));
   handBack(buffer.takeAll());
   await Promise.all([...inFlight, ...releasing]);
   await acks.drain();
+  // an ack that took successors before claiming stopped may answer late: its rows go back too
+  handBack(buffer.takeAll());
+  await Promise.all([...releasing]);
   report.ackFailures = acks.failed;
   report.durationMs = now() - started;
   return report;

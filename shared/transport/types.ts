@@ -80,6 +80,24 @@ export interface ClaimedMessage extends Settlement {
   orderingKey?: string;
 }
 
+/** What a drain asks ackAndTakeNext to take (transport/drain-loop.ts). */
+export interface HandoverRequest {
+  queue: string;
+  max: number;
+  lockTimeoutMs: number;
+  /** A fresh lock id for the taken rows: a lost answer is handed back by it (releaseLostClaim). */
+  lockId: string;
+}
+
+export interface AckAndTake {
+  /** Rows the ack deleted (as `ack` returns). */
+  acked: number;
+  /** Successors leased to the caller, in claim order. */
+  taken: ClaimedMessage[];
+  /** Keys whose next job waits for a claim (promoted but not taken, or left vacant): the caller should claim soon. */
+  left: number;
+}
+
 export interface DeadLetterMove {
   /** the claimed row to delete (fenced). */
   source: Settlement;
@@ -204,6 +222,14 @@ export interface TransportStore {
   releaseLostClaim(queue: string, lockId: string): Promise<number>;
   /** Deletes every row whose fence still matches, in one statement; returns how many were deleted. */
   ack(settlements: readonly Settlement[]): Promise<number>;
+  /**
+   * Ack-and-take-next (PostgreSQL and PGlite; absent elsewhere): the ack, and for each acked ordering-key head whose
+   * key has a successor that a claim of `take.queue` would take now, the successor leased to the caller in the same
+   * statement (as a claim leases it: attempts + 1, `take.lockId`, the lease) instead of promoted into the ready set
+   * for the next claim. At most `take.max` are taken; the rest are promoted as by `ack`. stores/postgres/ready-set.ts
+   * (pgHandOver) says when a successor is taken.
+   */
+  ackAndTakeNext?(settlements: readonly Settlement[], take: HandoverRequest): Promise<AckAndTake>;
   /**
    * The ack of a queue that keeps history (policy.historyRetentionMs > 0): deletes every row whose fence still
    * matches and inserts it into the history table as completed, in ONE statement (transport/history.ts).

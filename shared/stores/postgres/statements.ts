@@ -16,6 +16,7 @@ export interface PgStatements {
   existing: string;
   claim: string;
   ack: string;
+  ackTake: string;
   release: string;
   releaseUnstarted: string;
   releaseLostClaim: string;
@@ -122,6 +123,19 @@ SELECT * FROM claimed`,
   RETURNING m.queue, m.ordering_key, m.state, m.seq),
 ${pgReleaseKeys(names, 'removed')}
 SELECT count(*)::int AS n FROM removed`,
+    // The ack with ack-and-take-next (ready-set.ts pgHandOver): $3 queue, $4 most successors to take, $5 lease ms,
+    // $6 their lock id. One row when nothing was taken (n, the rest NULL), else one per taken row, each with n and
+    // \`left\`: the keys whose next job a claim must take (promoted but not taken, or marked vacant). The counts are
+    // the outer side of the join (one row), so the planner cannot rescan the modifying CTE per row.
+    ackTake: `WITH removed AS (
+  DELETE FROM ${t} AS m USING unnest($1::uuid[], $2::uuid[]) AS s(id, lock_id)
+  WHERE m.id = ANY($1::uuid[]) AND m.id = s.id AND m.lock_id = s.lock_id
+  RETURNING m.queue, m.ordering_key, m.state, m.seq, m.locked_until > clock_timestamp() AS live),
+${pgReleaseKeys(names, 'removed', { queue: '$3', max: '$4', leaseMs: '$5', lockId: '$6', hold: paused.replace(/\$1(?![0-9])/g, '$3') })}
+SELECT c.n, c.left, p.id, p.queue, p.payload_json, p.headers_json, p.attempts, p.lock_id, p.created_ms, p.available_ms, p.priority, p.ordering_key, p.seq
+FROM (SELECT (SELECT count(*) FROM removed)::int AS n,
+             ((SELECT count(*) FROM promoted WHERE NOT taken) + (SELECT count(*) FROM released WHERE vacant))::int AS left) AS c
+LEFT JOIN promoted AS p ON p.taken`,
     // A keyed head stays its key's head (scheduled while it waits out the delay).
     release: `UPDATE ${t} SET available_at = clock_timestamp() + $3::bigint ${MS}, locked_until = NULL, lock_id = NULL, state = ${stateFor('$3::bigint > 0')}
 WHERE id = $1 AND lock_id = $2`,

@@ -2,10 +2,12 @@ import { createHash, randomInt, randomUUID } from 'node:crypto';
 import { transportNames, type TransportNames } from '../../sql/identifiers';
 import { jsonbSafe, parseHeadersLenient } from '../../transport/headers';
 import type {
+  AckAndTake,
   ClaimedMessage,
   ClaimOutlook,
   DeadLetterItem,
   DeadLetterMove,
+  HandoverRequest,
   OutgoingMessage,
   PublishOutcome,
   QueueStats,
@@ -484,6 +486,14 @@ export class PostgresTransportStore implements TransportStore {
     await this.ensureSchema();
     const r = await this.client.query<{ n: number }>(this.sql.ack, [settlements.map((s) => s.id), settlements.map((s) => s.lockId)], this.prepared.ack);
     return r.rows[0]?.n ?? 0;
+  }
+
+  async ackAndTakeNext(settlements: readonly Settlement[], take: HandoverRequest): Promise<AckAndTake> {
+    if (settlements.length === 0) return { acked: 0, taken: [], left: 0 };
+    await this.ensureSchema();
+    const values = [settlements.map((s) => s.id), settlements.map((s) => s.lockId), take.queue, Math.max(0, Math.floor(take.max)), Math.round(take.lockTimeoutMs), take.lockId];
+    const r = await this.client.query<{ n: number; left: number } & ClaimRow>(this.sql.ackTake, values, this.prepared.ackTake);
+    return { acked: r.rows[0]?.n ?? 0, taken: this.toClaimed(r.rows.filter((row) => row.id !== null)), left: r.rows[0]?.left ?? 0 };
   }
 
   async ackToHistory(settlements: readonly Settlement[]): Promise<number> {
