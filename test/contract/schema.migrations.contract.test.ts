@@ -32,6 +32,7 @@ const VERSION_NAMES = [
   'history priority and ordering key',
   'ready set',
   'drop indexes the ready set replaced',
+  'flow steps table',
 ];
 const LATEST = VERSION_NAMES.length;
 /** Versions from..LATEST. */
