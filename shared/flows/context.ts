@@ -123,6 +123,8 @@ export class FlowRun implements FlowContext {
   private readonly running = new Set<string>();
   /** The last write held the lease only for an in-process wait's window (awaitResponse). */
   private shortLease = false;
+  /** Awaited steps waiting in process right now. */
+  private waitingInProcess = 0;
   private saving: Promise<unknown> = Promise.resolve();
   private readonly deferred: Array<(s: FlowState) => void> = [];
   /** Waiting for the commit of deferred changes, oldest first (each waits for the write that includes its change). */
@@ -339,6 +341,7 @@ export class FlowRun implements FlowContext {
     listen: NonNullable<FlowResponseChannel['listen']>,
   ): { result: Promise<{ value: T } | null>; cancel: () => void } {
     let done = false;
+    this.waitingInProcess++;
     let chain: Promise<unknown> = Promise.resolve();
     let settle!: (r: { value: T } | null | Error) => void;
     const result = new Promise<{ value: T } | null>((resolve, reject) => {
@@ -348,6 +351,7 @@ export class FlowRun implements FlowContext {
     const finish = (r: { value: T } | null | Error) => {
       if (done) return;
       done = true;
+      this.waitingInProcess--;
       unlisten();
       stopTimer.abort();
       this.signal.removeEventListener('abort', onAbort);
@@ -574,8 +578,9 @@ export class FlowRun implements FlowContext {
     if (typeof name !== 'string' || name.length === 0 || name.length > 200) return Promise.reject(new Error('a step name must be a string of 1 to 200 characters'));
     if (this.running.has(name)) return Promise.reject(new Error(`step '${name}' is already running in this execution: step names must be unique`));
     this.running.add(name);
-    if (this.shortLease) {
-      // another call starts beside a wait that holds the lease only for its window: the full lease first
+    if (this.shortLease && this.waitingInProcess > 0) {
+      // another call starts beside a wait that holds the lease only for its window: the full lease first (once the
+      // wait ended, its answer's checkpoint comes before any side effect and extends the lease anyway)
       this.shortLease = false;
       const renewed = this.deps.store.tryRenewLease(this.flowId, this.leaseId, this.deps.options.leaseDurationMs).then((held) => {
         if (!held) throw new FlowLeaseLostError(this.flowId, 'its lease lapsed while it waited in process');
