@@ -101,11 +101,16 @@ export class FlowStateTooLargeError extends Error {
   }
 }
 
-/** The ledger's JSON text (nulls and undefined omitted). Throws for a schema version this release cannot write. */
-export function serializeFlowState(state: FlowState): string {
+/** Throws RangeError for a ledger of a schema version this release does not write. */
+export function checkWritableVersion(state: FlowState): void {
   if (state.schemaVersion !== FLOW_STATE_SCHEMA_VERSION) {
     throw new RangeError(`flow state schema version ${state.schemaVersion} is not ${FLOW_STATE_SCHEMA_VERSION}, the one this release writes`);
   }
+}
+
+/** The ledger's JSON text (nulls and undefined omitted). Throws for a schema version this release cannot write. */
+export function serializeFlowState(state: FlowState): string {
+  checkWritableVersion(state);
   return JSON.stringify(state, (_k, v: unknown) => (v === null ? undefined : v));
 }
 

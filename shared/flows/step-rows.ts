@@ -14,7 +14,7 @@
 // is schema version 2, which they refuse (FlowStateUnreadableError) rather than run its steps again.
 // No SQL and no I/O: the two dialect stores send what `ledgerWrite` returns and read back through `ledgerRead`.
 
-import { FLOW_STATE_SCHEMA_VERSION, FlowStateUnreadableError, parseFlowState, serializeFlowState, type FlowState, type FlowStepState } from './state';
+import { checkWritableVersion, FLOW_STATE_SCHEMA_VERSION, FlowStateUnreadableError, parseFlowState, type FlowState, type FlowStepState } from './state';
 
 /** The stored head's version when it names step rows. */
 export const FLOW_HEAD_WITH_ROWS_VERSION = 2;
@@ -45,7 +45,7 @@ const omitNulls = (_k: string, v: unknown) => (v === null ? undefined : v);
  * Call `settled` after the write succeeded.
  */
 export function ledgerWrite(state: FlowState): LedgerWrite {
-  serializeFlowState({ ...state, steps: {} }); // the version check, before anything is built
+  checkWritableVersion(state);
   const names = Object.keys(state.steps);
   let p = 0;
   while (p < names.length && state.steps[names[p]!]!.completed) p++;

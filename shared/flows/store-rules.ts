@@ -67,18 +67,24 @@ export interface FlowRowValues {
  * limit (UTF-8 bytes of the JSON) without I/O.
  */
 export function flowRowValues(state: FlowState, maxStateBytes: number | undefined): FlowRowValues {
-  checkFlowId(state.flowId);
-  if (typeof state.flowName !== 'string' || state.flowName.length === 0 || state.flowName.length > MAX_FLOW_NAME_LENGTH) {
-    throw new RangeError(`a flow name must be 1..${MAX_FLOW_NAME_LENGTH} characters long`);
-  }
-  if (!FLOW_STATUSES.includes(state.status)) throw new RangeError(`'${String(state.status)}' is not a flow status`);
+  const columns = listingColumns(state);
   const stateJson = serializeFlowState(state);
   if (maxStateBytes !== undefined) {
     const bytes = Buffer.byteLength(stateJson, 'utf8');
     if (bytes > maxStateBytes) throw new FlowStateTooLargeError(state.flowId, bytes, maxStateBytes);
   }
+  return { ...columns, stateJson };
+}
+
+/** The id, name, status and listed message a write stores beside the ledger, checked. */
+function listingColumns(state: FlowState): Omit<FlowRowValues, 'stateJson'> {
+  checkFlowId(state.flowId);
+  if (typeof state.flowName !== 'string' || state.flowName.length === 0 || state.flowName.length > MAX_FLOW_NAME_LENGTH) {
+    throw new RangeError(`a flow name must be 1..${MAX_FLOW_NAME_LENGTH} characters long`);
+  }
+  if (!FLOW_STATUSES.includes(state.status)) throw new RangeError(`'${String(state.status)}' is not a flow status`);
   const lastMessage = state.lastMessage === undefined || state.lastMessage === null ? null : state.lastMessage.slice(0, LISTED_MESSAGE_LENGTH);
-  return { flowId: state.flowId, flowName: state.flowName, status: state.status, lastMessage, stateJson };
+  return { flowId: state.flowId, flowName: state.flowName, status: state.status, lastMessage };
 }
 
 /**
@@ -86,9 +92,9 @@ export function flowRowValues(state: FlowState, maxStateBytes: number | undefine
  * No size limit (it guards creates only).
  */
 export function flowUpdateValues(state: FlowState): FlowRowValues & { write: LedgerWrite } {
-  const v = flowRowValues(state, undefined);
-  const write = ledgerWrite(state);
-  return { ...v, stateJson: write.headJson, write };
+  const columns = listingColumns(state);
+  const write = ledgerWrite(state); // the head only: the whole ledger is never serialized on this path
+  return { ...columns, stateJson: write.headJson, write };
 }
 
 export function checkCreateRevision(state: FlowState): void {

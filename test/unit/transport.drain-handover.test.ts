@@ -3,10 +3,9 @@
 // (or go back when the drain stopped), a lost answer is handed back by the ack's lock id, and a rate-limited queue
 // does not ask. The SQL itself is pinned by test/contract/postgres.ack-take-next.contract.test.ts.
 import { describe, expect, it } from 'vitest';
-import { silentLogger } from '../../shared/log';
 import { drainQueue, type DrainOptions } from '../../shared/transport/drain-loop';
-import type { AckAndTake, ClaimedMessage, HandoverRequest, Settlement, TransportStore } from '../../shared/transport/types';
-import { WakeSignal } from '../../shared/transport/wake';
+import type { AckAndTake, ClaimedMessage, HandoverRequest, Settlement } from '../../shared/transport/types';
+import { drainOptions } from '../support/drain-options';
 import { MemoryStore } from '../support/memory-store';
 import { message, sleep } from '../support/messages';
 
@@ -60,23 +59,7 @@ class KeyedStore extends MemoryStore {
 }
 
 function options(store: KeyedStore, extra: Partial<DrainOptions> = {}): DrainOptions {
-  return {
-    store: store as unknown as TransportStore,
-    queue: 'q',
-    handler: async () => undefined,
-    policy: { maxDeliveryAttempts: 3, redeliveryDelayMs: 0, redeliveryMaxDelayMs: 0 },
-    deadLetterQueue: 'dlq',
-    lockTimeoutMs: 30_000,
-    batchSize: 8,
-    concurrency: 4,
-    prefetch: 4,
-    budgetMs: 10_000,
-    idleGraceMs: 100,
-    emptyPollDelayMs: 20,
-    wake: new WakeSignal(),
-    logger: silentLogger,
-    ...extra,
-  };
+  return drainOptions(store, { batchSize: 8, prefetch: 4, budgetMs: 10_000, ...extra });
 }
 
 async function publishKeys(store: KeyedStore, keys: number, perKey: number) {

@@ -3,33 +3,15 @@
 // ending) instead of spinning, and a backed-off queue's drain ends idle. The limit arithmetic is pinned too.
 
 import { describe, expect, it } from 'vitest';
-import { silentLogger } from '../../shared/log';
 import { drainQueue, type DrainOptions } from '../../shared/transport/drain-loop';
 import { defaultBurst, limitedRoom, nextTokenInMs, refill } from '../../shared/transport/limits';
-import type { TransportStore } from '../../shared/transport/types';
-import { WakeSignal } from '../../shared/transport/wake';
 import { limitedClaimOf, limitedOutlookOf } from '../../shared/stores/limited-claim';
+import { drainOptions } from '../support/drain-options';
 import { MemoryStore } from '../support/memory-store';
 import { message, sleep } from '../support/messages';
 
 function options(store: MemoryStore, extra: Partial<DrainOptions> = {}): DrainOptions {
-  return {
-    store: store as unknown as TransportStore,
-    queue: 'q',
-    handler: async () => undefined,
-    policy: { maxDeliveryAttempts: 3, redeliveryDelayMs: 0, redeliveryMaxDelayMs: 0 },
-    deadLetterQueue: 'dlq',
-    lockTimeoutMs: 30_000,
-    batchSize: 8,
-    concurrency: 8,
-    prefetch: 16,
-    budgetMs: 5_000,
-    idleGraceMs: 100,
-    emptyPollDelayMs: 50,
-    wake: new WakeSignal(),
-    logger: silentLogger,
-    ...extra,
-  };
+  return drainOptions(store, { batchSize: 8, concurrency: 8, prefetch: 16, emptyPollDelayMs: 50, ...extra });
 }
 
 describe('limit arithmetic', () => {

@@ -1,29 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { silentLogger } from '../../shared/log';
 import { drainQueue, type DrainOptions } from '../../shared/transport/drain-loop';
-import type { TransportStore } from '../../shared/transport/types';
 import { WakeSignal } from '../../shared/transport/wake';
+import { drainOptions } from '../support/drain-options';
 import { MemoryStore } from '../support/memory-store';
 import { message, sleep } from '../support/messages';
 
-function options(store: MemoryStore, extra: Partial<DrainOptions> = {}): DrainOptions {
-  return {
-    store: store as unknown as TransportStore,
-    queue: 'q',
-    handler: async () => undefined,
-    policy: { maxDeliveryAttempts: 3, redeliveryDelayMs: 0, redeliveryMaxDelayMs: 0 },
-    deadLetterQueue: 'dlq',
-    lockTimeoutMs: 30_000,
-    batchSize: 4,
-    concurrency: 4,
-    budgetMs: 5_000,
-    idleGraceMs: 100,
-    emptyPollDelayMs: 20,
-    wake: new WakeSignal(),
-    logger: silentLogger,
-    ...extra,
-  };
-}
+const options = drainOptions;
 
 /**
  * Node 20 keeps every AbortSignal.any result in its sources' dependants set (never pruned). The set lives under an

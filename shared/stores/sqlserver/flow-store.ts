@@ -190,47 +190,25 @@ export class SqlServerFlowStore extends SqlServerStoreBase implements FlowStateS
   }
 
   async tryUpdate(state: FlowState, expectedRevision: number, ttlMs: number, leaseId?: string, lease?: FlowCheckpointLease): Promise<boolean> {
-    if (leaseId === undefined || !lease || (!lease.release && lease.extendMs === undefined)) return this.update(state, expectedRevision, ttlMs, leaseId);
-    // one statement: the write, fenced on the lease, extends or releases it
-    checkUpdateRevision(state, expectedRevision);
-    checkLeaseId(leaseId);
-    const v = flowUpdateValues(state);
-    const ttl = clampDurationMs(ttlMs, 'the flow state TTL');
-    await this.ensureSchema();
-    const result = await this.run(this.sql.checkpoint, {
-      ...this.row(v),
-      ...stepValues(v.write),
-      revision: BigInt(state.revision),
-      expected_revision: BigInt(expectedRevision),
-      ttl_ms: BigInt(ttl),
-      lease_id: leaseId,
-      extend_ms: lease.extendMs === undefined ? null : BigInt(clampDurationMs(lease.extendMs, 'the lease duration')),
-      release: lease.release === true,
-    });
-    return this.written(result, state, v.write);
-  }
-
-  private written(result: sql.IResult<unknown>, state: FlowState, write: LedgerWrite): boolean {
-    const updated = Number(rows(result)[0]?.updated ?? 0) > 0;
-    if (updated) settled(state, write);
-    return updated;
-  }
-
-  private async update(state: FlowState, expectedRevision: number, ttlMs: number, leaseId?: string): Promise<boolean> {
     checkUpdateRevision(state, expectedRevision);
     if (leaseId !== undefined) checkLeaseId(leaseId);
     const v = flowUpdateValues(state);
     const ttl = clampDurationMs(ttlMs, 'the flow state TTL');
+    const values = { ...this.row(v), ...stepValues(v.write), revision: BigInt(state.revision), expected_revision: BigInt(expectedRevision), ttl_ms: BigInt(ttl) };
     await this.ensureSchema();
-    const result = await this.run(this.sql.update, {
-      ...this.row(v),
-      ...stepValues(v.write),
-      revision: BigInt(state.revision),
-      expected_revision: BigInt(expectedRevision),
-      ttl_ms: BigInt(ttl),
-      lease_id: leaseId ?? null,
-    });
-    return this.written(result, state, v.write);
+    // with a held lease that it extends or releases, one statement does both (the checkpoint); else the plain CAS
+    const result =
+      leaseId !== undefined && lease && (lease.release || lease.extendMs !== undefined)
+        ? await this.run(this.sql.checkpoint, {
+            ...values,
+            lease_id: leaseId,
+            extend_ms: lease.extendMs === undefined ? null : BigInt(clampDurationMs(lease.extendMs, 'the lease duration')),
+            release: lease.release === true,
+          })
+        : await this.run(this.sql.update, { ...values, lease_id: leaseId ?? null });
+    const updated = Number(rows(result)[0]?.updated ?? 0) > 0;
+    if (updated) settled(state, v.write);
+    return updated;
   }
 
   private async leaseWrite(statement: FlowStatements['acquireLease'], flowId: string, leaseId: string, durationMs: number): Promise<boolean> {
