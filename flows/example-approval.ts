@@ -19,9 +19,8 @@ export const exampleApproval: FlowFunction<ExampleApprovalInput, { item: string;
   if (typeof coolOffSeconds !== 'number' || !(coolOffSeconds >= 0)) throw new FlowFailedError('input.coolOffSeconds must be a number >= 0');
 
   await ctx.step('reserve', () => ({ reserved: input.item }));
-  const approval = await ctx.awaitResponse('approve', async (correlationId) => {
-    await ctx.publish(queue, { payload: { flowId: ctx.flowId, item: input.item }, correlationId });
-  });
+  // the request is published with the wait's correlation id, in the same statement as the step's checkpoint
+  const approval = await ctx.awaitResponse('approve', { queue, payload: { flowId: ctx.flowId, item: input.item } });
   await ctx.sleep('cool-off', coolOffSeconds * 1000);
   return { item: input.item, approval };
 };

@@ -1,11 +1,13 @@
 // The one seam where work becomes claimable: the store ports. Every write that makes a row claimable (a publish of
-// any path — HTTP, batch, topic, the response and callback queues —, a retry's release with backoff, claims handed
-// back unstarted, a requeued dead letter, callbacks routed from the channel) announces its queue to the drain
-// requests after it committed; a stored response announces a channel sweep for when it becomes overdue. What no write
-// announces (rows from SQL, leases a crashed instance left) the engine finds after its drains and at start-up
-// (claimOutlook, create-engine.ts).
+// any path — HTTP, batch, topic, the response and callback queues, the jobs a flow-state write carries —, a retry's
+// release with backoff, claims handed back unstarted, a requeued dead letter, callbacks routed from the channel)
+// announces its queue to the drain requests after it committed; a stored response announces a channel sweep for when
+// it becomes overdue. What no write announces (rows from SQL, leases a crashed instance left) the engine finds after
+// its drains and at start-up (claimOutlook, create-engine.ts).
 
 import type { ChannelStore } from '../channel/types';
+import type { CarriedJob } from '../flows/jobs';
+import type { FlowStateStore } from '../flows/store';
 import { CALLBACK_QUEUE } from '../queue-names';
 import type { Stores } from '../stores/open';
 import type { ClaimedMessage, Settlement, TransportStore } from '../transport/types';
@@ -93,6 +95,30 @@ export function announcingStores(stores: Stores, announcer: DrainAnnouncer, swee
       return jobs;
     },
   });
+  // a flow-state write that carries jobs (the start job, an awaited step's request) publishes them: announced alike
+  const f = stores.flows;
+  const announceCarried = (carry: readonly CarriedJob[] | undefined) => {
+    const seen = new Set<string>();
+    for (const j of carry ?? []) {
+      const delayMs = Math.max(0, j.delayMs);
+      const key = `${j.queue}@${delayMs}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      announcer.announce(j.queue, delayMs);
+    }
+  };
+  const flows = override<FlowStateStore>(f, {
+    async tryCreate(state, ttlMs, carry) {
+      const created = await f.tryCreate(state, ttlMs, carry);
+      if (created) announceCarried(carry);
+      return created;
+    },
+    async tryUpdate(state, expectedRevision, ttlMs, leaseId, lease, carry) {
+      const updated = await f.tryUpdate(state, expectedRevision, ttlMs, leaseId, lease, carry);
+      if (updated) announceCarried(carry);
+      return updated;
+    },
+  });
   // schedules announce their own jobs and next slots (shared/schedules/service.ts)
-  return { transport, channel, flows: stores.flows, ...(stores.schedules ? { schedules: stores.schedules } : {}), close: () => stores.close() };
+  return { transport, channel, flows, ...(stores.schedules ? { schedules: stores.schedules } : {}), close: () => stores.close() };
 }

@@ -44,7 +44,7 @@ import { runUntilAborted } from './run-loop';
 import { linkedSignal } from './signals';
 import { wireFlows, type FlowsEngineOptions, type FlowsWiring } from './flows-wiring';
 import type { Flows } from '../flows/flows';
-import { DEFAULT_FLOWS_QUEUE } from '../flows/jobs';
+import { DEFAULT_FLOWS_QUEUE, type FlowCarriedPublisher } from '../flows/jobs';
 import { DEFAULT_FLOW_OPTIONS, flowOptionProblems } from '../flows/options';
 
 export interface PublishInput {
@@ -354,8 +354,22 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const channel = new ResponseChannel(stores.channel, publishWake, channelConfig, logger, retry);
   let flowsWiring: FlowsWiring | undefined;
   if (options.flows) {
-    const flowStore = options.flows.store ?? opened.flows;
-    flowsWiring = wireFlows({ options: options.flows, store: flowStore, publisher, transport: stores.transport, channel, logger, metrics, publish: (queue, message) => engine.publish(queue, message) });
+    // the opened stores' own flow store (announcing, where drain requests are on) may carry jobs into their transport
+    const ownStore = options.flows.store === undefined;
+    const flowStore = options.flows.store ?? stores.flows;
+    flowsWiring = wireFlows({
+      options: options.flows,
+      store: flowStore,
+      carriesJobs: ownStore && flowStore.carriesJobs === true,
+      publisher,
+      wake: publishWake,
+      transport: stores.transport,
+      channel,
+      logger,
+      metrics,
+      publish: (queue, message) => engine.publish(queue, message),
+      publishCarried: (queue, message, write) => publishCarried(queue, message, write),
+    });
   }
   const routes = buildRoutes(options, { channel, channelStore: stores.channel, channelConfig, defaults, logger, metrics, internalTargets: flowsWiring?.internalTargets });
   if (flowsWiring) {
@@ -453,6 +467,23 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   };
   const publishable = (queue: string) => {
     if (!workerQueues.includes(queue) && queue !== RESPONSE_QUEUE) throw new UnknownQueueError(queue, [...workerQueues, RESPONSE_QUEUE]);
+  };
+  /**
+   * ctx.awaitResponse's request, validated as engine.publish does, inserted by `write` (the breadcrumb's statement);
+   * null for a message the carried insert does not cover (an ordering or dedup key, the response queue).
+   */
+  const publishCarried: FlowCarriedPublisher = async (queue, message, write) => {
+    publishable(queue);
+    const parsed = parsePublishBody(message, queue, maxMessageBytes, publisher.newId);
+    if (!parsed.ok) throw new PublishRejectedError(parsed.status, parsed.detail, parsed.errors);
+    const m = parsed.messages[0]!;
+    if (queue === RESPONSE_QUEUE || parsed.messages.length !== 1 || m.orderingKey !== undefined || m.dedup !== undefined) return null;
+    await publishTraced(queue, undefined, parsed.messages, () =>
+      track(write([{ id: m.id, queue, payloadJson: m.payloadJson, headersJson: JSON.stringify(m.headers), delayMs: m.delayMs, priority: m.priority ?? 0, quiet: m.delayMs <= 0 && publishWake.claimsPromptly(queue) }])),
+    );
+    if (m.delayMs <= 0) publishWake.notify(queue);
+    metrics.jobsPublished(queue, 1);
+    return { id: m.id };
   };
   const insert = async (queue: string, messages: OutgoingMessage[], o: PublishCallOptions): Promise<PublishResult[]> => {
     const outcomes = await publishTraced(queue, carriedContext(o), messages, () => track(publisher.publish(messages, o.deadline, o.signal, o.logger)));

@@ -4,7 +4,8 @@
 
 import type { ResponseChannel } from '../channel/response-channel';
 import { createFlows, type Flows } from '../flows/flows';
-import { DEFAULT_FLOWS_QUEUE, type FlowPublisher } from '../flows/jobs';
+import { DEFAULT_FLOWS_QUEUE, type FlowCarriedPublisher, type FlowPublisher } from '../flows/jobs';
+import type { WakeSignal } from '../transport/wake';
 import type { FlowMetrics } from '../flows/metrics';
 import type { FlowOptions } from '../flows/options';
 import type { FlowRegistry } from '../flows/registry';
@@ -41,12 +42,18 @@ export interface FlowsWiring {
 export function wireFlows(parts: {
   options: FlowsEngineOptions;
   store: FlowStateStore;
+  /** The store is the opened stores' own, beside the engine's transport: its writes may carry jobs (flows/jobs.ts). */
+  carriesJobs: boolean;
   publisher: Publisher;
   /** the flows queue's stale timer wake-ups are deleted through it */
   transport: Pick<TransportStore, 'cancel'>;
   channel: ResponseChannel;
   /** ctx.publish: the engine's publish (validation, queues) */
   publish: FlowPublisher;
+  /** The engine's publish of a request carried by a flow-state write (only when the flow store is the opened stores' own). */
+  publishCarried?: FlowCarriedPublisher;
+  /** This process's drain wake-ups (a carried start job wakes the flows queue's drains as a publish does). */
+  wake: WakeSignal;
   logger: Logger;
   metrics: Metrics;
 }): FlowsWiring {
@@ -72,6 +79,13 @@ export function wireFlows(parts: {
       cancel: async (id) => {
         await parts.transport.cancel(queue, id, false);
       },
+      carried: parts.carriesJobs ? {
+        row: ({ id, job, delayMs }) => ({ id, queue, payloadJson: JSON.stringify(job), headersJson: '{}', delayMs, priority: 0, quiet: delayMs <= 0 && parts.wake.claimsPromptly(queue) }),
+        announce: (jobs) => {
+          for (const j of jobs) if (j.delayMs <= 0) parts.wake.notify(j.queue);
+          m.jobsPublished(queue, jobs.length);
+        },
+      } : undefined,
     },
     responses: {
       watch: async (correlationId, watch, ttlMs) => {
@@ -81,6 +95,7 @@ export function wireFlows(parts: {
       routeStored: (correlationId) => parts.channel.routeStored(correlationId),
     },
     publish: parts.publish,
+    ...(parts.publishCarried && parts.carriesJobs ? { publishCarried: parts.publishCarried } : {}),
   });
   return {
     flows,

@@ -9,7 +9,7 @@ import { toJson } from './canonical-json';
 import type { FlowClock } from './clock';
 import { AwaitedResponseError, ChildFlowFailedError, FlowFailedError, FlowInterrupt, FlowLeaseLostError, FlowStepTimeoutError } from './errors';
 import { flowIdProblem } from './flow-id';
-import type { FlowPublisher, FlowPublishInput } from './jobs';
+import type { CarriedJob, FlowCarriedPublisher, FlowPublisher, FlowPublishInput } from './jobs';
 import type { FlowMetrics, FlowStepKind } from './metrics';
 import type { FlowOptions } from './options';
 import type { FlowHandoff, FlowResponse, FlowResponseChannel } from './responses';
@@ -41,6 +41,11 @@ export function stepRetryDelayMs(backoff: StepOptions['backoff'], retry: number)
   return Number.isFinite(ms) && ms > 0 ? ms : 0;
 }
 
+/** A job an awaited step publishes as its trigger: the wait's correlation id is set on it. */
+export interface FlowRequest extends Omit<FlowPublishInput, 'correlationId'> {
+  queue: string;
+}
+
 export interface FlowContext {
   /** The run id: an idempotency key for side effects. */
   readonly flowId: string;
@@ -63,9 +68,11 @@ export interface FlowContext {
    * correlated response on the response channel. The id is persisted before `trigger` runs, so a crash on either
    * side of the send re-attaches to the same id and never sends again; a timeout faults the step, which then
    * starts afresh. Resolves to the accepted response's payload; an accepted error response throws
-   * AwaitedResponseError.
+   * AwaitedResponseError. `trigger` may instead be a request `{ queue, payload, … }`: it is published with the
+   * correlation id set, in the same statement as the id's checkpoint where the store allows (PostgreSQL, PGlite),
+   * else right after it.
    */
-  awaitResponse<T = unknown>(name: string, trigger: (correlationId: string) => unknown, options?: AwaitOptions<T>): Promise<T>;
+  awaitResponse<T = unknown>(name: string, trigger: ((correlationId: string) => unknown) | FlowRequest, options?: AwaitOptions<T>): Promise<T>;
   /** A durable timer: the wake instant is fixed by the first execution that reaches it. */
   sleep(name: string, ms: number): Promise<void>;
   sleepUntil(name: string, at: Date): Promise<void>;
@@ -86,6 +93,8 @@ export interface RunDeps {
   metrics: FlowMetrics;
   responses: FlowResponseChannel;
   publish: FlowPublisher;
+  /** An awaited step's request carried by the breadcrumb's write, in one statement (stores that carry jobs). */
+  publishCarried?: FlowCarriedPublisher;
   /** Starts (idempotently) a child run and returns its state now; null when it has none (expired). */
   startChild(parent: FlowState, stepName: string, flowName: string, input: unknown, childId: string): Promise<FlowState | null>;
 }
@@ -252,10 +261,14 @@ export class FlowRun implements FlowContext {
     });
   }
 
-  awaitResponse<T = unknown>(name: string, trigger: (correlationId: string) => unknown, options: AwaitOptions<T> = {}): Promise<T> {
+  awaitResponse<T = unknown>(name: string, trigger: ((correlationId: string) => unknown) | FlowRequest, options: AwaitOptions<T> = {}): Promise<T> {
     return this.op(name, async () => {
       const memo = this.memo<T>(name);
       if (memo) return memo.value;
+      const request = typeof trigger === 'function' ? undefined : trigger;
+      if (request !== undefined && (typeof request !== 'object' || request === null || typeof request.queue !== 'string' || request.queue.length === 0)) {
+        throw new FlowFailedError(`awaitResponse '${name}': the trigger must be a function of the correlation id or a request { queue, payload }`);
+      }
       const t0 = this.deps.clock.now();
       const until = options.until ?? ((r: FlowResponse<T>) => r.final);
       const step = this.state.steps[name];
@@ -297,21 +310,42 @@ export class FlowRun implements FlowContext {
       // for the window and a margin: if this process dies inside the window, another takes the run over that much
       // sooner (the answer's checkpoint, or the renewal, extends it again; the park releases it).
       const alone = listen !== undefined && this.running.size === 1;
-      await this.save(
-        (s) => {
-          s.steps[name] = { startedAt: iso(this.now()), pendingCorrelationId: correlationId, awaitDeadline: iso(deadline), message: 'waiting for its response' };
-        },
-        alone ? { extendMs: Math.min(this.deps.options.leaseDurationMs, window + IN_PROCESS_LEASE_MARGIN_MS) } : {},
-      );
+      const breadcrumb = (s: FlowState) => {
+        s.steps[name] = { startedAt: iso(this.now()), pendingCorrelationId: correlationId, awaitDeadline: iso(deadline), message: 'waiting for its response' };
+      };
+      const waitLease = alone ? { extendMs: Math.min(this.deps.options.leaseDurationMs, window + IN_PROCESS_LEASE_MARGIN_MS) } : {};
+      // A request (not a function) rides on the breadcrumb's own statement where the store carries jobs: the two
+      // commit together, so the send cannot happen without the breadcrumb, nor the breadcrumb without the send.
+      const carry = request !== undefined ? this.deps.publishCarried : undefined;
+      let written = false;
+      if (!carry) {
+        await this.save(breadcrumb, waitLease);
+        written = true;
+      }
       const waiting = listen ? this.waitInProcess<T>(name, correlationId, until, window, t0, listen) : null;
       try {
-        await trigger(correlationId);
+        if (request === undefined) await (trigger as (correlationId: string) => unknown)(correlationId);
+        else {
+          const { queue, ...fields } = request;
+          const message: FlowPublishInput = { ...fields, correlationId };
+          const carried = carry ? await carry(queue, message, (jobs) => this.save(breadcrumb, { ...waitLease, carry: jobs }).then(() => void (written = true))) : null;
+          if (carried === null) {
+            if (!written) {
+              await this.save(breadcrumb, waitLease);
+              written = true;
+            }
+            await this.deps.publish(queue, message);
+          }
+        }
       } catch (err) {
         waiting?.cancel();
-        // Known not sent: the next execution starts the step afresh instead of waiting out the window.
-        await this.save((s) => {
-          s.steps[name] = { ...s.steps[name], faulted: true, message: `trigger failed: ${(err as Error)?.message ?? String(err)}` };
-        }).catch(() => undefined);
+        // Known not sent: the next execution starts the step afresh instead of waiting out the window (a step
+        // whose breadcrumb was never written starts afresh anyway).
+        if (written) {
+          await this.save((s) => {
+            s.steps[name] = { ...s.steps[name], faulted: true, message: `trigger failed: ${(err as Error)?.message ?? String(err)}` };
+          }).catch(() => undefined);
+        }
         throw err;
       }
       if (waiting) {
@@ -486,9 +520,9 @@ export class FlowRun implements FlowContext {
    * (recovery, a child's end, an operator) reloads and re-applies the change; a run no longer Running interrupts
    * the execution; a lease taken by another execution fails it (FlowLeaseLostError, retried by the queue).
    */
-  save(change: (s: FlowState) => void, lease: { release?: boolean; extendMs?: number } = {}): Promise<void> {
+  save(change: (s: FlowState) => void, lease: { release?: boolean; extendMs?: number; carry?: readonly CarriedJob[] } = {}): Promise<void> {
     const run = this.saving.then(() =>
-      this.saveNow(change, lease.release === true, lease.extendMs).catch((err: unknown) => {
+      this.saveNow(change, lease.release === true, lease.extendMs, lease.carry).catch((err: unknown) => {
         this.abandon(err as Error); // deferred changes waited for may not be written: their waiters hear so
         throw err;
       }),
@@ -526,7 +560,7 @@ export class FlowRun implements FlowContext {
    * One statement: the change (with this execution's attempt and any deferred change folded in), the lease
    * extended, or released when this is the execution's last write.
    */
-  private async saveNow(change: (s: FlowState) => void, release: boolean, extendMs = this.deps.options.leaseDurationMs): Promise<void> {
+  private async saveNow(change: (s: FlowState) => void, release: boolean, extendMs = this.deps.options.leaseDurationMs, carry?: readonly CarriedJob[]): Promise<void> {
     for (let attempt = 0; attempt < 5; attempt++) {
       if (this.signal.aborted) throw new FlowLeaseLostError(this.flowId, 'this execution lost its lease');
       const base = this.state;
@@ -547,7 +581,7 @@ export class FlowRun implements FlowContext {
       next.revision = base.revision + 1;
       next.updatedAt = iso(now);
       const ttl = effectiveTtlMs(next, now, this.deps.options.stateExpiryMs);
-      if (await this.deps.store.tryUpdate(next, base.revision, ttl, this.leaseId, release ? { release: true } : { extendMs })) {
+      if (await this.deps.store.tryUpdate(next, base.revision, ttl, this.leaseId, release ? { release: true } : { extendMs }, carry)) {
         this.shortLease = !release && extendMs < this.deps.options.leaseDurationMs;
         this.state = next;
         this.deferred.splice(0, deferred);

@@ -7,7 +7,7 @@ import { systemClock, type FlowClock } from './clock';
 import { FlowFailedError, FlowIdConflictError, FlowIdError, FlowRunNotFoundError, FlowStatusError, FlowStepNotFoundError } from './errors';
 import { FlowEvents } from './events';
 import { FlowExecutor } from './executor';
-import { readFlowJob, wakeJobId, type FlowJobQueue, type FlowPublisher } from './jobs';
+import { readFlowJob, wakeJobId, type FlowCarriedPublisher, type FlowJobQueue, type FlowPublisher } from './jobs';
 import { noopFlowMetrics, type FlowMetrics } from './metrics';
 import { mutateRun } from './mutate';
 import { DEFAULT_FLOW_OPTIONS, type FlowOptions } from './options';
@@ -25,6 +25,8 @@ export interface FlowsDeps {
   jobs: FlowJobQueue;
   responses: FlowResponseChannel;
   publish: FlowPublisher;
+  /** An awaited step's request carried by its breadcrumb's write (stores that carry jobs); absent: published after it. */
+  publishCarried?: FlowCarriedPublisher;
   logger: Logger;
   clock?: FlowClock;
   metrics?: FlowMetrics;
@@ -81,6 +83,7 @@ export function createFlows(deps: FlowsDeps): Flows {
     logger: deps.logger,
     responses: deps.responses,
     publish: deps.publish,
+    ...(deps.publishCarried && store.carriesJobs ? { publishCarried: deps.publishCarried } : {}),
     startChild: async (parent, stepName, flowName, input, childId) => {
       try {
         await startFlow(starter, flowName, input, { id: childId, parent: { flowId: parent.flowId, stepName }, ...(parent.context ? { context: parent.context } : {}) });

@@ -29,6 +29,11 @@ export interface FlowJobQueue {
   publish(job: { id: string; job: FlowJob; delayMs: number }): Promise<void>;
   /** Deletes a waiting (not leased) job; absent or leased jobs are left alone. Best effort: a stale wake-up is a no-op. */
   cancel(id: string): Promise<void>;
+  /**
+   * For a store that carries jobs: the job as the row a flow-state write inserts (the start job rides on the run's
+   * create), and the announcement of rows that write committed (wakes this process's drains, counts them).
+   */
+  carried?: { row(job: { id: string; job: FlowJob; delayMs: number }): CarriedJob; announce(jobs: readonly CarriedJob[]): void };
 }
 
 /** A run's timer wake-up for one instant: parks that wait for the same instant share it. */
@@ -44,3 +49,29 @@ export interface FlowPublishInput {
 }
 
 export type FlowPublisher = (queue: string, message: FlowPublishInput) => Promise<{ id: string }>;
+
+/**
+ * A job a flow-state write inserts in its own statement (stores whose `carriesJobs` is set: PostgreSQL and PGlite,
+ * where the transport table sits beside the flow tables): a plain row, no ordering key and no dedup key.
+ */
+export interface CarriedJob {
+  id: string;
+  queue: string;
+  payloadJson: string;
+  headersJson: string;
+  delayMs: number;
+  priority: number;
+  /**
+   * A drain of this process waits for the queue with room (WakeSignal.waiting): the in-process wake brings it the
+   * row at once, so the write sends no NOTIFY for it (a NOTIFY takes PostgreSQL's notify lock until its commit is
+   * flushed, which serialises the commits of every notifying transaction).
+   */
+  quiet?: boolean;
+}
+
+/**
+ * ctx.awaitResponse's request published with the wait's breadcrumb in one statement: `write` is the breadcrumb's
+ * write carrying the job. Resolves null when this message cannot be carried (an ordering or dedup key): the caller
+ * then writes the breadcrumb and publishes on its own.
+ */
+export type FlowCarriedPublisher = (queue: string, message: FlowPublishInput, write: (jobs: readonly CarriedJob[]) => Promise<void>) => Promise<{ id: string } | null>;

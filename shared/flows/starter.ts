@@ -35,7 +35,8 @@ export interface StarterDeps {
 /**
  * Starts a run (durable-flows.md §1.2): validate the id, then publish the start job carrying the whole initial
  * ledger (the commit point: no Running ledger can exist without a job), then write the ledger so an immediate
- * read sees it (finding it written already is expected). Idempotent with a caller's id: the same flow and
+ * read sees it (finding it written already is expected); where the store carries jobs, the ledger's insert and
+ * the start job are one statement instead. Idempotent with a caller's id: the same flow and
  * semantically equal input return the existing run; anything else is a FlowIdConflictError.
  */
 export async function startFlow(deps: StarterDeps, flowName: string, input: unknown, options: StartOptions = {}): Promise<StartedFlow> {
@@ -44,8 +45,9 @@ export async function startFlow(deps: StarterDeps, flowName: string, input: unkn
   const why = flowIdProblem(id);
   if (why) throw new FlowIdError(id, why);
   const inputJson = toJson(input ?? null);
-  // Two statements: the start job (the commit point), then the state. No read first: a repeated start finds the
-  // row at its insert; no clock read: the row's created_at_utc (the database's) is the one loads report.
+  // One statement where the store carries jobs (the state and its start job together), else two: the start job
+  // (the commit point), then the state. No read first: a repeated start finds the row at its insert; no clock
+  // read: the row's created_at_utc (the database's) is the one loads report.
   const now = new Date(deps.clock.now()).toISOString();
   const startNonce = randomUUID();
   const state: FlowState = {
@@ -65,8 +67,19 @@ export async function startFlow(deps: StarterDeps, flowName: string, input: unkn
     ...(options.context ? { context: options.context } : {}),
   };
   deps.store.validateCreate(state);
-  await deps.jobs.publish({ id: startJobId(id), job: { kind: 'start', flowId: id, stateJson: serializeFlowState(state) }, delayMs: 0 });
-  if (!(await deps.store.tryCreate(state, deps.stateExpiryMs))) {
+  const startJob = { id: startJobId(id), job: { kind: 'start', flowId: id, stateJson: serializeFlowState(state) } as const, delayMs: 0 };
+  let created: boolean;
+  const carried = deps.store.carriesJobs ? deps.jobs.carried : undefined;
+  if (carried) {
+    // one statement: the run's row and its start job, both or neither (a repeated start inserts no second job)
+    const row = carried.row(startJob);
+    created = await deps.store.tryCreate(state, deps.stateExpiryMs, [row]);
+    if (created) carried.announce([row]);
+  } else {
+    await deps.jobs.publish(startJob);
+    created = await deps.store.tryCreate(state, deps.stateExpiryMs);
+  }
+  if (!created) {
     const stored = await deps.store.load(id);
     // written by this start's own job (a drain ran it first: it carries this very ledger), or by another start
     if (stored && stored.startNonce !== startNonce) return sameStart(stored, flowName, inputJson);

@@ -3,6 +3,7 @@
 // Every time is the database's (SYSUTCDATETIME() / clock_timestamp()); TTLs and lease durations travel as
 // milliseconds and SQL computes the instants. The flows layer above knows no dialect.
 
+import type { CarriedJob } from './jobs';
 import type { FlowState, FlowStatus } from './state';
 
 export interface FlowLease {
@@ -44,20 +45,26 @@ export interface FlowListQuery {
 }
 
 export interface FlowStateStore {
+  /**
+   * Set when tryCreate and a lease-fenced tryUpdate insert `carry` jobs into the transport's table in the same
+   * statement (PostgreSQL and PGlite, opened beside the transport). Absent: the flows layer publishes them itself.
+   */
+  readonly carriesJobs?: boolean;
   /** I/O-free preflight run before a start job is published: throws FlowStateTooLargeError. */
   validateCreate(state: FlowState): void;
   /**
    * Insert-if-absent (state.revision must be 0). An expired row is replaced in place, its lease cleared.
-   * Concurrent creates of one id: exactly one returns true.
+   * Concurrent creates of one id: exactly one returns true. `carry` (carriesJobs only): inserted only when true.
    */
-  tryCreate(state: FlowState, ttlMs: number): Promise<boolean>;
+  tryCreate(state: FlowState, ttlMs: number, carry?: readonly CarriedJob[]): Promise<boolean>;
   /** null only when absent or expired; an untrustworthy row throws FlowStateUnreadableError. */
   load(flowId: string): Promise<FlowState | null>;
   /**
    * Compare-and-swap: requires state.revision === expectedRevision + 1 and a live row at expectedRevision; with
-   * leaseId, that lease must be held and unexpired. Stamps expires = now + ttlMs.
+   * leaseId, that lease must be held and unexpired. Stamps expires = now + ttlMs. `carry` (carriesJobs only, with
+   * leaseId and lease): inserted only when the update took.
    */
-  tryUpdate(state: FlowState, expectedRevision: number, ttlMs: number, leaseId?: string, lease?: FlowCheckpointLease): Promise<boolean>;
+  tryUpdate(state: FlowState, expectedRevision: number, ttlMs: number, leaseId?: string, lease?: FlowCheckpointLease, carry?: readonly CarriedJob[]): Promise<boolean>;
   /**
    * Takes the lease (as tryAcquireLease) and returns the state and the database's now in the same statement: no
    * reload after the lease. With `create` (a start job), the state is first inserted if absent (as tryCreate).

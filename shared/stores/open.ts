@@ -108,7 +108,7 @@ export async function openPostgresStoresOn(
     transport: new PostgresTransportStore(client, { ...transportOptions, schemaGate }),
     // callback jobs go to the transport's own table, in the same statement as the recovery claim
     channel: new PostgresChannelStore(client, { ...channelOptions, schemaGate, callbacks: { schema: transportOptions.schema, table: transportOptions.table, queue: CALLBACK_QUEUE } }),
-    flows: new PostgresFlowStore(client, { names, logger: transportOptions.logger, schemaGate, maxStateBytes: flowOptions.maxStateBytes }),
+    flows: new PostgresFlowStore(client, { names, logger: transportOptions.logger, schemaGate, maxStateBytes: flowOptions.maxStateBytes, carriesJobs: true }),
     schedules: new PostgresScheduleStore(client, names, schemaGate),
     migrator,
     close: () => client.close(),

@@ -341,83 +341,91 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
     claimingRows += rows;
   };
 
-  for (;;) {
-    if (failed) {
-      report.stoppedBy = 'error';
-      break;
-    }
-    if (o.stopping?.aborted) {
-      report.stoppedBy = 'shutdown';
-      break;
-    }
-    if (now() >= claimDeadline) {
-      report.stoppedBy = 'budget';
-      break;
-    }
-    const stale: ClaimedMessage[] = [];
-    while (inFlight.size < o.concurrency && !o.stopping?.aborted && now() < claimDeadline) {
-      const msg = buffer.take(now(), stale);
-      if (!msg) break;
-      start(msg); // a handler that starts synchronously may signal shutdown before the next one starts
-    }
-    stale.push(...buffer.takeStale(now()));
-    handBack(stale);
-    if (o.stopping?.aborted || now() >= claimDeadline) continue;
+  // while this loop runs, the process's publishers know whether it has room (WakeSignal.claimsPromptly)
+  const roomToken = {};
+  try {
+    for (;;) {
+      if (failed) {
+        report.stoppedBy = 'error';
+        break;
+      }
+      if (o.stopping?.aborted) {
+        report.stoppedBy = 'shutdown';
+        break;
+      }
+      if (now() >= claimDeadline) {
+        report.stoppedBy = 'budget';
+        break;
+      }
+      const stale: ClaimedMessage[] = [];
+      while (inFlight.size < o.concurrency && !o.stopping?.aborted && now() < claimDeadline) {
+        const msg = buffer.take(now(), stale);
+        if (!msg) break;
+        start(msg); // a handler that starts synchronously may signal shutdown before the next one starts
+      }
+      stale.push(...buffer.takeStale(now()));
+      handBack(stale);
+      if (o.stopping?.aborted || now() >= claimDeadline) continue;
 
-    const free = o.concurrency - inFlight.size;
-    const capacity = capacityNow();
-    // Claim again once the buffer runs dry, or once a batch's worth of room (at most half the capacity) is free.
-    const refillAt = Math.max(1, Math.min(o.batchSize, Math.ceil(capacity / 2)));
-    const room = capacity - inFlight.size - buffer.size - claimingRows - takingRows - awaitingAck.size;
-    // The queue looked empty a moment ago: wait for a wake or the poll delay before asking again.
-    const pollAt = emptyAt === undefined ? 0 : emptyAt + o.emptyPollDelayMs;
-    // a limited queue near its limit claims one at a time (its claims serialize on the queue-state row anyway); far
-    // below, a second claim overlaps its round trips (BEGIN, lock wait) with the first
-    const parallel = backlog && (!limits || farBelowLimit()) ? MAX_PARALLEL_CLAIMS : 1;
-    const wantClaim = claims.size < parallel && room > 0 && now() >= retryAt && now() >= heldUntil && (room >= refillAt || (buffer.size === 0 && free > 0));
-    if (wantClaim && now() >= pollAt) {
-      claimInBackground(Math.min(o.batchSize, room));
-      continue;
-    }
-    // not idle while an ack may still bring this drain its keys' next jobs (ack-and-take-next)
-    const handingOver = awaitingAck.size > 0 || takingRows > 0;
-    if (claims.size === 0 && inFlight.size === 0 && buffer.size === 0 && !handingOver && emptyAt !== undefined && now() - lastActivity >= o.idleGraceMs) {
-      report.stoppedBy = 'idle';
-      break;
-    }
-    // Wait for what comes first: a handler finishing, the claim answering, a held row going stale, a retry or poll
-    // coming due (a same-process publish wakes an empty-queue wait at once), or the budget ending.
-    const until = Math.min(
-      buffer.nextStaleAt() ?? Infinity,
-      claimDeadline,
-      retryAt > now() ? retryAt : Infinity,
-      heldUntil > now() ? heldUntil : Infinity,
-      wantClaim ? pollAt : Infinity,
-    );
-    // A timed wait gets a controller to end it once something else came first, aborted with a fixed reason: the
-    // default reason is a new DOMException per loop turn, measurable CPU at thousands of jobs a second.
-    let cancel: AbortController | undefined;
-    const waits: Array<Promise<unknown>> = [...inFlight];
-    for (const c of claims) waits.push(c.done);
-    if (awaitingAck.size > 0 || takingRows > 0) waits.push(nextAckEnd());
-    if (wantClaim && pollAt > now()) {
-      cancel = new AbortController();
-      waits.push(o.wake.wait(o.queue, Math.max(0, until - now()), [o.stopping, cancel.signal]).then((woken) => woken && (emptyAt = undefined)));
-    } else if (until !== Infinity) {
-      cancel = new AbortController();
-      waits.push(sleep(Math.max(0, until - now()), cancel.signal).catch(() => undefined));
-    }
-    const handlersBefore = inFlight.size;
-    if (waits.length > 0) await Promise.race(waits);
-    cancel?.abort(WAIT_OVER);
-    if (inFlight.size < handlersBefore) {
-      lastActivity = now();
-      // the concurrency limit counted this drain's own lease: its end is room to claim into now
-      if (heldBy === 'concurrency') {
-        heldUntil = 0;
-        emptyAt = undefined;
+      const free = o.concurrency - inFlight.size;
+      const capacity = capacityNow();
+      // Claim again once the buffer runs dry, or once a batch's worth of room (at most half the capacity) is free.
+      const refillAt = Math.max(1, Math.min(o.batchSize, Math.ceil(capacity / 2)));
+      const room = capacity - inFlight.size - buffer.size - claimingRows - takingRows - awaitingAck.size;
+      // room it can claim into now (a limit holding it back, or a claim fault's wait, leaves others to be woken)
+      o.wake.room(o.queue, roomToken, room > 0 && now() >= retryAt && now() >= heldUntil);
+      // The queue looked empty a moment ago: wait for a wake or the poll delay before asking again.
+      const pollAt = emptyAt === undefined ? 0 : emptyAt + o.emptyPollDelayMs;
+      // a limited queue near its limit claims one at a time (its claims serialize on the queue-state row anyway); far
+      // below, a second claim overlaps its round trips (BEGIN, lock wait) with the first
+      const parallel = backlog && (!limits || farBelowLimit()) ? MAX_PARALLEL_CLAIMS : 1;
+      const wantClaim = claims.size < parallel && room > 0 && now() >= retryAt && now() >= heldUntil && (room >= refillAt || (buffer.size === 0 && free > 0));
+      if (wantClaim && now() >= pollAt) {
+        claimInBackground(Math.min(o.batchSize, room));
+        continue;
+      }
+      // not idle while an ack may still bring this drain its keys' next jobs (ack-and-take-next)
+      const handingOver = awaitingAck.size > 0 || takingRows > 0;
+      if (claims.size === 0 && inFlight.size === 0 && buffer.size === 0 && !handingOver && emptyAt !== undefined && now() - lastActivity >= o.idleGraceMs) {
+        report.stoppedBy = 'idle';
+        break;
+      }
+      // Wait for what comes first: a handler finishing, the claim answering, a held row going stale, a retry or poll
+      // coming due (a same-process publish wakes an empty-queue wait at once), or the budget ending.
+      const until = Math.min(
+        buffer.nextStaleAt() ?? Infinity,
+        claimDeadline,
+        retryAt > now() ? retryAt : Infinity,
+        heldUntil > now() ? heldUntil : Infinity,
+        wantClaim ? pollAt : Infinity,
+      );
+      // A timed wait gets a controller to end it once something else came first, aborted with a fixed reason: the
+      // default reason is a new DOMException per loop turn, measurable CPU at thousands of jobs a second.
+      let cancel: AbortController | undefined;
+      const waits: Array<Promise<unknown>> = [...inFlight];
+      for (const c of claims) waits.push(c.done);
+      if (awaitingAck.size > 0 || takingRows > 0) waits.push(nextAckEnd());
+      if (wantClaim && pollAt > now()) {
+        cancel = new AbortController();
+        waits.push(o.wake.wait(o.queue, Math.max(0, until - now()), [o.stopping, cancel.signal]).then((woken) => woken && (emptyAt = undefined)));
+      } else if (until !== Infinity) {
+        cancel = new AbortController();
+        waits.push(sleep(Math.max(0, until - now()), cancel.signal).catch(() => undefined));
+      }
+      const handlersBefore = inFlight.size;
+      if (waits.length > 0) await Promise.race(waits);
+      cancel?.abort(WAIT_OVER);
+      if (inFlight.size < handlersBefore) {
+        lastActivity = now();
+        // the concurrency limit counted this drain's own lease: its end is room to claim into now
+        if (heldBy === 'concurrency') {
+          heldUntil = 0;
+          emptyAt = undefined;
+        }
       }
     }
+  } finally {
+    o.wake.room(o.queue, roomToken, false);
   }
 
   // Claimed but not started: hand back at once (no attempt spent, place in line kept). A claim still answering

@@ -8,6 +8,27 @@ export class WakeSignal {
   /** Queues notified while nobody waited (the loop was busy claiming): the next wait returns at once. */
   private readonly pending = new Set<string>();
 
+  /** Per queue, the drain loops of this process that last reported room to claim into. */
+  private readonly roomy = new Map<string, Set<object>>();
+
+  /** A drain loop's report, each turn: it has room to claim into (false also when it ends). */
+  room(queue: string, loop: object, hasRoom: boolean): void {
+    let set = this.roomy.get(queue);
+    if (hasRoom) {
+      if (!set) this.roomy.set(queue, (set = new Set()));
+      set.add(loop);
+    } else if (set?.delete(loop) && set.size === 0) this.roomy.delete(queue);
+  }
+
+  /**
+   * A drain loop of this process runs the queue with room to claim into: a row published for it now is claimed
+   * here promptly once notify() wakes the loop (it waits on this signal, or claims again as soon as its claim in
+   * flight answers), so other processes need not be woken for it.
+   */
+  claimsPromptly(queue: string): boolean {
+    return (this.roomy.get(queue)?.size ?? 0) > 0 || (this.waiters.get(queue)?.size ?? 0) > 0;
+  }
+
   notify(queue: string): void {
     const set = this.waiters.get(queue);
     if (!set || set.size === 0) {

@@ -67,6 +67,52 @@ for (const target of TARGETS) {
       }
     }, 120_000); // opening PGlite with every schema version takes 20-30 s on a loaded 2-core machine
 
+    it('a request trigger: carried by the breadcrumb\'s write, or with an ordering key published after it; both reach their handler with the correlation id', async () => {
+      const seen: Array<{ payload: unknown; correlationId?: string; headers: Record<string, string>; id: string }> = [];
+      const metrics = new MemoryMetrics();
+      const registry = new FlowRegistry().register('ask-twice', async (ctx, input: { jobId: string }) => {
+        const a = await ctx.awaitResponse('carried', { queue: 'asks', id: input.jobId, payload: { n: 1 }, headers: { 'x-tag': 'one' } });
+        const b = await ctx.awaitResponse('keyed', { queue: 'asks', payload: { n: 2 }, orderingKey: 'k' } as never);
+        return [a, b];
+      });
+      const engine = await createEngine({
+        store: target.store(),
+        schema: target.schema,
+        logger: silentLogger,
+        metrics,
+        queues: {
+          asks: {
+            handler: async (job) => {
+              seen.push({ payload: job.payload, ...(job.correlationId !== undefined ? { correlationId: job.correlationId } : {}), headers: job.headers, id: job.id });
+              return { answer: (job.payload as { n: number }).n * 10 };
+            },
+          },
+        },
+        flows: { registry },
+      });
+      engines.push(engine);
+      const stop = new AbortController();
+      const running = engine.run([...engine.queues, 'flows', 'callbacks'], { signal: stop.signal });
+      try {
+        const id = `req-${randomUUID()}`;
+        const jobId = randomUUID();
+        await engine.flows!.start('ask-twice', { jobId }, { id });
+        const done = await engine.flows!.waitForEnd(id, 30_000);
+        expect(done?.status).toBe('Succeeded');
+        expect(JSON.parse(done!.resultJson!)).toEqual([{ answer: 10 }, { answer: 20 }]);
+        expect(seen.map((j) => j.payload)).toEqual([{ n: 1 }, { n: 2 }]);
+        expect(seen[0]!.id).toBe(jobId);
+        expect(seen[0]!.headers['x-tag']).toBe('one');
+        for (const j of seen) expect(j.correlationId).toMatch(/^[0-9a-f-]{36}$/);
+        expect(seen[0]!.correlationId).not.toBe(seen[1]!.correlationId);
+        // the carried publish is counted like any other
+        expect(metrics.named(METRIC.jobsPublished).filter((r) => r.properties.queue === 'asks').reduce((a, r) => a + r.value, 0)).toBe(2);
+      } finally {
+        stop.abort();
+        await running;
+      }
+    }, 120_000);
+
     it('a response posted later (no live waiter) completes the parked step within about a second', async () => {
       const registry = new FlowRegistry().register('ask-later', async (ctx) => {
         const answer = await ctx.awaitResponse('ask', async (cid) => {

@@ -14,6 +14,12 @@ import { engineTargets } from './engine-targets';
 
 const RUNS = 40;
 const MAX_PER_RUN = 12;
+/**
+ * Where the store carries jobs (PostgreSQL, PGlite: every target here), the start job rides on the run's create and
+ * the approval request on the breadcrumb's checkpoint: two statements fewer than publishing them on their own (7.0 a
+ * run before, 4.5 to 5.5 with them carried, claims and acks batching as they may).
+ */
+const MAX_PER_RUN_CARRIED = 6;
 
 for (const target of engineTargets('flowstmts')) {
   describe.skipIf(target.skip !== undefined)(`flows: statements per run at the wire (${target.name})`, () => {
@@ -60,6 +66,12 @@ for (const target of engineTargets('flowstmts')) {
         const flowUpdates = [...wire.byStatement.entries()].filter(([sql]) => /^(WITH run AS \()?UPDATE \S*asyncresponse_flow_state/.test(sql)).reduce((a, [, n]) => a + n, 0) / RUNS;
         console.info(`[flows statements ${target.name}] ${perRun.toFixed(2)} statements a run; flow-state UPDATEs ${flowUpdates.toFixed(2)} a run`, Object.fromEntries(wire.byStatement));
         expect(perRun).toBeLessThanOrEqual(MAX_PER_RUN);
+        expect(perRun).toBeLessThanOrEqual(MAX_PER_RUN_CARRIED);
+        const count = (pattern: RegExp) => [...wire.byStatement.entries()].filter(([sql]) => pattern.test(sql)).reduce((a, [, n]) => a + n, 0) / RUNS;
+        // the start: one statement, the create carrying its start job; no publish statement of its own anywhere
+        expect(count(/^WITH run AS \(INSERT INTO \S*asyncresponse_flow_state/)).toBe(1);
+        expect(count(/^INSERT INTO \S*asyncresponse_flow_state/)).toBe(0);
+        expect(count(/^WITH src AS/)).toBe(0);
         // two UPDATEs: the approval's breadcrumb (reserve's completion rides on it, written before the trigger) and the
         // end (the approval taken in process and the cool-off ride on it, with the lease's release)
         expect(flowUpdates).toBeGreaterThanOrEqual(2);

@@ -1,5 +1,5 @@
 import { createFlows, type Flows, type FlowsDeps } from '../../shared/flows/flows';
-import type { FlowJob } from '../../shared/flows/jobs';
+import type { CarriedJob, FlowJob } from '../../shared/flows/jobs';
 import { FlowRegistry } from '../../shared/flows/registry';
 import type { FlowResponseWatch } from '../../shared/flows/responses';
 import { silentLogger } from '../../shared/log';
@@ -45,7 +45,22 @@ export class FlowHarness {
   onPublish?: (p: Published) => void | Promise<void>;
   private readonly inflight = new Set<Promise<void>>();
 
-  constructor(options: FlowsDeps['options'] = {}) {
+  /**
+   * `carryJobs`: the store carries jobs (as PostgreSQL's does): the start job rides on the create and an awaited
+   * step's request on its breadcrumb's write; `'decline'` has the publisher decline to carry every request (as the
+   * engine does for an ordering or dedup key), so the request is published on its own after the breadcrumb.
+   */
+  constructor(options: FlowsDeps['options'] = {}, harness: { carryJobs?: true | 'decline' } = {}) {
+    if (harness.carryJobs) {
+      this.store.carriesJobs = true;
+      this.store.onCarried = (carried) => {
+        for (const c of carried) {
+          if (c.queue === 'flows') {
+            if (!this.jobs.has(c.id)) this.jobs.set(c.id, { id: c.id, job: JSON.parse(c.payloadJson) as FlowJob, availableAt: this.clock.now() + Math.max(0, c.delayMs), attempts: 0, running: false });
+          } else this.carried.push(c);
+        }
+      };
+    }
     this.flows = createFlows({
       store: this.store,
       registry: this.registry,
@@ -63,6 +78,9 @@ export class FlowHarness {
           const j = this.jobs.get(id);
           if (j && !j.running) this.jobs.delete(id);
         },
+        ...(harness.carryJobs
+          ? { carried: { row: ({ id, job, delayMs }) => ({ id, queue: 'flows', payloadJson: JSON.stringify(job), headersJson: '{}', delayMs, priority: 0 }), announce: () => undefined } }
+          : {}),
       },
       responses: {
         watch: async (correlationId, watch, ttlMs) => {
@@ -75,8 +93,25 @@ export class FlowHarness {
         await this.onPublish?.(p);
         return { id: message.id ?? `job-${this.published.length}` };
       },
+      ...(harness.carryJobs
+        ? {
+            publishCarried: async (queue, message, write) => {
+              if (harness.carryJobs === 'decline') return null;
+              const id = message.id ?? `job-${this.published.length + 1}`;
+              const headers = message.correlationId !== undefined ? { 'correlation-id': message.correlationId } : {};
+              await write([{ id, queue, payloadJson: JSON.stringify(message.payload), headersJson: JSON.stringify(headers), delayMs: 0, priority: 0 }]);
+              const p = { queue, payload: message.payload, ...(message.correlationId !== undefined ? { correlationId: message.correlationId } : {}) };
+              this.published.push(p);
+              await this.onPublish?.(p);
+              return { id };
+            },
+          }
+        : {}),
     });
   }
+
+  /** The non-flows jobs carried by writes that took (carryJobs), in order. */
+  readonly carried: CarriedJob[] = [];
 
   /** A response stored while no execution listens: the channel routes it to the flow target. */
   async respond(correlationId: string, payload: unknown, options: { final?: boolean; error?: string; id?: string } = {}) {

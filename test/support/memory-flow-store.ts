@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { FlowClock } from '../../shared/flows/clock';
+import type { CarriedJob } from '../../shared/flows/jobs';
 import { FLOW_STATUSES, parseFlowState, serializeFlowState, type FlowState, type FlowStatus } from '../../shared/flows/state';
 import type { FlowAcquired, FlowCheckpointLease, FlowLease, FlowListQuery, FlowStateStore, FlowSummary } from '../../shared/flows/store';
 
@@ -25,6 +26,10 @@ export class MemoryFlowStore implements FlowStateStore {
   readonly calls: Record<string, number> = {};
   /** When set, called before every operation (a test injects faults or races there). */
   beforeCall?: (op: string, flowId?: string) => void | Promise<void>;
+  /** Set: creates and lease-fenced updates take jobs to insert with them (flows/store.ts carriesJobs). */
+  carriesJobs?: boolean;
+  /** The jobs a write that took carried, in order (the transport's insert, as the SQL stores do it in the write). */
+  onCarried?: (jobs: readonly CarriedJob[]) => void;
 
   constructor(
     private readonly clock: FlowClock,
@@ -47,13 +52,20 @@ export class MemoryFlowStore implements FlowStateStore {
     if (bytes > this.maxStateBytes) throw new RangeError(`state of '${state.flowId}' is ${bytes} bytes`);
   }
 
-  async tryCreate(state: FlowState, ttlMs: number): Promise<boolean> {
+  private carry(carry: readonly CarriedJob[] | undefined): void {
+    if (!carry || carry.length === 0) return;
+    if (!this.carriesJobs) throw new Error('this flow store does not carry jobs');
+    this.onCarried?.(carry);
+  }
+
+  async tryCreate(state: FlowState, ttlMs: number, carry?: readonly CarriedJob[]): Promise<boolean> {
     await this.enter('tryCreate', state.flowId);
     if (state.revision !== 0) throw new RangeError('a created state has revision 0');
     const json = serializeFlowState(state);
     if (this.live(state.flowId)) return false;
     const now = this.clock.now();
     this.rows.set(state.flowId, { stateJson: json, revision: 0, expiresAt: now + ttlMs, updatedAt: now, createdAt: now, leaseId: null, leaseExpiresAt: null });
+    this.carry(carry);
     return true;
   }
 
@@ -85,7 +97,7 @@ export class MemoryFlowStore implements FlowStateStore {
     return s;
   }
 
-  async tryUpdate(state: FlowState, expectedRevision: number, ttlMs: number, leaseId?: string, lease?: FlowCheckpointLease): Promise<boolean> {
+  async tryUpdate(state: FlowState, expectedRevision: number, ttlMs: number, leaseId?: string, lease?: FlowCheckpointLease, carry?: readonly CarriedJob[]): Promise<boolean> {
     await this.enter('tryUpdate', state.flowId);
     if (state.revision !== expectedRevision + 1) throw new RangeError(`revision ${state.revision} is not ${expectedRevision} + 1`);
     const json = serializeFlowState(state);
@@ -96,6 +108,7 @@ export class MemoryFlowStore implements FlowStateStore {
     Object.assign(r, { stateJson: json, revision: state.revision, expiresAt: now + ttlMs, updatedAt: now });
     if (leaseId !== undefined && lease?.release) Object.assign(r, { leaseId: null, leaseExpiresAt: null });
     else if (leaseId !== undefined && lease?.extendMs !== undefined) r.leaseExpiresAt = now + lease.extendMs;
+    this.carry(carry);
     return true;
   }
 

@@ -80,3 +80,29 @@ describe('announcing stores', () => {
     expect(f.closed()).toBe(1);
   });
 });
+
+describe('announcing stores: jobs a flow-state write carries', () => {
+  it('announces the carried jobs of a create or an update that took (per queue and delay), nothing for one that did not', async () => {
+    const calls: [string, number][] = [];
+    const f = fakeStores();
+    const flows = {
+      carriesJobs: true,
+      tryCreate: async (state: { flowId: string }) => state.flowId !== 'exists',
+      tryUpdate: async (state: { flowId: string }) => state.flowId !== 'stale',
+    } as unknown as FlowStateStore;
+    const s = announcingStores({ ...f.stores, flows }, { announce: (t, d) => void calls.push([t, d]) }, 6000);
+    const job = (queue: string, delayMs = 0) => ({ id: `${queue}-${delayMs}`, queue, payloadJson: '{}', headersJson: '{}', delayMs, priority: 0 });
+    const st = (flowId: string) => ({ flowId }) as never;
+    expect(s.flows.carriesJobs).toBe(true);
+    expect(await s.flows.tryCreate(st('new'), 1000, [job('flows')])).toBe(true);
+    expect(await s.flows.tryCreate(st('exists'), 1000, [job('flows-lost')])).toBe(false);
+    expect(await s.flows.tryUpdate(st('run'), 1, 1000, 'lease', { extendMs: 1 }, [job('approvals'), job('approvals'), job('approvals', 3000)])).toBe(true);
+    expect(await s.flows.tryUpdate(st('stale'), 1, 1000, 'lease', { extendMs: 1 }, [job('approvals-lost')])).toBe(false);
+    expect(await s.flows.tryUpdate(st('run'), 2, 1000)).toBe(true);
+    expect(calls).toEqual([
+      ['flows', 0],
+      ['approvals', 0],
+      ['approvals', 3000],
+    ]);
+  });
+});

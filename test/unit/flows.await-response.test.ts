@@ -206,3 +206,93 @@ describe('awaited responses (durable-flows.md §1.4)', () => {
     expect((await h.state(id)).status).toBe('Succeeded');
   });
 });
+
+describe('awaited responses with a request trigger ({ queue, payload })', () => {
+  const requestFlow = (h: FlowHarness, request: Record<string, unknown> = {}) =>
+    h.registry.register('ask', async (ctx, input: { item: string }) => {
+      await ctx.step('reserve', () => 'r');
+      const approval = await ctx.awaitResponse('approve', { queue: 'approvals', payload: { flowId: ctx.flowId, item: input.item }, ...request });
+      return { item: input.item, approval };
+    });
+
+  it('without a store that carries jobs: published with the correlation id after its breadcrumb, and answered as before', async () => {
+    const h = new FlowHarness();
+    const seen: Array<{ pending?: string; cid?: string }> = [];
+    h.onPublish = async (p) => {
+      const s = await h.store.load((p.payload as { flowId: string }).flowId);
+      seen.push({ pending: s?.steps.approve?.pendingCorrelationId, cid: p.correlationId });
+    };
+    requestFlow(h);
+    const { id } = await h.flows.start('ask', { item: 'book' });
+    await h.run(0);
+    expect(h.published).toEqual([{ queue: 'approvals', payload: { flowId: id, item: 'book' }, correlationId: expect.any(String) }]);
+    const cid = h.published[0]!.correlationId!;
+    expect(seen).toEqual([{ pending: cid, cid }]);
+    expect(await h.respond(cid, { approved: true })).toBe('woken');
+    await h.run(0);
+    expect(JSON.parse((await h.state(id)).resultJson!)).toEqual({ item: 'book', approval: { approved: true } });
+  });
+
+  it('with a store that carries jobs: the start is one create carrying its start job, and the breadcrumb and the request one write', async () => {
+    const h = new FlowHarness({}, { carryJobs: true });
+    requestFlow(h);
+    const { id } = await h.flows.start('ask', { item: 'pen' });
+    expect(h.store.calls.tryCreate).toBe(1);
+    expect(h.jobsOf(id).map((j) => j.job.kind)).toEqual(['start']); // inserted by the create itself
+    const updatesBefore: number[] = [];
+    h.onPublish = () => void updatesBefore.push(h.store.calls.tryUpdate ?? 0);
+    await h.run(0);
+    // one write: the breadcrumb (reserve's completion folded in) carrying the request
+    expect(h.carried).toHaveLength(1);
+    expect(h.carried[0]).toMatchObject({ queue: 'approvals', payloadJson: JSON.stringify({ flowId: id, item: 'pen' }) });
+    const cid = h.published[0]!.correlationId!;
+    expect(JSON.parse(h.carried[0]!.headersJson)).toEqual({ 'correlation-id': cid });
+    expect(updatesBefore).toEqual([1]);
+    expect((await h.state(id)).steps.approve?.pendingCorrelationId).toBe(cid);
+    expect(await h.respond(cid, 'yes')).toBe('woken');
+    await h.run(0);
+    expect((await h.state(id)).status).toBe('Succeeded');
+  });
+
+  it('a write that does not take carries nothing: the request is not sent, and the replay sends it once', async () => {
+    const h = new FlowHarness({}, { carryJobs: true });
+    requestFlow(h);
+    const { id } = await h.flows.start('ask', { item: 'cup' });
+    let failNext = true;
+    h.store.beforeCall = (op) => {
+      if (op === 'tryUpdate' && failNext) {
+        failNext = false;
+        throw new Error('connection lost (injected)');
+      }
+    };
+    await h.run(0);
+    // the first execution failed at its breadcrumb's write: nothing was carried; the redelivery sent the request once
+    await h.run(1_000);
+    expect(h.carried).toHaveLength(1);
+    expect(h.published).toHaveLength(1);
+    expect((await h.state(id)).steps.approve?.pendingCorrelationId).toBe(h.published[0]!.correlationId);
+  });
+
+  it('a request the publisher declines to carry (an ordering or dedup key) is published after its breadcrumb', async () => {
+    const h = new FlowHarness({}, { carryJobs: 'decline' });
+    const seen: Array<string | undefined> = [];
+    h.onPublish = async (p) => void seen.push((await h.store.load((p.payload as { flowId: string }).flowId))?.steps.approve?.pendingCorrelationId);
+    requestFlow(h);
+    await h.flows.start('ask', { item: 'mug' });
+    await h.run(0);
+    expect(h.carried).toEqual([]);
+    expect(h.published).toHaveLength(1);
+    expect(seen).toEqual([h.published[0]!.correlationId]);
+  });
+
+  it('a trigger that is neither a function nor a request with a queue fails the step', async () => {
+    const h = new FlowHarness();
+    h.registry.register('bad', async (ctx) => ctx.awaitResponse('approve', { payload: 1 } as never));
+    const { id } = await h.flows.start('bad', {});
+    await h.run(0);
+    const s = await h.state(id);
+    expect(s.status).toBe('Failed');
+    expect(s.error?.message).toMatch(/a function of the correlation id or a request \{ queue, payload \}/);
+    expect(h.published).toEqual([]);
+  });
+});

@@ -7,6 +7,7 @@ import type { FlowStatus } from '../../flows/state';
 import { FLOW_PRUNE_BATCH } from '../../flows/store-rules';
 import { quoteIdentifier } from '../../sql/identifiers';
 import type { SchemaNames } from '../schema-names';
+import { pgCarriedJobsCtes } from './carried-jobs';
 
 const q = (n: string) => quoteIdentifier(n, 'postgres');
 const NOW = 'clock_timestamp()';
@@ -36,7 +37,7 @@ FROM ${from === row ? row : `${from} AS ${row}`} LEFT JOIN LATERAL (
  * overwritten), both only when the update took. Parameters after the update's own, from $first: the head's row
  * count, then seq, name and JSON arrays. One result row: n, the runs updated (0 or 1).
  */
-const writeWithSteps = (n: SchemaNames, update: string, first: number) => {
+const writeWithSteps = (n: SchemaNames, update: string, first: number, carry = false) => {
   const steps = flowStepsTable(n);
   const [count, seqs, names, jsons] = [first, first + 1, first + 2, first + 3].map((i) => `$${i}`);
   return `WITH run AS (${update}
@@ -44,9 +45,13 @@ RETURNING flow_id, revision),
 stale AS (DELETE FROM ${steps} AS s USING run WHERE s.flow_id = run.flow_id AND s.seq > ${count}::int),
 put AS (INSERT INTO ${steps} (flow_id, seq, step_name, step_json, revision)
   SELECT run.flow_id, x.seq, x.name, x.json, run.revision FROM run, unnest(${seqs}::int[], ${names}::text[], ${jsons}::text[]) AS x(seq, name, json)
-  ON CONFLICT (flow_id, seq) DO UPDATE SET step_name = EXCLUDED.step_name, step_json = EXCLUDED.step_json, revision = EXCLUDED.revision)
-SELECT count(*)::int AS n FROM run`;
+  ON CONFLICT (flow_id, seq) DO UPDATE SET step_name = EXCLUDED.step_name, step_json = EXCLUDED.step_json, revision = EXCLUDED.revision)${
+    carry ? `,\n${pgCarriedJobsCtes(n.transport, 'run', first + 4)}\n${CARRIED_SELECT}` : '\nSELECT count(*)::int AS n FROM run'
+  }`;
 };
+
+/** The final SELECT of a write that carries jobs: the runs written, and the carried jobs' NOTIFYs run. */
+const CARRIED_SELECT = 'SELECT (SELECT count(*)::int FROM run) AS n, (SELECT count(*)::int FROM jobs_woken) AS woken';
 
 /** Version 5 of the PostgreSQL schema: the table and its two indexes. state_json is text (jsonb rejects \u0000). */
 export function flowStateDdl(n: SchemaNames): Array<{ name: string; text: string }> {
@@ -122,15 +127,28 @@ LIMIT $1`;
 
 export function flowStatements(n: SchemaNames) {
   const t = flowStateTable(n);
-  return {
-    /** $1 id, $2 name, $3 status, $4 last message, $5 json, $6 ttl ms. An expired row is replaced, its lease cleared. */
-    create: `INSERT INTO ${t} AS f (flow_id, flow_name, status, last_message, state_json, created_at_utc, updated_at_utc, expires_at_utc, revision, lease_id, lease_expires_at_utc)
+  const create = `INSERT INTO ${t} AS f (flow_id, flow_name, status, last_message, state_json, created_at_utc, updated_at_utc, expires_at_utc, revision, lease_id, lease_expires_at_utc)
 VALUES ($1, $2, $3, $4, $5, ${NOW}, ${NOW}, ${plusMs('$6')}, 0, NULL, NULL)
 ON CONFLICT (flow_id) DO UPDATE
 SET flow_name = EXCLUDED.flow_name, status = EXCLUDED.status, last_message = EXCLUDED.last_message, state_json = EXCLUDED.state_json,
     created_at_utc = EXCLUDED.created_at_utc, updated_at_utc = EXCLUDED.updated_at_utc, expires_at_utc = EXCLUDED.expires_at_utc,
     revision = 0, lease_id = NULL, lease_expires_at_utc = NULL
-WHERE f.expires_at_utc <= ${NOW}`,
+WHERE f.expires_at_utc <= ${NOW}`;
+  const checkpoint = `UPDATE ${t}
+SET flow_name = $2, status = $3, last_message = $4, state_json = $5, revision = $6::bigint,
+    expires_at_utc = ${plusMs('$7')}, updated_at_utc = ${NOW},
+    lease_id = CASE WHEN $11::boolean THEN NULL ELSE lease_id END,
+    lease_expires_at_utc = CASE WHEN $11::boolean THEN NULL WHEN $10::bigint IS NULL THEN lease_expires_at_utc ELSE ${plusMs('$10')} END
+WHERE flow_id = $1 AND revision = $8::bigint AND expires_at_utc > ${NOW}
+  AND lease_id = $9::text AND lease_expires_at_utc > ${NOW}`;
+  return {
+    /** $1 id, $2 name, $3 status, $4 last message, $5 json, $6 ttl ms. An expired row is replaced, its lease cleared. */
+    create,
+    /** create with the start job (carried-jobs.ts): $7..$14 the carried jobs. One result row: n, the runs written. */
+    createCarrying: `WITH run AS (${create}
+RETURNING flow_id),
+${pgCarriedJobsCtes(n.transport, 'run', 7)}
+${CARRIED_SELECT}`,
     load: `${withSteps(n, 'f', t)}
 WHERE f.flow_id = $1 AND f.expires_at_utc > ${NOW}`,
     /**
@@ -151,17 +169,9 @@ WHERE flow_id = $1 AND revision = $8::bigint AND expires_at_utc > ${NOW}
      * ($10 ms) or releases ($11 true: the run's last write) in the same statement, with the step that completed
      * since the last checkpoint (flows/step-rows.ts). Parameters $1..$9 as update, $12..$15 the step rows.
      */
-    checkpoint: writeWithSteps(
-      n,
-      `UPDATE ${t}
-SET flow_name = $2, status = $3, last_message = $4, state_json = $5, revision = $6::bigint,
-    expires_at_utc = ${plusMs('$7')}, updated_at_utc = ${NOW},
-    lease_id = CASE WHEN $11::boolean THEN NULL ELSE lease_id END,
-    lease_expires_at_utc = CASE WHEN $11::boolean THEN NULL WHEN $10::bigint IS NULL THEN lease_expires_at_utc ELSE ${plusMs('$10')} END
-WHERE flow_id = $1 AND revision = $8::bigint AND expires_at_utc > ${NOW}
-  AND lease_id = $9::text AND lease_expires_at_utc > ${NOW}`,
-      12,
-    ),
+    checkpoint: writeWithSteps(n, checkpoint, 12),
+    /** The checkpoint carrying jobs (an awaited step's request with its breadcrumb): $16..$23 the carried jobs. */
+    checkpointCarrying: writeWithSteps(n, checkpoint, 12, true),
     /**
      * Takes the lease and returns the state in one statement (no reload after the lease), with the database's
      * time. $1 id, $2 lease id, $3 duration ms.

@@ -3,6 +3,7 @@
 // table once (flow-verify.ts) and binds the statements of flow-statements.ts.
 
 import { createHash } from 'node:crypto';
+import type { CarriedJob } from '../../flows/jobs';
 import type { FlowState, FlowStatus } from '../../flows/state';
 import type { FlowAcquired, FlowCheckpointLease, FlowLease, FlowListQuery, FlowStateStore, FlowSummary } from '../../flows/store';
 import {
@@ -25,6 +26,7 @@ import {
 import { readUntorn, settled, type StoredStepRow } from '../../flows/step-rows';
 import type { Logger } from '../../log';
 import type { SchemaNames } from '../schema-names';
+import { carriedJobValues } from './carried-jobs';
 import type { PgClient } from './client';
 import { flowListStatement, flowStatements, flowStateTable, type FlowStatements } from './flow-statements';
 import { evaluateFlowTable, readFlowTableCatalog } from './flow-verify';
@@ -38,6 +40,11 @@ export interface PostgresFlowStoreOptions {
   maxStateBytes?: number;
   /** Test seam: the opportunistic prune's interval clock. */
   pruneGate?: PruneGate;
+  /**
+   * The transport's table (names.transport) is on this same client and schema: a create and a checkpoint may carry
+   * jobs into it (carried-jobs.ts). openPostgresStoresOn sets it.
+   */
+  carriesJobs?: boolean;
 }
 
 interface StateRow {
@@ -78,13 +85,15 @@ export class PostgresFlowStore implements FlowStateStore {
   private readonly pruneGate: PruneGate;
   private ready = false;
   private attempt?: Promise<void>;
+  readonly carriesJobs: boolean;
 
   constructor(
     private readonly client: PgClient,
     private readonly options: PostgresFlowStoreOptions,
   ) {
     this.sql = flowStatements(options.names);
-    const hot = [this.sql.load, this.sql.acquire, this.sql.createAndAcquire, this.sql.update, this.sql.checkpoint, this.sql.create];
+    this.carriesJobs = options.carriesJobs === true;
+    const hot = [this.sql.load, this.sql.acquire, this.sql.createAndAcquire, this.sql.update, this.sql.checkpoint, this.sql.create, this.sql.createCarrying, this.sql.checkpointCarrying];
     this.prepared = new Map(hot.map((text) => [text, `arf_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`]));
     this.maxStateBytes = checkMaxStateBytes(options.maxStateBytes);
     this.pruneGate = options.pruneGate ?? new PruneGate();
@@ -126,13 +135,26 @@ export class PostgresFlowStore implements FlowStateStore {
     flowRowValues(state, this.maxStateBytes);
   }
 
-  async tryCreate(state: FlowState, ttlMs: number): Promise<boolean> {
+  async tryCreate(state: FlowState, ttlMs: number, carry?: readonly CarriedJob[]): Promise<boolean> {
     checkCreateRevision(state);
     const v = flowRowValues(state, this.maxStateBytes);
     const ttl = clampDurationMs(ttlMs, 'the flow state TTL');
-    const r = await this.run(this.sql.create, [v.flowId, v.flowName, v.status, v.lastMessage, v.stateJson, ttl]);
+    const values = [v.flowId, v.flowName, v.status, v.lastMessage, v.stateJson, ttl];
+    let created: boolean;
+    if (carry && carry.length > 0) {
+      const jobs = this.carried(carry);
+      created = (await this.run<{ n: number }>(this.sql.createCarrying, [...values, ...jobs])).rows[0]!.n > 0;
+    } else {
+      created = (await this.run(this.sql.create, values)).rowCount > 0;
+    }
     if (this.pruneGate.take()) await this.pruneQuietly();
-    return r.rowCount > 0;
+    return created;
+  }
+
+  /** The carried jobs' parameters; a store not opened beside the transport refuses them (a caller's bug). */
+  private carried(carry: readonly CarriedJob[]): unknown[] {
+    if (!this.carriesJobs) throw new Error('this flow store does not carry jobs (it was not opened beside the transport)');
+    return carriedJobValues(this.options.names.transport, carry);
   }
 
   private async pruneQuietly(): Promise<void> {
@@ -172,7 +194,7 @@ export class PostgresFlowStore implements FlowStateStore {
     });
   }
 
-  async tryUpdate(state: FlowState, expectedRevision: number, ttlMs: number, leaseId?: string, lease?: FlowCheckpointLease): Promise<boolean> {
+  async tryUpdate(state: FlowState, expectedRevision: number, ttlMs: number, leaseId?: string, lease?: FlowCheckpointLease, carry?: readonly CarriedJob[]): Promise<boolean> {
     checkUpdateRevision(state, expectedRevision);
     if (leaseId !== undefined) checkLeaseId(leaseId);
     const v = flowUpdateValues(state);
@@ -183,8 +205,13 @@ export class PostgresFlowStore implements FlowStateStore {
     let updated: boolean;
     if (leaseId !== undefined && lease && (lease.release || lease.extendMs !== undefined)) {
       const extend = lease.extendMs === undefined ? null : clampDurationMs(lease.extendMs, 'the lease duration');
-      updated = (await this.run<{ n: number }>(this.sql.checkpoint, [...values, extend, lease.release === true, ...steps])).rows[0]!.n > 0;
+      const checkpoint = [...values, extend, lease.release === true, ...steps];
+      updated =
+        carry && carry.length > 0
+          ? (await this.run<{ n: number }>(this.sql.checkpointCarrying, [...checkpoint, ...this.carried(carry)])).rows[0]!.n > 0
+          : (await this.run<{ n: number }>(this.sql.checkpoint, checkpoint)).rows[0]!.n > 0;
     } else {
+      if (carry && carry.length > 0) throw new Error('only a lease-fenced checkpoint carries jobs');
       updated = (await this.run<{ n: number }>(this.sql.update, [...values, ...steps])).rows[0]!.n > 0;
     }
     if (updated) settled(state, w);
