@@ -4,7 +4,7 @@
 
 import type { ResponseChannel } from '../channel/response-channel';
 import { createFlows, type Flows } from '../flows/flows';
-import { DEFAULT_FLOWS_QUEUE, type FlowCarriedPublisher, type FlowPublisher } from '../flows/jobs';
+import { DEFAULT_FLOWS_QUEUE, type FlowCarriedPublisher, type FlowJobQueue, type FlowPublisher } from '../flows/jobs';
 import type { WakeSignal } from '../transport/wake';
 import type { FlowMetrics } from '../flows/metrics';
 import type { FlowOptions } from '../flows/options';
@@ -79,13 +79,7 @@ export function wireFlows(parts: {
       cancel: async (id) => {
         await parts.transport.cancel(queue, id, false);
       },
-      carried: parts.carriesJobs ? {
-        row: ({ id, job, delayMs }) => ({ id, queue, payloadJson: JSON.stringify(job), headersJson: '{}', delayMs, priority: 0, quiet: delayMs <= 0 && parts.wake.claimsPromptly(queue) }),
-        announce: (jobs) => {
-          for (const j of jobs) if (j.delayMs <= 0) parts.wake.notify(j.queue);
-          m.jobsPublished(queue, jobs.length);
-        },
-      } : undefined,
+      ...(parts.carriesJobs ? { carried: carriedStartJobs(queue, parts.wake, m) } : {}),
     },
     responses: {
       watch: async (correlationId, watch, ttlMs) => {
@@ -106,6 +100,20 @@ export function wireFlows(parts: {
     },
     internalTargets: {
       [FLOW_RESPONSE_TARGET]: async (data, response) => flows.recoverResponse(data as FlowResponseWatch, response),
+    },
+  };
+}
+
+/**
+ * The start job as the row the run's create carries (no NOTIFY when a drain of this process has room for the flows
+ * queue: it is woken in process), and the announcement once that create committed.
+ */
+function carriedStartJobs(queue: string, wake: WakeSignal, m: Metrics): NonNullable<FlowJobQueue['carried']> {
+  return {
+    row: ({ id, job, delayMs }) => ({ id, queue, payloadJson: JSON.stringify(job), headersJson: '{}', delayMs, priority: 0, quiet: delayMs <= 0 && wake.claimsPromptly(queue) }),
+    announce: (jobs) => {
+      for (const j of jobs) if (j.delayMs <= 0) wake.notify(j.queue);
+      m.jobsPublished(queue, jobs.length);
     },
   };
 }
