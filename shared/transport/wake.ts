@@ -23,7 +23,9 @@ export class WakeSignal {
   /**
    * A drain loop of this process runs the queue with room to claim into: a row published for it now is claimed
    * here promptly once notify() wakes the loop (it waits on this signal, or claims again as soon as its claim in
-   * flight answers), so other processes need not be woken for it.
+   * flight answers), so other processes need not be woken for it. Should the loop end before it claims (a shutdown,
+   * a Function's drain going idle), the row waits as an un-notified one does: for another loop's next poll or claim,
+   * or the drain request the announcer sends in queue mode.
    */
   claimsPromptly(queue: string): boolean {
     return (this.roomy.get(queue)?.size ?? 0) > 0 || (this.waiters.get(queue)?.size ?? 0) > 0;
