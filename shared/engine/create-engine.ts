@@ -481,8 +481,13 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     await publishTraced(queue, undefined, parsed.messages, () =>
       track(write([{ id: m.id, queue, payloadJson: m.payloadJson, headersJson: JSON.stringify(m.headers), delayMs: m.delayMs, priority: m.priority ?? 0, quiet: m.delayMs <= 0 && publishWake.claimsPromptly(queue) }])),
     );
-    if (m.delayMs <= 0) publishWake.notify(queue);
-    metrics.jobsPublished(queue, 1);
+    // committed: nothing after this may fail the caller (it would take the sent request for an unsent one)
+    try {
+      if (m.delayMs <= 0) publishWake.notify(queue);
+      metrics.jobsPublished(queue, 1);
+    } catch (err) {
+      logger.warn(`announcing the request published on '${queue}' failed`, err);
+    }
     return { id: m.id };
   };
   const insert = async (queue: string, messages: OutgoingMessage[], o: PublishCallOptions): Promise<PublishResult[]> => {

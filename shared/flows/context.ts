@@ -317,7 +317,8 @@ export class FlowRun implements FlowContext {
       // A request (not a function) rides on the breadcrumb's own statement where the store carries jobs: the two
       // commit together, so the send cannot happen without the breadcrumb, nor the breadcrumb without the send.
       const carry = request !== undefined ? this.deps.publishCarried : undefined;
-      let written = false;
+      let written = false; // the breadcrumb committed
+      let sent = false; // the request committed (or the function trigger returned)
       if (!carry) {
         await this.save(breadcrumb, waitLease);
         written = true;
@@ -328,7 +329,7 @@ export class FlowRun implements FlowContext {
         else {
           const { queue, ...fields } = request;
           const message: FlowPublishInput = { ...fields, correlationId };
-          const carried = carry ? await carry(queue, message, (jobs) => this.save(breadcrumb, { ...waitLease, carry: jobs }).then(() => void (written = true))) : null;
+          const carried = carry ? await carry(queue, message, (jobs) => this.save(breadcrumb, { ...waitLease, carry: jobs }).then(() => void (written = sent = true))) : null;
           if (carried === null) {
             if (!written) {
               await this.save(breadcrumb, waitLease);
@@ -340,8 +341,9 @@ export class FlowRun implements FlowContext {
       } catch (err) {
         waiting?.cancel();
         // Known not sent: the next execution starts the step afresh instead of waiting out the window (a step
-        // whose breadcrumb was never written starts afresh anyway).
-        if (written) {
+        // whose breadcrumb was never written starts afresh anyway). A request that committed with its breadcrumb
+        // was sent: the next execution re-attaches to it.
+        if (written && !sent) {
           await this.save((s) => {
             s.steps[name] = { ...s.steps[name], faulted: true, message: `trigger failed: ${(err as Error)?.message ?? String(err)}` };
           }).catch(() => undefined);

@@ -46,6 +46,10 @@ export interface FlowPublishInput {
   correlationId?: string;
   headers?: Record<string, string>;
   delaySeconds?: number;
+  /** As the engine's publish takes them (-32768..32767, higher first). */
+  priority?: number;
+  /** As the engine's publish takes it: a request with one is published on its own, after the breadcrumb. */
+  orderingKey?: string;
 }
 
 export type FlowPublisher = (queue: string, message: FlowPublishInput) => Promise<{ id: string }>;
@@ -62,7 +66,7 @@ export interface CarriedJob {
   delayMs: number;
   priority: number;
   /**
-   * A drain of this process waits for the queue with room (WakeSignal.waiting): the in-process wake brings it the
+   * A drain of this process has room for the queue (WakeSignal.claimsPromptly): the in-process wake brings it the
    * row at once, so the write sends no NOTIFY for it (a NOTIFY takes PostgreSQL's notify lock until its commit is
    * flushed, which serialises the commits of every notifying transaction).
    */

@@ -68,18 +68,24 @@ export async function startFlow(deps: StarterDeps, flowName: string, input: unkn
   };
   deps.store.validateCreate(state);
   const startJob = { id: startJobId(id), job: { kind: 'start', flowId: id, stateJson: serializeFlowState(state) } as const, delayMs: 0 };
-  let created: boolean;
   const carried = deps.store.carriesJobs ? deps.jobs.carried : undefined;
   if (carried) {
     // one statement: the run's row and its start job, both or neither (a repeated start inserts no second job)
     const row = carried.row(startJob);
-    created = await deps.store.tryCreate(state, deps.stateExpiryMs, [row]);
-    if (created) carried.announce([row]);
-  } else {
-    await deps.jobs.publish(startJob);
-    created = await deps.store.tryCreate(state, deps.stateExpiryMs);
+    for (let attempt = 1; attempt <= CARRIED_START_ATTEMPTS; attempt++) {
+      if (await deps.store.tryCreate(state, deps.stateExpiryMs, [row])) {
+        carried.announce([row]);
+        deps.metrics.runStarted(flowName);
+        return { id, status: 'Running', created: true };
+      }
+      const stored = await deps.store.load(id);
+      if (stored) return sameStart(stored, flowName, inputJson);
+      // the live row it met expired or was deleted since: nothing of this start is written yet, so create again
+    }
+    throw new Error(`flow run '${id}' could not be started: its id's row kept appearing and vanishing (${CARRIED_START_ATTEMPTS} attempts)`);
   }
-  if (!created) {
+  await deps.jobs.publish(startJob);
+  if (!(await deps.store.tryCreate(state, deps.stateExpiryMs))) {
     const stored = await deps.store.load(id);
     // written by this start's own job (a drain ran it first: it carries this very ledger), or by another start
     if (stored && stored.startNonce !== startNonce) return sameStart(stored, flowName, inputJson);
@@ -87,6 +93,9 @@ export async function startFlow(deps: StarterDeps, flowName: string, input: unkn
   deps.metrics.runStarted(flowName);
   return { id, status: 'Running', created: true };
 }
+
+/** A carried create that met a live row which was gone at the read after it is tried again, this often in all. */
+const CARRIED_START_ATTEMPTS = 3;
 
 function sameStart(existing: FlowState, flowName: string, inputJson: string): StartedFlow {
   if (existing.flowName !== flowName) throw new FlowIdConflictError(existing.flowId, `it is a run of flow '${existing.flowName}'`);

@@ -147,7 +147,12 @@ export function instrumentChannelStore(store: ChannelStore, telemetry: Dependenc
 
 export function instrumentFlowStore(store: FlowStateStore, telemetry: DependencyTelemetry): FlowStateStore {
   // validateCreate is the one synchronous, I/O-free method: passed through unwrapped
-  return { ...wrapMethods(store, Object.keys(FLOW_METHODS), 'flows', telemetry), validateCreate: (state) => store.validateCreate(state) } as FlowStateStore;
+  // carriesJobs is a property, not a method: kept, or an instrumented store would stop carrying jobs
+  return {
+    ...wrapMethods(store, Object.keys(FLOW_METHODS), 'flows', telemetry),
+    validateCreate: (state) => store.validateCreate(state),
+    ...(store.carriesJobs ? { carriesJobs: true } : {}),
+  } as FlowStateStore;
 }
 
 export function instrumentScheduleStore(store: ScheduleStore, telemetry: DependencyTelemetry): ScheduleStore {

@@ -372,8 +372,10 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
       // Claim again once the buffer runs dry, or once a batch's worth of room (at most half the capacity) is free.
       const refillAt = Math.max(1, Math.min(o.batchSize, Math.ceil(capacity / 2)));
       const room = capacity - inFlight.size - buffer.size - claimingRows - takingRows - awaitingAck.size;
-      // room it can claim into now (a limit holding it back, or a claim fault's wait, leaves others to be woken)
-      o.wake.room(o.queue, roomToken, room > 0 && now() >= retryAt && now() >= heldUntil);
+      // room it claims into as soon as it may (the claim condition below, its parallel claims aside); a limit
+      // holding it back, or a claim fault's wait, leaves others to be woken
+      const claimsNow = room > 0 && now() >= retryAt && now() >= heldUntil && (room >= refillAt || (buffer.size === 0 && free > 0));
+      o.wake.room(o.queue, roomToken, claimsNow);
       // The queue looked empty a moment ago: wait for a wake or the poll delay before asking again.
       const pollAt = emptyAt === undefined ? 0 : emptyAt + o.emptyPollDelayMs;
       // a limited queue near its limit claims one at a time (its claims serialize on the queue-state row anyway); far
@@ -386,7 +388,8 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
       }
       // not idle while an ack may still bring this drain its keys' next jobs (ack-and-take-next)
       const handingOver = awaitingAck.size > 0 || takingRows > 0;
-      if (claims.size === 0 && inFlight.size === 0 && buffer.size === 0 && !handingOver && emptyAt !== undefined && now() - lastActivity >= o.idleGraceMs) {
+      // a wake that came while no wait listened (a row published since the last claim) is claimed, not left behind
+      if (claims.size === 0 && inFlight.size === 0 && buffer.size === 0 && !handingOver && emptyAt !== undefined && now() - lastActivity >= o.idleGraceMs && !o.wake.pendingFor(o.queue)) {
         report.stoppedBy = 'idle';
         break;
       }

@@ -23,12 +23,17 @@ export class WakeSignal {
   /**
    * A drain loop of this process runs the queue with room to claim into: a row published for it now is claimed
    * here promptly once notify() wakes the loop (it waits on this signal, or claims again as soon as its claim in
-   * flight answers), so other processes need not be woken for it. Should the loop end before it claims (a shutdown,
-   * a Function's drain going idle), the row waits as an un-notified one does: for another loop's next poll or claim,
-   * or the drain request the announcer sends in queue mode.
+   * flight answers), so other processes need not be woken for it. A loop does not go idle with such a wake pending;
+   * should it end before it claims (a shutdown, its budget), the row waits as an un-notified one does: for another
+   * loop's next poll or claim, or the drain request the announcer sends in queue mode.
    */
   claimsPromptly(queue: string): boolean {
     return (this.roomy.get(queue)?.size ?? 0) > 0 || (this.waiters.get(queue)?.size ?? 0) > 0;
+  }
+
+  /** A wake for the queue came while no loop waited: the next wait returns at once. */
+  pendingFor(queue: string): boolean {
+    return this.pending.has(queue);
   }
 
   notify(queue: string): void {

@@ -72,7 +72,7 @@ for (const target of TARGETS) {
       const metrics = new MemoryMetrics();
       const registry = new FlowRegistry().register('ask-twice', async (ctx, input: { jobId: string }) => {
         const a = await ctx.awaitResponse('carried', { queue: 'asks', id: input.jobId, payload: { n: 1 }, headers: { 'x-tag': 'one' } });
-        const b = await ctx.awaitResponse('keyed', { queue: 'asks', payload: { n: 2 }, orderingKey: 'k' } as never);
+        const b = await ctx.awaitResponse('keyed', { queue: 'asks', payload: { n: 2 }, orderingKey: 'k' });
         return [a, b];
       });
       const engine = await createEngine({

@@ -266,7 +266,11 @@ describe('awaited responses with a request trigger ({ queue, payload })', () => 
       }
     };
     await h.run(0);
-    // the first execution failed at its breadcrumb's write: nothing was carried; the redelivery sent the request once
+    // the first execution failed at its breadcrumb's write: nothing was carried, nothing recorded of the step
+    expect(h.carried).toEqual([]);
+    expect(h.published).toEqual([]);
+    expect((await h.state(id)).steps.approve).toBeUndefined();
+    // the redelivery sent the request once
     await h.run(1_000);
     expect(h.carried).toHaveLength(1);
     expect(h.published).toHaveLength(1);
@@ -294,5 +298,48 @@ describe('awaited responses with a request trigger ({ queue, payload })', () => 
     expect(s.status).toBe('Failed');
     expect(s.error?.message).toMatch(/a function of the correlation id or a request \{ queue, payload \}/);
     expect(h.published).toEqual([]);
+  });
+});
+
+describe('carried writes: what committed counts', () => {
+  it('a request that committed with its breadcrumb is not faulted when the caller then fails: the next execution re-attaches, nothing is sent twice', async () => {
+    const h = new FlowHarness({}, { carryJobs: true });
+    h.registry.register('ask', async (ctx) => ctx.awaitResponse('approve', { queue: 'approvals', payload: { flowId: ctx.flowId } }));
+    let failAfterCommit = true;
+    h.onPublish = () => {
+      if (failAfterCommit) {
+        failAfterCommit = false;
+        throw new Error('metrics sink failed after the commit (injected)');
+      }
+    };
+    const { id } = await h.flows.start('ask', {});
+    await h.run(1_000);
+    const cid = h.published[0]!.correlationId!;
+    expect(h.carried).toHaveLength(1);
+    expect(h.published).toHaveLength(1);
+    const s = await h.state(id);
+    expect(s.steps.approve?.pendingCorrelationId).toBe(cid);
+    expect(s.steps.approve?.faulted).toBeUndefined();
+    expect(await h.respond(cid, 'ok')).toBe('woken');
+    await h.run(0);
+    expect((await h.state(id)).status).toBe('Succeeded');
+    expect(h.carried).toHaveLength(1);
+  });
+
+  it('a start whose create met a live row gone by the read after it creates again (one row, one start job)', async () => {
+    const h = new FlowHarness({}, { carryJobs: true });
+    h.registry.register('noop', async () => 'done');
+    // a live row of another run with this id, gone (expired, deleted) between the create and the read
+    h.store.rows.set('r1', { stateJson: '{}', revision: 0, expiresAt: h.clock.now() + 60_000, updatedAt: 0, createdAt: 0, leaseId: null, leaseExpiresAt: null });
+    h.store.beforeCall = (op) => {
+      if (op === 'load') h.store.rows.delete('r1');
+    };
+    const started = await h.flows.start('noop', { n: 1 }, { id: 'r1' });
+    h.store.beforeCall = undefined;
+    expect(started).toEqual({ id: 'r1', status: 'Running', created: true });
+    expect(h.store.calls.tryCreate).toBe(2);
+    expect(h.jobsOf('r1').map((j) => j.job.kind)).toEqual(['start']);
+    await h.run(0);
+    expect((await h.state('r1')).status).toBe('Succeeded');
   });
 });

@@ -172,6 +172,21 @@ describe('instrumentStores (the runtime seam)', () => {
       ...SCHEDULES.map((m) => [`schedules.${m}`, 'srv.database.windows.net/db']),
     ]);
   });
+
+  it('a flow store that carries jobs (PGlite) still does once wrapped, and its writes get the carried jobs', async () => {
+    const s = stores();
+    const seen: unknown[][] = [];
+    Object.assign(s.flows, { carriesJobs: true, tryCreate: async (...args: unknown[]) => (seen.push(args), true) });
+    const { record } = recorder();
+    const wrapped = await instrumentStores(s, { kind: 'pglite', dataDir: 'memory://' }, record);
+    expect(wrapped.flows).not.toBe(s.flows);
+    expect(wrapped.flows.carriesJobs).toBe(true);
+    const job = { id: 'j', queue: 'flows', payloadJson: '{}', headersJson: '{}', delayMs: 0, priority: 0 };
+    expect(await wrapped.flows.tryCreate({} as never, 1000, [job])).toBe(true);
+    expect(seen).toEqual([[{}, 1000, [job]]]);
+    // a store that does not carry stays so
+    expect((await instrumentStores(stores(), { kind: 'pglite', dataDir: 'memory://' }, record)).flows.carriesJobs).toBeUndefined();
+  });
 });
 
 describe('dependency target', () => {

@@ -58,3 +58,28 @@ describe('claims promptly (a drain of this process has room for the queue)', () 
     expect(wake.claimsPromptly('q')).toBe(false);
   });
 });
+
+describe('a drain does not go idle with a wake pending', () => {
+  it('a row published (and woken) while its empty claim was in flight is claimed, not left to the next drain', async () => {
+    const store = new MemoryStore();
+    const wake = new WakeSignal();
+    const ran: unknown[] = [];
+    let first = true;
+    const claim = store.claim.bind(store);
+    store.claim = async (...args: Parameters<MemoryStore['claim']>) => {
+      const batch = await claim(...args);
+      if (first) {
+        first = false;
+        // while this empty claim answers, a publisher commits a row and wakes the queue: no loop waits right now
+        await store.publish([message('q', { n: 1 })]);
+        wake.notify('q');
+        expect(wake.pendingFor('q')).toBe(true);
+      }
+      return batch;
+    };
+    const report = await drainQueue(drainOptions(store, { wake, idleGraceMs: 0, emptyPollDelayMs: 60_000, handler: async (job) => void ran.push(job.payload) }));
+    expect(ran).toEqual([{ n: 1 }]);
+    expect(report.stoppedBy).toBe('idle');
+    expect(wake.pendingFor('q')).toBe(false);
+  });
+});
