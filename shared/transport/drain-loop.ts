@@ -372,10 +372,9 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
       // Claim again once the buffer runs dry, or once a batch's worth of room (at most half the capacity) is free.
       const refillAt = Math.max(1, Math.min(o.batchSize, Math.ceil(capacity / 2)));
       const room = capacity - inFlight.size - buffer.size - claimingRows - takingRows - awaitingAck.size;
-      // room it claims into as soon as it may (the claim condition below, its parallel claims aside); a limit
-      // holding it back, or a claim fault's wait, leaves others to be woken
-      const claimsNow = room > 0 && now() >= retryAt && now() >= heldUntil && (room >= refillAt || (buffer.size === 0 && free > 0));
-      o.wake.room(o.queue, roomToken, claimsNow);
+      // room to claim into, now or once its buffer (prefetched jobs) runs low; a limit holding it back, or a claim
+      // fault's wait, leaves others to be woken (WakeSignal.claimsPromptly says what that costs them)
+      o.wake.room(o.queue, roomToken, room > 0 && now() >= retryAt && now() >= heldUntil);
       // The queue looked empty a moment ago: wait for a wake or the poll delay before asking again.
       const pollAt = emptyAt === undefined ? 0 : emptyAt + o.emptyPollDelayMs;
       // a limited queue near its limit claims one at a time (its claims serialize on the queue-state row anyway); far

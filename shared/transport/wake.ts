@@ -22,10 +22,12 @@ export class WakeSignal {
 
   /**
    * A drain loop of this process runs the queue with room to claim into: a row published for it now is claimed
-   * here promptly once notify() wakes the loop (it waits on this signal, or claims again as soon as its claim in
-   * flight answers), so other processes need not be woken for it. A loop does not go idle with such a wake pending;
-   * should it end before it claims (a shutdown, its budget), the row waits as an un-notified one does: for another
-   * loop's next poll or claim, or the drain request the announcer sends in queue mode.
+   * here once notify() wakes it (it waits on this signal, or claims again as soon as its claim in flight answers or
+   * its prefetched jobs run low), so a publisher may skip waking other processes (flows' carried jobs do). What that
+   * costs them is bounded: a running drain loop elsewhere claims an un-notified row at its next empty-queue poll
+   * (EMPTY_POLL_DELAY_MS, 250 ms), and in queue mode the announcer's drain request goes out whatever. A loop does not
+   * go idle with such a wake pending; should it end before it claims (a shutdown, its budget), the row waits in the
+   * same way.
    */
   claimsPromptly(queue: string): boolean {
     return (this.roomy.get(queue)?.size ?? 0) > 0 || (this.waiters.get(queue)?.size ?? 0) > 0;
