@@ -8,8 +8,8 @@
 import type { TransportNames } from '../../sql/identifiers';
 import type { CarriedJob } from '../../flows/jobs';
 import { TRANSPORT_NOTIFY_CHANNEL } from './notify-channel';
-import { notifyPrefix } from './statements';
-import { pgTables, stateFor } from './ready-set';
+import { notifyPrefix, pgInsertPlainRows } from './statements';
+import { pgTables } from './ready-set';
 
 /** How many parameters the carried jobs take, from `first`. */
 export const CARRIED_JOB_PARAMS = 8;
@@ -21,15 +21,9 @@ export const CARRIED_JOB_PARAMS = 8;
 export function pgCarriedJobsCtes(names: TransportNames, gate: string, first: number): string {
   const { t } = pgTables(names);
   const p = (i: number) => `$${first + i}`;
+  const source = `unnest(${p(0)}::uuid[], ${p(1)}::text[], ${p(2)}::text[], ${p(3)}::text[], ${p(4)}::bigint[], ${p(5)}::smallint[]) WITH ORDINALITY AS s(id, queue, payload_json, headers_json, delay_ms, priority, ord)`;
   return `jobs AS (
-  INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at, priority, state)
-  SELECT s.id, s.queue, s.payload_json, s.headers_json, (SELECT clock_timestamp()) + (s.ord - 1) * interval '1 microsecond',
-         CASE WHEN s.delay_ms > 0 THEN clock_timestamp() + s.delay_ms * interval '1 millisecond' ELSE clock_timestamp() END, s.priority, ${stateFor('s.delay_ms > 0')}
-  FROM unnest(${p(0)}::uuid[], ${p(1)}::text[], ${p(2)}::text[], ${p(3)}::text[], ${p(4)}::bigint[], ${p(5)}::smallint[]) WITH ORDINALITY AS s(id, queue, payload_json, headers_json, delay_ms, priority, ord)
-  WHERE EXISTS (SELECT 1 FROM ${gate})
-  ORDER BY s.ord
-  ON CONFLICT (id) DO NOTHING
-  RETURNING queue, state IS NULL AS due),
+${pgInsertPlainRows(t, `${source} WHERE EXISTS (SELECT 1 FROM ${gate})`, 'queue, state IS NULL AS due')}),
 jobs_woken AS (SELECT pg_notify('${TRANSPORT_NOTIFY_CHANNEL}', ${p(6)} || q.queue) FROM (SELECT DISTINCT queue FROM jobs WHERE due AND queue <> ALL(${p(7)}::text[])) AS q)`;
 }
 

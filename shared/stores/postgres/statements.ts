@@ -65,6 +65,21 @@ export const CLAIM_TIMES = '(EXTRACT(EPOCH FROM m.created_at) * 1000)::float8 AS
  */
 const BATCH_CREATED_AT = "(SELECT clock_timestamp()) + (s.ord - 1) * interval '1 microsecond'";
 
+/**
+ * The insert of rows without an ordering key (`s`: id, queue, payload_json, headers_json, delay_ms, priority, ord),
+ * an id already present left alone: the publish's (`FROM src`), and the jobs a flow-state write carries
+ * (carried-jobs.ts). `from` is the FROM clause's rest (the source and any WHERE).
+ */
+export function pgInsertPlainRows(t: string, from: string, returning: string): string {
+  return `  INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at, priority, state)
+  SELECT s.id, s.queue, s.payload_json, s.headers_json, ${BATCH_CREATED_AT},
+         CASE WHEN s.delay_ms > 0 THEN clock_timestamp() + s.delay_ms ${MS} ELSE clock_timestamp() END, s.priority, ${stateFor('s.delay_ms > 0')}
+  FROM ${from}
+  ORDER BY s.ord
+  ON CONFLICT (id) DO NOTHING
+  RETURNING ${returning}`;
+}
+
 export function pgStatements(names: TransportNames): PgStatements {
   const t = `${quoteIdentifier(names.schema, 'postgres')}.${quoteIdentifier(names.table, 'postgres')}`;
   const paused = pgJobControlStatements(names, queueStateTableName(names, 'postgres')).pausedTest;
@@ -82,13 +97,7 @@ keyed_src AS (
   SELECT s.queue, s.ordering_key, s.ord FROM src AS s WHERE s.ordering_key IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ${t} AS e WHERE e.id = s.id)),
 ${pgCountKeys(names, 'keyed_src')},
 ins_plain AS (
-  INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at, priority, state)
-  SELECT s.id, s.queue, s.payload_json, s.headers_json, ${BATCH_CREATED_AT},
-         CASE WHEN s.delay_ms > 0 THEN clock_timestamp() + s.delay_ms ${MS} ELSE clock_timestamp() END, s.priority, ${stateFor('s.delay_ms > 0')}
-  FROM src AS s WHERE s.ordering_key IS NULL
-  ORDER BY s.ord
-  ON CONFLICT (id) DO NOTHING
-  RETURNING id, queue, available_at, state IS NULL AS due),
+${pgInsertPlainRows(t, 'src AS s WHERE s.ordering_key IS NULL', 'id, queue, available_at, state IS NULL AS due')}),
 ins_keyed AS (
   INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at, priority, ordering_key, state, seq)
   SELECT s.id, s.queue, s.payload_json, s.headers_json, ${BATCH_CREATED_AT},
