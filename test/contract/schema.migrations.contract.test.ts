@@ -33,6 +33,7 @@ const VERSION_NAMES = [
   'ready set',
   'drop indexes the ready set replaced',
   'flow steps table',
+  'limited claim routine: rows by TID',
 ];
 const LATEST = VERSION_NAMES.length;
 /** Versions from..LATEST. */

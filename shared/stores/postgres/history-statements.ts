@@ -8,7 +8,7 @@
 import { quoteIdentifier, type TransportNames } from '../../sql/identifiers';
 import { CORRELATION_ID_HEADER } from '../../transport/types';
 import { historyNames } from '../history-names';
-import { UNSAFE_JSON_ESCAPE } from './statements';
+import { SETTLEMENT_FENCE, UNSAFE_JSON_ESCAPE } from './statements';
 import { pgReleaseKeys } from './ready-set';
 
 export interface PgHistoryStatements {
@@ -43,7 +43,7 @@ LIMIT $7`;
     // SQL Server: DELETE … OUTPUT deleted.… INTO history FROM … JOIN OPENJSON(@settlements).
     ackToHistory: `WITH done AS (
   DELETE FROM ${t} AS m USING unnest($1::uuid[], $2::uuid[]) AS s(id, lock_id)
-  WHERE m.id = ANY($1::uuid[]) AND m.id = s.id AND m.lock_id = s.lock_id
+  WHERE ${SETTLEMENT_FENCE}
   RETURNING m.id, m.queue, m.payload_json, m.headers_json, m.attempts, m.created_at, m.available_at, ${CORRELATION} AS correlation_id, m.priority, m.ordering_key, m.state, m.seq),
 ${pgReleaseKeys(names, 'done')},
 kept AS (

@@ -62,7 +62,7 @@ ${pgClaimCandidates(names, { queueParam: '$1', n: '(SELECT n FROM room)' })},
 claimed AS (
   UPDATE ${t} AS m
   SET attempts = m.attempts + 1, locked_until = clock_timestamp() + $3::bigint ${MS}, lock_id = $4::uuid, state = NULL
-  WHERE m.ctid = ANY(ARRAY(SELECT ctid FROM picked)) AND m.id = ANY(ARRAY(SELECT id FROM picked))
+  WHERE m.ctid = ANY(ARRAY(SELECT ctid FROM picked))
   RETURNING m.id, m.queue, m.payload_json, m.headers_json, m.attempts, m.lock_id, ${CLAIM_TIMES}, m.priority, m.ordering_key, m.seq),
 ${pgPromoteVacant(names, '$1')},
 spent AS (

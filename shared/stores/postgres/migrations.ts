@@ -232,6 +232,9 @@ export function postgresMigrations(n: SchemaNames): readonly Migration[] {
     // A host of an earlier release refuses a ledger whose head names step rows (its schema version 2) instead of
     // running those steps again. SQL Server's twin is its version 29.
     { version: 20, name: 'flow steps table', statements: flowStepsDdl(n) },
+    // The limited claim's routine again, its UPDATE now fetching the picked rows by TID alone (statements.ts, the
+    // claim): a catalog change, no table lock. A host of an earlier release calls the same routine and gets the same rows.
+    { version: 21, name: 'limited claim routine: rows by TID', statements: [{ name: 'replace limited claim routine', text: pgLimitedClaimRoutineDdl(n.transport) }] },
   ]);
 }
 

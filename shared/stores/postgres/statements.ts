@@ -58,6 +58,16 @@ const MS = "* interval '1 millisecond'";
  */
 export const CLAIM_TIMES = '(EXTRACT(EPOCH FROM m.created_at) * 1000)::float8 AS created_ms, (EXTRACT(EPOCH FROM m.available_at) * 1000)::float8 AS available_ms';
 /**
+ * The fence of a settlement batch (`s`: unnest of ids and lock ids): each id probes the primary key, and the lock id
+ * is matched through an expression. A bare `m.lock_id = s.lock_id` implies `lock_id IS NOT NULL`, the leased index's
+ * predicate, and with statistics taken while few rows were leased (a quiet moment, or the load's start) the planner
+ * read that whole index instead, fetching every leased row and testing it against the id array one element at a
+ * time (a generic plan's `= ANY($1)` is not hashed): O(leased × batch) per ack, 8 % of a drain's CPU in bench/peers.
+ * The nil uuid never names a lease.
+ */
+export const SETTLEMENT_FENCE = "m.id = ANY($1::uuid[]) AND m.id = s.id AND coalesce(m.lock_id, '00000000-0000-0000-0000-000000000000'::uuid) = s.lock_id";
+
+/**
  * created_at of a batch's rows: the statement's start (an InitPlan, evaluated once) plus one microsecond per row, so
  * rows keep batch order even where clock_timestamp() repeats (it does, many rows per microsecond): the claim and
  * the ordering-key head test order by it. Inserting a row takes longer than a microsecond, so the last row's stamp
@@ -112,14 +122,18 @@ woken AS (SELECT pg_notify('${TRANSPORT_NOTIFY_CHANNEL}', $6 || q.queue) FROM (S
 SELECT id, available_at FROM ins, (SELECT count(*) FROM woken) AS n`,
     existing: `SELECT id, available_at, queue FROM ${t} WHERE id = ANY($1::uuid[])`,
     // SQL Server: the same ranges, promoted then claimed in one batch with UPDLOCK, ROWLOCK, READPAST; here FOR
-    // UPDATE SKIP LOCKED in each leaf (ready-set.ts). The claimed ids go to the UPDATE as an array: joined to a CTE
-    // instead, the planner hashes the CTE and reads the whole table; `id = ANY(array)` probes the primary key.
+    // UPDATE SKIP LOCKED in each leaf (ready-set.ts). The UPDATE fetches the picked rows by ctid (a TID scan, no
+    // index descent per row, whatever the table's size; a join to \`picked\` was planned as a Seq Scan on tables of some
+    // thousands of rows). Each picked ctid is the version its leaf locked (in READ COMMITTED a lock follows a concurrent
+    // update to the latest version and returns that one), held until the commit, and no other part of the statement
+    // writes those rows: it is the row to lease. A second test of the id against an array of the picked ids was a
+    // linear filter, 500 × 250 uuid comparisons a claim of 500 (8 % of the drain's CPU with the ack's, bench/peers).
     // A paused queue claims nothing: the pause test is uncorrelated, a one-time filter.
     claim: `WITH ${pgClaimCandidates(names, { queueParam: '$1', n: '$2', hold: paused })},
 claimed AS (
   UPDATE ${t} AS m
   SET attempts = m.attempts + 1, locked_until = clock_timestamp() + $3::bigint ${MS}, lock_id = $4::uuid, state = NULL
-  WHERE m.ctid = ANY(ARRAY(SELECT ctid FROM picked)) AND m.id = ANY(ARRAY(SELECT id FROM picked))
+  WHERE m.ctid = ANY(ARRAY(SELECT ctid FROM picked))
   RETURNING m.id, m.queue, m.payload_json, m.headers_json, m.attempts, m.lock_id, ${CLAIM_TIMES}, m.priority, m.ordering_key, m.seq),
 ${pgPromoteVacant(names, '$1')}
 SELECT * FROM claimed`,
@@ -128,7 +142,7 @@ SELECT * FROM claimed`,
     // A head's ack marks its key vacant when rows remain (ready-set.ts pgReleaseKeys); unkeyed acks skip that part.
     ack: `WITH removed AS (
   DELETE FROM ${t} AS m USING unnest($1::uuid[], $2::uuid[]) AS s(id, lock_id)
-  WHERE m.id = ANY($1::uuid[]) AND m.id = s.id AND m.lock_id = s.lock_id
+  WHERE ${SETTLEMENT_FENCE}
   RETURNING m.queue, m.ordering_key, m.state, m.seq),
 ${pgReleaseKeys(names, 'removed')}
 SELECT count(*)::int AS n FROM removed`,
@@ -138,7 +152,7 @@ SELECT count(*)::int AS n FROM removed`,
     // the outer side of the join (one row), so the planner cannot rescan the modifying CTE per row.
     ackTake: `WITH removed AS (
   DELETE FROM ${t} AS m USING unnest($1::uuid[], $2::uuid[]) AS s(id, lock_id)
-  WHERE m.id = ANY($1::uuid[]) AND m.id = s.id AND m.lock_id = s.lock_id
+  WHERE ${SETTLEMENT_FENCE}
   RETURNING m.queue, m.ordering_key, m.state, m.seq, m.locked_until > clock_timestamp() AS live),
 ${pgReleaseKeys(names, 'removed', { queue: '$3', max: '$4', leaseMs: '$5', lockId: '$6', hold: paused.replace(/\$1(?![0-9])/g, '$3') })}
 SELECT c.n, c.left, p.id, p.queue, p.payload_json, p.headers_json, p.attempts, p.lock_id, p.created_ms, p.available_ms, p.priority, p.ordering_key, p.seq
@@ -151,7 +165,7 @@ WHERE id = $1 AND lock_id = $2`,
     // SQL Server: UPDATE … FROM … JOIN OPENJSON(@settlements); here unnest. available_at stays: the row keeps its place.
     releaseUnstarted: `UPDATE ${t} AS m SET attempts = GREATEST(m.attempts - 1, 0), locked_until = NULL, lock_id = NULL
 FROM unnest($1::uuid[], $2::uuid[]) AS s(id, lock_id)
-WHERE m.id = ANY($1::uuid[]) AND m.id = s.id AND m.lock_id = s.lock_id`,
+WHERE ${SETTLEMENT_FENCE}`,
     // A claim whose answer was lost, handed back by the lock id the drain chose: the queue's rows still leased under
     // it, found in the leased index (the queue's live leases, lock_id included). SKIP LOCKED: rows an uncommitted
     // claim holds are left to lapse. SQL Server: UPDATE … WITH (ROWLOCK, READPAST).
