@@ -30,6 +30,17 @@ for (const fixture of storeFixtures()) {
       expect(await h.raw.row(b.id)).toMatchObject({ queue: 'ack', attempts: 1 }); // still there, untouched by the stale ack
     });
 
+    it('a settlement naming the nil uuid settles no unleased row (PostgreSQL matches the lock id through coalesce)', async (ctx) => {
+      await skipOnGap(fixture.name, ctx, 'updateThroughCte');
+      const m = message('nil-lock');
+      await h.store.publish([m]);
+      const nil = { id: m.id, lockId: '00000000-0000-0000-0000-000000000000' };
+      expect(await h.store.ack([nil])).toBe(0);
+      expect(await h.store.ackToHistory([nil])).toBe(0);
+      expect(await h.store.releaseUnstarted([nil])).toBe(0);
+      expect(await h.raw.row(m.id)).toMatchObject({ queue: 'nil-lock', attempts: 0, lockId: null });
+    });
+
     it('NAK then re-claim gives attempt 2 with a new lock id; attempts are not decremented', async (ctx) => {
       await skipOnGap(fixture.name, ctx, 'updateThroughCte');
       const c = await claimOne('nak');

@@ -63,9 +63,10 @@ export const CLAIM_TIMES = '(EXTRACT(EPOCH FROM m.created_at) * 1000)::float8 AS
  * predicate, and with statistics taken while few rows were leased (a quiet moment, or the load's start) the planner
  * read that whole index instead, fetching every leased row and testing it against the id array one element at a
  * time (a generic plan's `= ANY($1)` is not hashed): O(leased × batch) per ack, 8 % of a drain's CPU in bench/peers.
- * The nil uuid never names a lease.
+ * A settlement naming the nil uuid matches nothing (else it would match an unleased row).
  */
-export const SETTLEMENT_FENCE = "m.id = ANY($1::uuid[]) AND m.id = s.id AND coalesce(m.lock_id, '00000000-0000-0000-0000-000000000000'::uuid) = s.lock_id";
+const NIL_UUID = "'00000000-0000-0000-0000-000000000000'::uuid";
+export const SETTLEMENT_FENCE = `m.id = ANY($1::uuid[]) AND m.id = s.id AND coalesce(m.lock_id, ${NIL_UUID}) = s.lock_id AND s.lock_id <> ${NIL_UUID}`;
 
 /**
  * created_at of a batch's rows: the statement's start (an InitPlan, evaluated once) plus one microsecond per row, so
