@@ -8,6 +8,8 @@ export interface PlanNode {
   /** With EXPLAIN (ANALYZE, BUFFERS): the node's buffers, its children's included. */
   'Shared Hit Blocks'?: number;
   'Shared Read Blocks'?: number;
+  'TID Cond'?: string;
+  Filter?: string;
   Plans?: PlanNode[];
 }
 

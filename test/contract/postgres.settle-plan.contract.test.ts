@@ -74,9 +74,9 @@ for (const fixture of schemaDbFixtures()) {
         ackToHistory: pgHistoryStatements(names).ackToHistory,
       };
       for (const [name, text] of Object.entries(statements)) {
-        // a drain's statements are prepared, and after five runs PostgreSQL may keep the generic plan: `= ANY($1)` is
-        // then an unhashed filter wherever it is not an index condition
-        // EXPLAIN ANALYZE runs the statement: its transaction is rolled back, so each statement meets the same leases
+        // A drain's statements are prepared, and after five runs PostgreSQL may keep the generic plan: `= ANY($1)` is
+        // then an unhashed filter wherever it is not an index condition. EXPLAIN ANALYZE runs the statement: its
+        // transaction is rolled back, so each statement meets the same leases.
         let plan: PlanNode | undefined;
         const rollback = new Error('rollback');
         await d.client
@@ -108,11 +108,11 @@ for (const fixture of schemaDbFixtures()) {
       const { d, names } = await seeded(2_000);
       const texts = { claim: pgStatements(names).claim, limited: pgLimitStatements(names).claim };
       for (const [name, text] of Object.entries(texts)) {
-        const r = await d.client.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode & { 'TID Cond'?: string; Filter?: string } }> }>(
+        const r = await d.client.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(
           `EXPLAIN (FORMAT JSON) ${text}`,
           name === 'claim' ? ['work', 500, 30_000, randomUUID()] : ['work', 500, 30_000, randomUUID(), 1000, null, null],
         );
-        const all = nodes(r.rows[0]!['QUERY PLAN'][0]!.Plan) as Array<PlanNode & { 'TID Cond'?: string; Filter?: string }>;
+        const all = nodes(r.rows[0]!['QUERY PLAN'][0]!.Plan);
         const tid = all.filter((n) => n['Node Type'] === 'Tid Scan');
         expect(tid.map((n) => /^\(ctid = ANY \(.+\)\)$/.test(n['TID Cond'] ?? '')), `${name}: ${tid.map((n) => n['TID Cond']).join(', ')}`).toEqual([true]);
         // before, `m.id = ANY(ARRAY(SELECT id FROM picked))`: 500 × 250 uuid comparisons a claim of 500

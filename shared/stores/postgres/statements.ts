@@ -62,7 +62,8 @@ export const CLAIM_TIMES = '(EXTRACT(EPOCH FROM m.created_at) * 1000)::float8 AS
  * is matched through an expression. A bare `m.lock_id = s.lock_id` implies `lock_id IS NOT NULL`, the leased index's
  * predicate, and with statistics taken while few rows were leased (a quiet moment, or the load's start) the planner
  * read that whole index instead, fetching every leased row and testing it against the id array one element at a
- * time (a generic plan's `= ANY($1)` is not hashed): O(leased × batch) per ack, 8 % of a drain's CPU in bench/peers.
+ * time (a generic plan's `= ANY($1)` is not hashed): O(leased × batch) per ack (with the claim's id test, below,
+ * 8 % of the machine's samples in a profile of the bench/peers drain).
  * A settlement naming the nil uuid matches nothing (else it would match an unleased row).
  */
 const NIL_UUID = "'00000000-0000-0000-0000-000000000000'::uuid";
