@@ -49,6 +49,7 @@ for (const fixture of schemaDbFixtures()) {
       const params = [claimed.map((c) => c.id), claimed.map((c) => c.lockId)];
       const statements = {
         ack: pgStatements(names).ack,
+        ackUnkeyed: pgStatements(names).ackUnkeyed,
         releaseUnstarted: pgStatements(names).releaseUnstarted,
         ackToHistory: pgHistoryStatements(names).ackToHistory,
       };
@@ -70,6 +71,7 @@ for (const fixture of schemaDbFixtures()) {
       const batch = leases.filter((_, i) => i % 40 === 7).slice(0, 500); // spread over the table, as a drain's acks are
       const statements = {
         ack: pgStatements(names).ack,
+        ackUnkeyed: pgStatements(names).ackUnkeyed,
         releaseUnstarted: pgStatements(names).releaseUnstarted,
         ackToHistory: pgHistoryStatements(names).ackToHistory,
       };

@@ -30,6 +30,23 @@ for (const fixture of storeFixtures()) {
       expect(await h.raw.row(b.id)).toMatchObject({ queue: 'ack', attempts: 1 }); // still there, untouched by the stale ack
     });
 
+    it("an ack of a keyed job's message that does not name its key still deletes it and lets the key go on", async (ctx) => {
+      await skipOnGap(fixture.name, ctx, 'updateThroughCte');
+      // PostgreSQL acks a batch of claimed messages without ordering keys by the DELETE alone (ackUnkeyed), which
+      // leaves keyed rows alone: a message that hides its key must still be settled, and its key released.
+      const [first, second] = [message('hidden-key', { n: 1 }, { orderingKey: 'k' }), message('hidden-key', { n: 2 }, { orderingKey: 'k' })];
+      await h.store.publish([first!, second!]);
+      const [head] = await h.store.claim('hidden-key', 10, LOCK);
+      expect(head).toMatchObject({ id: first!.id, orderingKey: 'k' });
+      const { orderingKey: _hidden, ...unkeyed } = head!;
+      const plain = await claimOne('hidden-key-plain');
+      expect(await h.store.ack([unkeyed, plain])).toBe(2);
+      expect(await h.raw.row(first!.id)).toBeUndefined();
+      expect(await h.raw.row(plain.id)).toBeUndefined();
+      const [next] = await h.store.claim('hidden-key', 10, LOCK);
+      expect(next?.id).toBe(second!.id);
+    });
+
     it('a settlement naming the nil uuid settles no unleased row (PostgreSQL matches the lock id through coalesce)', async (ctx) => {
       await skipOnGap(fixture.name, ctx, 'updateThroughCte');
       const m = message('nil-lock');

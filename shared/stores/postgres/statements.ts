@@ -16,6 +16,7 @@ export interface PgStatements {
   existing: string;
   claim: string;
   ack: string;
+  ackUnkeyed: string;
   ackTake: string;
   release: string;
   releaseUnstarted: string;
@@ -148,6 +149,12 @@ SELECT * FROM claimed`,
   RETURNING m.queue, m.ordering_key, m.state, m.seq),
 ${pgReleaseKeys(names, 'removed')}
 SELECT count(*)::int AS n FROM removed`,
+    // The ack of rows the drain claimed without an ordering key (the common case): the DELETE alone, without the
+    // keys' CTEs. Those cost a quarter of a 500-row ack even with no keyed row to settle: the removed rows are kept
+    // in a tuple store, grouped and scanned again (measured: 3.4–3.6 ms against 4.35 ms a batch of 500). A keyed row
+    // is left alone (its key must be released), so a settlement whose row has a key after all is settled by \`ack\`.
+    ackUnkeyed: `DELETE FROM ${t} AS m USING unnest($1::uuid[], $2::uuid[]) AS s(id, lock_id)
+WHERE ${SETTLEMENT_FENCE} AND m.ordering_key IS NULL`,
     // The ack with ack-and-take-next (ready-set.ts pgHandOver): $3 queue, $4 most successors to take, $5 lease ms,
     // $6 their lock id. One row when nothing was taken (n, the rest NULL), else one per taken row, each with n and
     // \`left\`: the keys whose next job a claim must take (promoted but not taken, or marked vacant). The counts are

@@ -484,7 +484,16 @@ export class PostgresTransportStore implements TransportStore {
   async ack(settlements: readonly Settlement[]): Promise<number> {
     if (settlements.length === 0) return 0;
     await this.ensureSchema();
-    const r = await this.client.query<{ n: number }>(this.sql.ack, [settlements.map((s) => s.id), settlements.map((s) => s.lockId)], this.prepared.ack);
+    const values = [settlements.map((s) => s.id), settlements.map((s) => s.lockId)];
+    // Claimed messages say whether their row has an ordering key; a batch of rows without one takes the DELETE
+    // alone. Any settlement it did not match (a keyed row after all, a lost lease) is sent through the full ack,
+    // which settles keys: the fence makes the rows the first statement deleted match nothing there.
+    if (settlements.every(claimedUnkeyed)) {
+      const lean = await this.client.query(this.sql.ackUnkeyed, values, this.prepared.ackUnkeyed);
+      if (lean.rowCount === settlements.length) return lean.rowCount;
+      return (lean.rowCount ?? 0) + (await this.ack(settlements.map(({ id, lockId }) => ({ id, lockId }))));
+    }
+    const r = await this.client.query<{ n: number }>(this.sql.ack, values, this.prepared.ack);
     return r.rows[0]?.n ?? 0;
   }
 
@@ -767,4 +776,10 @@ function splitStatements(script: string): string[] {
     .split(/;\s*\n/)
     .map((s) => s.trim().replace(/;$/, ''))
     .filter((s) => s !== '');
+}
+
+/** A settlement that is a message a claim returned (it carries its queue) whose row has no ordering key. */
+function claimedUnkeyed(s: Settlement): boolean {
+  const m = s as Partial<ClaimedMessage>;
+  return typeof m.queue === 'string' && m.orderingKey === undefined;
 }
