@@ -16,7 +16,9 @@ export function drainOptions(store: MemoryStore, extra: Partial<DrainOptions> = 
     lockTimeoutMs: 30_000,
     batchSize: 4,
     concurrency: 4,
-    budgetMs: 5_000,
+    // long: a test ends its drain by idle or by a budget of its own; this one only bounds a drain that never
+    // idles, and a CI machine starved for seconds must not end a drain before its work (it did, once)
+    budgetMs: 30_000,
     idleGraceMs: 100,
     emptyPollDelayMs: 20,
     wake: new WakeSignal(),
