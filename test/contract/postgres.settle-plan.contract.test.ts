@@ -12,7 +12,7 @@ import { pgStatements } from '../../shared/stores/postgres/statements';
 import { pgHistoryStatements } from '../../shared/stores/postgres/history-statements';
 import { pgLimitStatements } from '../../shared/stores/postgres/limit-statements';
 import { TRANSPORT_FILLFACTOR } from '../../shared/stores/postgres/migrations';
-import { transportNames } from '../../shared/sql/identifiers';
+import { transportNames, type TransportNames } from '../../shared/sql/identifiers';
 import { announce } from './fixtures';
 import { closeSharedPglite, schemaDbFixtures, type SchemaDb } from './schema-fixtures';
 import { describeNode, nodes, type PlanNode } from './plan-nodes';
@@ -20,6 +20,12 @@ import { describeNode, nodes, type PlanNode } from './plan-nodes';
 afterAll(() => closeSharedPglite());
 
 const TABLE = 'asyncresponse_transport_messages';
+
+/** The statements that settle a batch of (id, lock id) pairs: each must probe the primary key for its ids. */
+function settlementStatements(names: TransportNames): Record<string, string> {
+  const pg = pgStatements(names);
+  return { ack: pg.ack, ackUnkeyed: pg.ackUnkeyed, releaseUnstarted: pg.releaseUnstarted, ackToHistory: pgHistoryStatements(names).ackToHistory };
+}
 
 for (const fixture of schemaDbFixtures()) {
   describe.skipIf(!announce(fixture))(`[${fixture.name}] settle plans and claim updates`, { timeout: 180_000 }, () => {
@@ -47,12 +53,7 @@ for (const fixture of schemaDbFixtures()) {
       const claimed = await stores.transport.claim('work', 500, 30_000);
       expect(claimed).toHaveLength(500);
       const params = [claimed.map((c) => c.id), claimed.map((c) => c.lockId)];
-      const statements = {
-        ack: pgStatements(names).ack,
-        ackUnkeyed: pgStatements(names).ackUnkeyed,
-        releaseUnstarted: pgStatements(names).releaseUnstarted,
-        ackToHistory: pgHistoryStatements(names).ackToHistory,
-      };
+      const statements = settlementStatements(names);
       for (const [name, text] of Object.entries(statements)) {
         const r = await d.client.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(`EXPLAIN (FORMAT JSON) ${text}`, params);
         const scans = nodes(r.rows[0]!['QUERY PLAN'][0]!.Plan).filter((n) => n['Relation Name'] === TABLE).map(describeNode);
@@ -69,12 +70,7 @@ for (const fixture of schemaDbFixtures()) {
       for (let i = 0; i < 40; i++) leases.push(...(await stores.transport.claim('work', 500, 30_000)));
       expect(leases).toHaveLength(20_000);
       const batch = leases.filter((_, i) => i % 40 === 7).slice(0, 500); // spread over the table, as a drain's acks are
-      const statements = {
-        ack: pgStatements(names).ack,
-        ackUnkeyed: pgStatements(names).ackUnkeyed,
-        releaseUnstarted: pgStatements(names).releaseUnstarted,
-        ackToHistory: pgHistoryStatements(names).ackToHistory,
-      };
+      const statements = settlementStatements(names);
       for (const [name, text] of Object.entries(statements)) {
         // A drain's statements are prepared, and after five runs PostgreSQL may keep the generic plan: `= ANY($1)` is
         // then an unhashed filter wherever it is not an index condition. EXPLAIN ANALYZE runs the statement: its
