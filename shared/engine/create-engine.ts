@@ -44,7 +44,7 @@ import { runUntilAborted } from './run-loop';
 import { linkedSignal } from './signals';
 import { wireFlows, type FlowsEngineOptions, type FlowsWiring } from './flows-wiring';
 import type { Flows } from '../flows/flows';
-import { DEFAULT_FLOWS_QUEUE, type FlowCarriedPublisher } from '../flows/jobs';
+import { DEFAULT_FLOWS_QUEUE, type CarriedJob, type FlowCarriedPublisher } from '../flows/jobs';
 import { DEFAULT_FLOW_OPTIONS, flowOptionProblems } from '../flows/options';
 
 export interface PublishInput {
@@ -478,13 +478,15 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     if (!parsed.ok) throw new PublishRejectedError(parsed.status, parsed.detail, parsed.errors);
     const m = parsed.messages[0]!;
     if (queue === RESPONSE_QUEUE || parsed.messages.length !== 1 || m.orderingKey !== undefined || m.dedup !== undefined) return null;
-    await publishTraced(queue, undefined, parsed.messages, () =>
-      track(write([{ id: m.id, queue, payloadJson: m.payloadJson, headersJson: JSON.stringify(m.headers), delayMs: m.delayMs, priority: m.priority ?? 0, quiet: m.delayMs <= 0 && publishWake.claimsPromptly(queue) }])),
-    );
-    // committed: nothing after this may fail the caller (it would take the sent request for an unsent one)
+    const job: CarriedJob = { id: m.id, queue, payloadJson: m.payloadJson, headersJson: JSON.stringify(m.headers), delayMs: m.delayMs, priority: m.priority ?? 0, quiet: m.delayMs <= 0 && publishWake.claimsPromptly(queue) };
+    await publishTraced(queue, undefined, parsed.messages, () => track(write([job])));
+    // committed: nothing after this may fail the caller (it would take the sent request for an unsent one). A request
+    // whose id was already there was not inserted (CarriedJob.inserted): the existing job stands, as for a publish.
     try {
-      if (m.delayMs <= 0) publishWake.notify(queue);
-      metrics.jobsPublished(queue, 1);
+      if (job.inserted !== false) {
+        if (m.delayMs <= 0) publishWake.notify(queue);
+        metrics.jobsPublished(queue, 1);
+      }
     } catch (err) {
       logger.warn(`announcing the request published on '${queue}' failed`, err);
     }

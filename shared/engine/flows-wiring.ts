@@ -112,8 +112,10 @@ function carriedStartJobs(queue: string, wake: WakeSignal, m: Metrics): NonNulla
   return {
     row: ({ id, job, delayMs }) => ({ id, queue, payloadJson: JSON.stringify(job), headersJson: '{}', delayMs, priority: 0, quiet: delayMs <= 0 && wake.claimsPromptly(queue) }),
     announce: (jobs) => {
-      for (const j of jobs) if (j.delayMs <= 0) wake.notify(j.queue);
-      m.jobsPublished(queue, jobs.length);
+      // a job whose id was already there was not inserted (CarriedJob.inserted): nothing new to wake for or count
+      const inserted = jobs.filter((j) => j.inserted !== false);
+      for (const j of inserted) if (j.delayMs <= 0) wake.notify(j.queue);
+      if (inserted.length > 0) m.jobsPublished(queue, inserted.length);
     },
   };
 }

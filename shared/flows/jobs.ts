@@ -71,6 +71,11 @@ export interface CarriedJob {
    * flushed, which serialises the commits of every notifying transaction).
    */
   quiet?: boolean;
+  /**
+   * Set by the store once the write carrying the job ran: true when the job's row was inserted, false when the
+   * write did not take or a row with this id was already there (left alone, as a publish leaves it).
+   */
+  inserted?: boolean;
 }
 
 /**

@@ -113,6 +113,39 @@ for (const target of TARGETS) {
       }
     }, 120_000);
 
+    it('a request whose id is already queued is not published again, nor counted in jobs.published', async () => {
+      const metrics = new MemoryMetrics();
+      const registry = new FlowRegistry().register('ask-existing', async (ctx, input: { jobId: string }) => {
+        return ctx.awaitResponse('ask', { queue: 'held', id: input.jobId, payload: { from: 'flow' } });
+      });
+      const engine = await createEngine({
+        store: target.store(),
+        schema: target.schema,
+        logger: silentLogger,
+        metrics,
+        queues: { held: { handler: async () => undefined } },
+        flows: { registry, queue: 'flows-existing' },
+      });
+      engines.push(engine);
+      const jobId = randomUUID();
+      await engine.publish('held', { id: jobId, payload: { from: 'before' } });
+      const stop = new AbortController();
+      const running = engine.run(['flows-existing', 'callbacks'], { signal: stop.signal }); // 'held' is not drained
+      try {
+        const id = `existing-${randomUUID()}`;
+        await engine.flows!.start('ask-existing', { jobId }, { id });
+        const t0 = Date.now();
+        while (!(await engine.flows!.get(id))?.steps.ask && Date.now() - t0 < 20_000) await new Promise((r) => setTimeout(r, 50));
+        expect((await engine.flows!.get(id))?.steps.ask).toBeDefined(); // the request's write (its breadcrumb) committed
+        const held = metrics.named(METRIC.jobsPublished).filter((r) => r.properties.queue === 'held');
+        expect(held.reduce((a, r) => a + r.value, 0)).toBe(1); // the publish before the flow, not the flow's request
+        expect(await engine.stats('held')).toMatchObject({ ready: 1 });
+      } finally {
+        stop.abort();
+        await running;
+      }
+    }, 120_000);
+
     it('a response posted later (no live waiter) completes the parked step within about a second', async () => {
       const registry = new FlowRegistry().register('ask-later', async (ctx) => {
         const answer = await ctx.awaitResponse('ask', async (cid) => {

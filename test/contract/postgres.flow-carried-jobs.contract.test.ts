@@ -106,6 +106,7 @@ for (const target of targets) {
       const second = job('carry_repeat');
       expect(await flows.tryCreate(state(id), TTL, [first])).toBe(true);
       expect(await flows.tryCreate(state(id, { inputJson: '{"other":1}' }), TTL, [second])).toBe(false);
+      expect([first.inserted, second.inserted]).toEqual([true, false]);
       expect(await row(first.id)).toBeDefined();
       expect(await row(second.id)).toBeUndefined();
       expect((await flows.load(id))?.inputJson).toBe('{}');
@@ -119,9 +120,12 @@ for (const target of targets) {
       const existing = job('carry_dup', { payloadJson: '{"existing":true}' });
       await transport.publish([{ id: existing.id, queue: 'carry_dup', payloadJson: existing.payloadJson, headers: {}, delayMs: 0 }]);
       const fresh = job('carry_dup');
-      expect(await flows.tryCreate(state(id), TTL, [{ ...existing, payloadJson: '{"existing":false}' }, fresh])).toBe(true);
+      const again = { ...existing, id: existing.id.toUpperCase(), payloadJson: '{"existing":false}' };
+      expect(await flows.tryCreate(state(id), TTL, [again, fresh])).toBe(true);
       expect((await row(existing.id))?.payload_json).toBe('{"existing":true}');
       expect(await row(fresh.id)).toBeDefined();
+      // the write says which it inserted (the engine counts only those in jobs.published)
+      expect([again.inserted, fresh.inserted]).toEqual([false, true]);
     });
 
     it('a checkpoint carries its jobs only when it takes: a stale revision or a lost lease inserts none', async () => {
@@ -138,9 +142,11 @@ for (const target of targets) {
       expect(await flows.tryUpdate(next(1), 0, TTL, randomUUID(), { extendMs: LEASE }, [other])).toBe(false);
       expect(await row(stale.id)).toBeUndefined();
       expect(await row(other.id)).toBeUndefined();
+      expect([stale.inserted, other.inserted]).toEqual([false, false]);
       const took = job('carry_cp');
       expect(await flows.tryUpdate(next(1), 0, TTL, lease, { extendMs: LEASE }, [took])).toBe(true);
       expect(await row(took.id)).toMatchObject({ queue: 'carry_cp', state: null, due: true });
+      expect(took.inserted).toBe(true);
       expect((await flows.load(id))?.revision).toBe(1);
       // a lease-less compare-and-swap carries nothing
       await expect(flows.tryUpdate(next(2), 1, TTL, undefined, undefined, [job('carry_cp')])).rejects.toThrow(/lease-fenced/);

@@ -56,8 +56,12 @@ export class FlowHarness {
       this.store.onCarried = (carried) => {
         for (const c of carried) {
           if (c.queue === 'flows') {
-            if (!this.jobs.has(c.id)) this.jobs.set(c.id, { id: c.id, job: JSON.parse(c.payloadJson) as FlowJob, availableAt: this.clock.now() + Math.max(0, c.delayMs), attempts: 0, running: false });
-          } else this.carried.push(c);
+            c.inserted = !this.jobs.has(c.id);
+            if (c.inserted) this.jobs.set(c.id, { id: c.id, job: JSON.parse(c.payloadJson) as FlowJob, availableAt: this.clock.now() + Math.max(0, c.delayMs), attempts: 0, running: false });
+          } else {
+            c.inserted = true;
+            this.carried.push(c);
+          }
         }
       };
     }

@@ -56,6 +56,7 @@ export class MemoryFlowStore implements FlowStateStore {
     if (!carry || carry.length === 0) return;
     if (!this.carriesJobs) throw new Error('this flow store does not carry jobs');
     this.onCarried?.(carry);
+    for (const c of carry) c.inserted ??= true;
   }
 
   async tryCreate(state: FlowState, ttlMs: number, carry?: readonly CarriedJob[]): Promise<boolean> {

@@ -23,8 +23,14 @@ export function pgCarriedJobsCtes(names: TransportNames, gate: string, first: nu
   const p = (i: number) => `$${first + i}`;
   const source = `unnest(${p(0)}::uuid[], ${p(1)}::text[], ${p(2)}::text[], ${p(3)}::text[], ${p(4)}::bigint[], ${p(5)}::smallint[]) WITH ORDINALITY AS s(id, queue, payload_json, headers_json, delay_ms, priority, ord)`;
   return `jobs AS (
-${pgInsertPlainRows(t, `${source} WHERE EXISTS (SELECT 1 FROM ${gate})`, 'queue, state IS NULL AS due')}),
+${pgInsertPlainRows(t, `${source} WHERE EXISTS (SELECT 1 FROM ${gate})`, 'id, queue, state IS NULL AS due')}),
 jobs_woken AS (SELECT pg_notify('${TRANSPORT_NOTIFY_CHANNEL}', ${p(6)} || q.queue) FROM (SELECT DISTINCT queue FROM jobs WHERE due AND queue <> ALL(${p(7)}::text[])) AS q)`;
+}
+
+/** Marks each carried job inserted or not (CarriedJob.inserted), from the ids the write's `jobs` CTE inserted. */
+export function markCarried(jobs: readonly CarriedJob[], insertedIds: readonly string[] | null | undefined): void {
+  const inserted = new Set((insertedIds ?? []).map((id) => id.toLowerCase()));
+  for (const j of jobs) j.inserted = inserted.has(j.id.toLowerCase());
 }
 
 /** The carried jobs' parameters, in CARRIED_JOB_PARAMS order. */

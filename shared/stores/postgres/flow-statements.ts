@@ -50,8 +50,8 @@ put AS (INSERT INTO ${steps} (flow_id, seq, step_name, step_json, revision)
   }`;
 };
 
-/** The final SELECT of a write that carries jobs: the runs written, and the carried jobs' NOTIFYs run. */
-const CARRIED_SELECT = 'SELECT (SELECT count(*)::int FROM run) AS n, (SELECT count(*)::int FROM jobs_woken) AS woken';
+/** The final SELECT of a write that carries jobs: the runs written, the carried jobs inserted, and their NOTIFYs run. */
+const CARRIED_SELECT = 'SELECT (SELECT count(*)::int FROM run) AS n, (SELECT array_agg(id::text) FROM jobs) AS inserted_ids, (SELECT count(*)::int FROM jobs_woken) AS woken';
 
 /** Version 5 of the PostgreSQL schema: the table and its two indexes. state_json is text (jsonb rejects \u0000). */
 export function flowStateDdl(n: SchemaNames): Array<{ name: string; text: string }> {

@@ -26,10 +26,16 @@ import {
 import { readUntorn, settled, type StoredStepRow } from '../../flows/step-rows';
 import type { Logger } from '../../log';
 import type { SchemaNames } from '../schema-names';
-import { carriedJobValues } from './carried-jobs';
+import { carriedJobValues, markCarried } from './carried-jobs';
 import type { PgClient } from './client';
 import { flowListStatement, flowStatements, flowStateTable, type FlowStatements } from './flow-statements';
 import { evaluateFlowTable, readFlowTableCatalog } from './flow-verify';
+
+/** A carrying write's answer (flow-statements.ts CARRIED_SELECT). */
+interface CarriedRow {
+  n: number;
+  inserted_ids: string[] | null;
+}
 
 export interface PostgresFlowStoreOptions {
   names: SchemaNames;
@@ -143,7 +149,9 @@ export class PostgresFlowStore implements FlowStateStore {
     let created: boolean;
     if (carry && carry.length > 0) {
       const jobs = this.carried(carry);
-      created = (await this.run<{ n: number }>(this.sql.createCarrying, [...values, ...jobs])).rows[0]!.n > 0;
+      const row = (await this.run<CarriedRow>(this.sql.createCarrying, [...values, ...jobs])).rows[0]!;
+      markCarried(carry, row.inserted_ids);
+      created = row.n > 0;
     } else {
       created = (await this.run(this.sql.create, values)).rowCount > 0;
     }
@@ -206,10 +214,11 @@ export class PostgresFlowStore implements FlowStateStore {
     if (leaseId !== undefined && lease && (lease.release || lease.extendMs !== undefined)) {
       const extend = lease.extendMs === undefined ? null : clampDurationMs(lease.extendMs, 'the lease duration');
       const checkpoint = [...values, extend, lease.release === true, ...steps];
-      updated =
-        carry && carry.length > 0
-          ? (await this.run<{ n: number }>(this.sql.checkpointCarrying, [...checkpoint, ...this.carried(carry)])).rows[0]!.n > 0
-          : (await this.run<{ n: number }>(this.sql.checkpoint, checkpoint)).rows[0]!.n > 0;
+      if (carry && carry.length > 0) {
+        const row = (await this.run<CarriedRow>(this.sql.checkpointCarrying, [...checkpoint, ...this.carried(carry)])).rows[0]!;
+        markCarried(carry, row.inserted_ids);
+        updated = row.n > 0;
+      } else updated = (await this.run<{ n: number }>(this.sql.checkpoint, checkpoint)).rows[0]!.n > 0;
     } else {
       if (carry && carry.length > 0) throw new Error('only a lease-fenced checkpoint carries jobs');
       updated = (await this.run<{ n: number }>(this.sql.update, [...values, ...steps])).rows[0]!.n > 0;
