@@ -78,6 +78,12 @@ export interface CarriedJob {
   inserted?: boolean;
 }
 
+/** Marks each carried job inserted or not (CarriedJob.inserted), from the ids the carrying write inserted. */
+export function markCarried(jobs: readonly CarriedJob[], insertedIds: readonly string[] | null | undefined): void {
+  const inserted = new Set((insertedIds ?? []).map((id) => id.toLowerCase()));
+  for (const j of jobs) j.inserted = inserted.has(j.id.toLowerCase());
+}
+
 /**
  * ctx.awaitResponse's request published with the wait's breadcrumb in one statement: `write` is the breadcrumb's
  * write carrying the job. Resolves null when this message cannot be carried (an ordering or dedup key): the caller

@@ -6,6 +6,7 @@ import * as sql from 'mssql';
 import { Pool } from 'pg';
 import { DEFAULT_CHANNEL_TABLES } from '../../shared/channel/types';
 import type { FlowStateStore } from '../../shared/flows/store';
+import type { TransportStore } from '../../shared/transport/types';
 import { silentLogger } from '../../shared/log';
 import { channelNames } from '../../shared/sql/identifiers';
 import { openPostgresStoresOn } from '../../shared/stores/open';
@@ -33,6 +34,8 @@ export interface FlowRawStepRow {
 
 export interface FlowHarness {
   store: FlowStateStore;
+  /** The transport opened beside it (the table a carrying write inserts its jobs into). */
+  transport: TransportStore;
   /** A row written straight into the table (an older or newer host, a hand edit), live for 5 minutes. */
   seed(flowId: string, stateJson: string, revision: number): Promise<void>;
   raw(flowId: string): Promise<FlowRawRow | undefined>;
@@ -63,6 +66,7 @@ function pgHarness(client: PgClient, schema: string, close: () => Promise<void>,
     );
     return {
       store: stores.flows,
+      transport: stores.transport,
       seed: async (flowId, stateJson, revision) => {
         await stores.flows.observeLease('-'); // the first operation runs the schema gate (creates the table)
         await client.query(
@@ -125,6 +129,7 @@ async function sqlServerHarness(connectionString: string, maxStateBytes?: number
   const id = (v: string): [sql.ISqlType, unknown] => [sql.NVarChar(400), v];
   return {
     store: stores.flows,
+    transport: stores.transport,
     seed: async (flowId, stateJson, revision) => {
       await stores.flows.observeLease('-'); // the first operation runs the schema gate (creates the table)
       await q(
@@ -232,6 +237,6 @@ async function withoutGate<S extends { flows: unknown; poolHolder: { get(): Prom
   const noForeignKey = hasGap(await tdsEngine(), 'foreignKeyBin2');
   const steps = flowStepsDdl(names).map((b) => ({ ...b, lines: noForeignKey ? b.lines.map((l) => l.replace(/,\n\s*FOREIGN KEY [^\n]*/, '')) : b.lines }));
   for (const batch of [...flowStateDdl(names), ...steps]) await pool.request().query(batch.lines.join('\n'));
-  const flows = new SqlServerFlowStore(stores.poolHolder as never, { names, logger: silentLogger, autoCreateSchema: true, verifyCatalog: false, maxStateBytes });
+  const flows = new SqlServerFlowStore(stores.poolHolder as never, { names, logger: silentLogger, autoCreateSchema: true, verifyCatalog: false, maxStateBytes, carriesJobs: true });
   return { ...stores, flows };
 }

@@ -4,8 +4,8 @@
 import type { Statement } from '../../shared/stores/sqlserver/statements';
 
 /** `DATEADD` of `p` milliseconds on the database clock, split into seconds and milliseconds (int-safe). */
-export const SPLIT = (p: string) =>
-  `DATEADD(SECOND, CAST(${p} / 1000 AS int), DATEADD(MILLISECOND, CAST(${p} % 1000 AS int), SYSUTCDATETIME()))`;
+export const SPLIT = (p: string, base = 'SYSUTCDATETIME()') =>
+  `DATEADD(SECOND, CAST(${p} / 1000 AS int), DATEADD(MILLISECOND, CAST(${p} % 1000 AS int), ${base}))`;
 
 type ParamShape = { type: { name: string }; length?: number; scale?: number };
 const param = (statement: Statement, name: string) => statement.params[name] as unknown as ParamShape;

@@ -109,6 +109,42 @@ describe('SQL Server flow statement shapes', () => {
     expect(length(s.checkpoint, 'lease_id')).toBe(64);
   });
 
+  /** The carried jobs' insert (flow-statements.ts carriedJobLines): publishBatch's plain rows, when the write took. */
+  const carried = (gate: string) => [
+    `IF ${gate} = 1`,
+    'BEGIN',
+    '    INSERT INTO [jobs].[q] (id, queue, payload_json, headers_json, created_at, available_at, priority, state, seq)',
+    '    OUTPUT inserted.id INTO @carried (id)',
+    '    SELECT src.id, src.queue, src.payload_json, src.headers_json, DATEADD(NANOSECOND, src.ord * 100, @carried_at),',
+    `           CASE WHEN src.delay_ms > 0 THEN ${SPLIT('src.delay_ms', '@carried_at')} ELSE @carried_at END,`,
+    '           COALESCE(src.priority, 0), CASE WHEN src.delay_ms > 0 THEN 1 END, NEXT VALUE FOR [jobs].[q_seq] OVER (ORDER BY src.ord)',
+    "    FROM OPENJSON(@jobs) WITH (id uniqueidentifier '$.id', queue nvarchar(200) '$.queue', payload_json nvarchar(max) '$.payload_json',",
+    "        headers_json nvarchar(max) '$.headers_json', delay_ms bigint '$.delay_ms', priority smallint '$.priority', ord int '$.ord') AS src",
+    '    WHERE NOT EXISTS (SELECT 1 FROM [jobs].[q] AS existing WITH (UPDLOCK, FORCESEEK) WHERE existing.id = src.id);',
+    'END',
+  ];
+  const CARRIED_DECLARES = ['DECLARE @carried TABLE (id uniqueidentifier NOT NULL);', `DECLARE @carried_at datetime2 = ${NOW};`];
+
+  it("createCarrying: create's transaction, then the carried jobs when the run was written, in it; results: created, then the ids inserted", () => {
+    const create = s.create.text.split('\n');
+    const commit = create.indexOf('COMMIT TRANSACTION;');
+    expect(s.createCarrying.text).toBe(
+      [...create.slice(0, 3), ...CARRIED_DECLARES, ...create.slice(3, commit), ...carried('@created'), 'COMMIT TRANSACTION;', 'SELECT @created AS created;', 'SELECT id FROM @carried;'].join('\n'),
+    );
+    expect(typeName(s.createCarrying, 'jobs')).toBe('NVarChar');
+    expect(Object.keys(s.createCarrying.params).sort()).toEqual(['flow_id', 'flow_name', 'jobs', 'last_message', 'state_json', 'status', 'ttl_ms']);
+  });
+
+  it('checkpointCarrying: the checkpoint, then the carried jobs when it took, in its transaction; results: updated, then the ids inserted', () => {
+    const checkpoint = s.checkpoint.text.split('\n');
+    const commit = checkpoint.indexOf('COMMIT TRANSACTION;');
+    expect(s.checkpointCarrying.text).toBe(
+      [...checkpoint.slice(0, 3), ...CARRIED_DECLARES, ...checkpoint.slice(3, commit), ...carried('@updated'), 'COMMIT TRANSACTION;', 'SELECT @updated AS updated;', 'SELECT id FROM @carried;'].join('\n'),
+    );
+    expect(Object.keys(s.checkpointCarrying.params).sort()).toEqual([...Object.keys(s.checkpoint.params), 'jobs'].sort());
+    expect(typeName(s.checkpointCarrying, 'jobs')).toBe('NVarChar');
+  });
+
   it('update: CAS on revision and liveness, the lease only when given, the TTL from the database clock, with the new step rows', () => {
     expect(s.update.text).toBe(
       withStepWrites([
@@ -181,7 +217,7 @@ describe('SQL Server flow statement shapes', () => {
 
   it('every parameter the text uses is declared, and typed: ids nvarchar(400), durations and revisions bigint', () => {
     for (const [name, st] of all) {
-      const used = new Set([...st.text.matchAll(/@([a-z_]+)/g)].map((m) => m[1]!).filter((p) => !['created', 'updated', 'schema_id', 'object_id'].includes(p) && !p.startsWith('@')));
+      const used = new Set([...st.text.matchAll(/@([a-z_]+)/g)].map((m) => m[1]!).filter((p) => !['created', 'updated', 'carried', 'carried_at', 'schema_id', 'object_id'].includes(p) && !p.startsWith('@')));
       used.delete('ROWCOUNT');
       for (const p of used) expect(Object.keys(st.params), `${name} uses @${p}`).toContain(p);
     }

@@ -27,12 +27,6 @@ ${pgInsertPlainRows(t, `${source} WHERE EXISTS (SELECT 1 FROM ${gate})`, 'id, qu
 jobs_woken AS (SELECT pg_notify('${TRANSPORT_NOTIFY_CHANNEL}', ${p(6)} || q.queue) FROM (SELECT DISTINCT queue FROM jobs WHERE due AND queue <> ALL(${p(7)}::text[])) AS q)`;
 }
 
-/** Marks each carried job inserted or not (CarriedJob.inserted), from the ids the write's `jobs` CTE inserted. */
-export function markCarried(jobs: readonly CarriedJob[], insertedIds: readonly string[] | null | undefined): void {
-  const inserted = new Set((insertedIds ?? []).map((id) => id.toLowerCase()));
-  for (const j of jobs) j.inserted = inserted.has(j.id.toLowerCase());
-}
-
 /** The carried jobs' parameters, in CARRIED_JOB_PARAMS order. */
 export function carriedJobValues(names: TransportNames, jobs: readonly CarriedJob[]): unknown[] {
   return [

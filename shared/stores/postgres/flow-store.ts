@@ -3,7 +3,7 @@
 // table once (flow-verify.ts) and binds the statements of flow-statements.ts.
 
 import { createHash } from 'node:crypto';
-import type { CarriedJob } from '../../flows/jobs';
+import { markCarried, type CarriedJob } from '../../flows/jobs';
 import type { FlowState, FlowStatus } from '../../flows/state';
 import type { FlowAcquired, FlowCheckpointLease, FlowLease, FlowListQuery, FlowStateStore, FlowSummary } from '../../flows/store';
 import {
@@ -26,7 +26,7 @@ import {
 import { readUntorn, settled, type StoredStepRow } from '../../flows/step-rows';
 import type { Logger } from '../../log';
 import type { SchemaNames } from '../schema-names';
-import { carriedJobValues, markCarried } from './carried-jobs';
+import { carriedJobValues } from './carried-jobs';
 import type { PgClient } from './client';
 import { flowListStatement, flowStatements, flowStateTable, type FlowStatements } from './flow-statements';
 import { evaluateFlowTable, readFlowTableCatalog } from './flow-verify';

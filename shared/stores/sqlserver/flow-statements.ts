@@ -8,7 +8,8 @@ import type { FlowStatus } from '../../flows/state';
 import { FLOW_PRUNE_BATCH } from '../../flows/store-rules';
 import { quoteIdentifier } from '../../sql/identifiers';
 import type { SchemaNames } from '../schema-names';
-import { BIN2, createIndexIfMissing, createTableIfMissing, dbClockPlus, nameLiteral, type Statement } from './statements';
+import { BIN2, createIndexIfMissing, createTableIfMissing, dbClockPlus, nameLiteral, qualifiedTable, type Statement } from './statements';
+import { readySetTables, STATE_SCHEDULED } from './ready-set';
 import { KEY_AND_INDEX_SNAPSHOT } from './catalog-queries';
 
 const q = (n: string) => quoteIdentifier(n, 'sqlserver');
@@ -60,12 +61,13 @@ const readSteps = (n: SchemaNames) => `SELECT seq, step_name, step_json, revisio
  * inserted at the run's new revision. @step_rows: [{"s": seq, "n": name, "j": step JSON text}] (flows/step-rows.ts).
  * One result set: updated (0/1).
  */
-function withStepWrites(n: SchemaNames, update: string[]): string {
+function withStepWrites(n: SchemaNames, update: string[], carry = false): string {
   const steps = qualifiedStepsTable(n);
   return [
     'SET NOCOUNT OFF;',
     'SET XACT_ABORT ON;',
     'DECLARE @updated int;',
+    ...(carry ? CARRIED_DECLARES : []),
     'BEGIN TRANSACTION;',
     ...update,
     'SET @updated = @@ROWCOUNT;',
@@ -76,9 +78,43 @@ function withStepWrites(n: SchemaNames, update: string[]): string {
     '    SELECT @flow_id, j.seq, j.step_name, j.step_json, @revision',
     "    FROM OPENJSON(@step_rows) WITH (seq int '$.s', step_name nvarchar(200) '$.n', step_json nvarchar(max) '$.j') AS j;",
     'END',
+    ...(carry ? carriedJobLines(n, '@updated') : []),
     'COMMIT TRANSACTION;',
     'SELECT @updated AS updated;',
+    ...(carry ? [CARRIED_RESULT] : []),
   ].join('\n');
+}
+
+/** A carrying write's own variables: the ids it inserted, and the instant its jobs share (as a publish's @now). */
+const CARRIED_DECLARES = ['DECLARE @carried TABLE (id uniqueidentifier NOT NULL);', 'DECLARE @carried_at datetime2 = SYSUTCDATETIME();'];
+
+/** A carrying write's last result set: the ids of the jobs it inserted (flows/jobs.ts markCarried). */
+const CARRIED_RESULT = 'SELECT id FROM @carried;';
+
+/**
+ * The jobs a write carries (flows/jobs.ts CarriedJob), inserted in its transaction when the write took (`gate` = 1):
+ * publishBatch's insert of unkeyed rows (the same NOT EXISTS probe without a key-range lock, a delayed row scheduled,
+ * seq drawn in `ord` order), the inserted ids kept in @carried. An id already there is left alone. A concurrent insert
+ * of one of the ids fails the batch with 2627 and rolls the write back whole; the store runs it again.
+ * @jobs: [{ id, queue, payload_json, headers_json, delay_ms, priority, ord }].
+ * PostgreSQL: stores/postgres/carried-jobs.ts (the same rows, in the write's statement).
+ */
+function carriedJobLines(n: SchemaNames, gate: string): string[] {
+  const t = qualifiedTable(n.transport);
+  const { seq } = readySetTables(n.transport);
+  return [
+    `IF ${gate} = 1`,
+    'BEGIN',
+    `    INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at, priority, state, seq)`,
+    '    OUTPUT inserted.id INTO @carried (id)',
+    '    SELECT src.id, src.queue, src.payload_json, src.headers_json, DATEADD(NANOSECOND, src.ord * 100, @carried_at),',
+    `           CASE WHEN src.delay_ms > 0 THEN ${dbClockPlus('src.delay_ms', '@carried_at')} ELSE @carried_at END,`,
+    `           COALESCE(src.priority, 0), CASE WHEN src.delay_ms > 0 THEN ${STATE_SCHEDULED} END, NEXT VALUE FOR ${seq} OVER (ORDER BY src.ord)`,
+    "    FROM OPENJSON(@jobs) WITH (id uniqueidentifier '$.id', queue nvarchar(200) '$.queue', payload_json nvarchar(max) '$.payload_json',",
+    "        headers_json nvarchar(max) '$.headers_json', delay_ms bigint '$.delay_ms', priority smallint '$.priority', ord int '$.ord') AS src",
+    `    WHERE NOT EXISTS (SELECT 1 FROM ${t} AS existing WITH (UPDLOCK, FORCESEEK) WHERE existing.id = src.id);`,
+    'END',
+  ];
 }
 
 const stepParams = () => ({ kept_rows: types.seq(), step_rows: types.json() });
@@ -129,12 +165,18 @@ function create(n: SchemaNames): Statement<RowParams | 'ttl_ms'> {
   return { text: [...createLines(n), 'SELECT @created AS created;'].join('\n'), params: { ...rowParams(), ttl_ms: types.ms() } };
 }
 
-function createLines(n: SchemaNames): string[] {
+/** create with the start job (carriedJobLines): two result sets, created (0/1), then the ids of the jobs inserted. */
+function createCarrying(n: SchemaNames): Statement<RowParams | 'ttl_ms' | 'jobs'> {
+  return { text: [...createLines(n, true), 'SELECT @created AS created;', CARRIED_RESULT].join('\n'), params: { ...rowParams(), ttl_ms: types.ms(), jobs: types.json() } };
+}
+
+function createLines(n: SchemaNames, carry = false): string[] {
   const t = qualifiedFlowTable(n);
   return [
     'SET NOCOUNT OFF;',
     'SET XACT_ABORT ON;',
     'DECLARE @created int;',
+    ...(carry ? CARRIED_DECLARES : []),
     'BEGIN TRANSACTION;',
     `UPDATE ${t} WITH (UPDLOCK, HOLDLOCK)`,
     'SET flow_name = @flow_name, status = @status, last_message = @last_message, state_json = @state_json,',
@@ -149,6 +191,7 @@ function createLines(n: SchemaNames): string[] {
     `    WHERE NOT EXISTS (SELECT 1 FROM ${t} WITH (UPDLOCK, HOLDLOCK) WHERE flow_id = @flow_id);`,
     '    SET @created = @@ROWCOUNT;',
     'END',
+    ...(carry ? carriedJobLines(n, '@created') : []),
     'COMMIT TRANSACTION;',
   ];
 }
@@ -180,7 +223,15 @@ function update(n: SchemaNames): Statement<RowParams | 'revision' | 'expected_re
  * fenced on the lease, which it extends (@extend_ms) or releases (@release = 1, the execution's last write) in the
  * same statement.
  */
-function checkpoint(n: SchemaNames): Statement<RowParams | 'revision' | 'expected_revision' | 'ttl_ms' | 'lease_id' | 'extend_ms' | 'release' | 'kept_rows' | 'step_rows'> {
+type CheckpointParams = RowParams | 'revision' | 'expected_revision' | 'ttl_ms' | 'lease_id' | 'extend_ms' | 'release' | 'kept_rows' | 'step_rows';
+
+/** The checkpoint with the jobs it carries (carriedJobLines): two result sets, updated (0/1), then the ids inserted. */
+function checkpointCarrying(n: SchemaNames): Statement<CheckpointParams | 'jobs'> {
+  const plain = checkpoint(n, true);
+  return { text: plain.text, params: { ...plain.params, jobs: types.json() } };
+}
+
+function checkpoint(n: SchemaNames, carry = false): Statement<CheckpointParams> {
   return {
     text: withStepWrites(n, [
       `UPDATE ${qualifiedFlowTable(n)}`,
@@ -190,7 +241,7 @@ function checkpoint(n: SchemaNames): Statement<RowParams | 'revision' | 'expecte
       `    lease_expires_at_utc = CASE WHEN @release = 1 THEN NULL WHEN @extend_ms IS NULL THEN lease_expires_at_utc ELSE ${dbClockPlus('@extend_ms')} END`,
       `WHERE flow_id = @flow_id AND revision = @expected_revision AND expires_at_utc > ${NOW}`,
       `  AND lease_id = @lease_id AND lease_expires_at_utc > ${NOW};`,
-    ]),
+    ], carry),
     params: {
       ...rowParams(),
       revision: types.revision(),
@@ -378,9 +429,11 @@ export function flowStatements(n: SchemaNames) {
   nameLiteral(qualifiedFlowTable(n));
   return {
     create: create(n),
+    createCarrying: createCarrying(n),
     load: load(n),
     update: update(n),
     checkpoint: checkpoint(n),
+    checkpointCarrying: checkpointCarrying(n),
     acquire: acquire(n),
     createAndAcquire: createAndAcquire(n),
     acquireLease: acquireLease(n),

@@ -30,7 +30,8 @@ import type { SchemaNames } from '../schema-names';
 import { flowList, flowStatements, type FlowStatements } from './flow-statements';
 import { evaluateFlowCatalog, FLOW_VERIFICATION_FIX_HINT, flowAbsentMessage, readFlowCatalog } from './flow-verify';
 import type { PoolHolder } from './pool-guard';
-import { rows, SqlServerStoreBase } from './store-common';
+import { compareSqlServerGuids, rows, SqlServerStoreBase } from './store-common';
+import { markCarried, type CarriedJob } from '../../flows/jobs';
 
 export interface SqlServerFlowStoreOptions {
   names: SchemaNames;
@@ -43,6 +44,11 @@ export interface SqlServerFlowStoreOptions {
   /** Test harness only (see TransportStoreOptions.verifyCatalog). */
   verifyCatalog?: boolean;
   pruneGate?: PruneGate;
+  /**
+   * The transport's table (names.transport) is in this same database: a create and a checkpoint may carry jobs
+   * (flows/store.ts carriesJobs). openSqlServerStores sets it.
+   */
+  carriesJobs?: boolean;
 }
 
 const DUPLICATE_KEY = [2627, 2601];
@@ -61,6 +67,15 @@ function stepValues(w: LedgerWrite): { kept_rows: number; step_rows: string } {
   return { kept_rows: w.rows.length > 0 ? w.rows[0]!.seq - 1 : w.stepRows, step_rows: JSON.stringify(w.rows.map((r) => ({ s: r.seq, n: r.name, j: r.json }))) };
 }
 
+/** The carried jobs as the carrying statements' @jobs (publishBatch's elements), in key order as a publish sends them. */
+function carriedJobsJson(jobs: readonly CarriedJob[]): string {
+  return JSON.stringify(
+    jobs
+      .map((j, ord) => ({ id: j.id, queue: j.queue, payload_json: j.payloadJson, headers_json: j.headersJson, delay_ms: Math.max(0, Math.ceil(j.delayMs)), priority: j.priority, ord }))
+      .sort((a, b) => compareSqlServerGuids(a.id, b.id)),
+  );
+}
+
 /** A load's or an acquire's head row, joined with the second result set's step rows. */
 function stateOf(flowId: string, row: Record<string, unknown>, result: sql.IResult<unknown>): FlowState {
   const stepRows: StoredStepRow[] = rows(result, 1).map((r) => ({ seq: Number(r.seq), name: String(r.step_name), json: String(r.step_json), revision: Number(r.revision) }));
@@ -72,12 +87,14 @@ export class SqlServerFlowStore extends SqlServerStoreBase implements FlowStateS
   private readonly options: SqlServerFlowStoreOptions;
   private readonly maxStateBytes: number | undefined;
   private readonly pruneGate: PruneGate;
+  readonly carriesJobs: boolean;
 
   constructor(pool: sql.ConnectionPool | PoolHolder, options: SqlServerFlowStoreOptions) {
     const statements = flowStatements(options.names);
     super(pool, options.logger, false);
     this.sql = statements;
     this.options = options;
+    this.carriesJobs = options.carriesJobs === true;
     this.maxStateBytes = checkMaxStateBytes(options.maxStateBytes);
     this.pruneGate = options.pruneGate ?? new PruneGate();
   }
@@ -113,20 +130,30 @@ export class SqlServerFlowStore extends SqlServerStoreBase implements FlowStateS
     flowRowValues(state, this.maxStateBytes);
   }
 
-  async tryCreate(state: FlowState, ttlMs: number): Promise<boolean> {
+  async tryCreate(state: FlowState, ttlMs: number, carry?: readonly CarriedJob[]): Promise<boolean> {
     checkCreateRevision(state);
     const v = flowRowValues(state, this.maxStateBytes);
     const ttl = clampDurationMs(ttlMs, 'the flow state TTL');
+    const jobs = carry && carry.length > 0 ? this.carried(carry) : undefined;
     await this.ensureSchema();
     let created = false;
     for (let attempt = 1; ; attempt++) {
       try {
-        const result = await this.run(this.sql.create, { ...this.row(v), ttl_ms: BigInt(ttl) });
+        const result = jobs
+          ? await this.run(this.sql.createCarrying, { ...this.row(v), ttl_ms: BigInt(ttl), jobs })
+          : await this.run(this.sql.create, { ...this.row(v), ttl_ms: BigInt(ttl) });
         created = Number(rows(result)[0]?.created ?? 0) > 0;
+        if (carry && jobs) markCarried(carry, rows(result, 1).map((r) => String(r.id)));
         break;
       } catch (err) {
         const numbers = sqlServerErrorNumbers(err);
-        if (numbers.some((n) => DUPLICATE_KEY.includes(n))) break; // another create of this id won
+        const duplicate = numbers.some((n) => DUPLICATE_KEY.includes(n));
+        // a carried job's id inserted concurrently rolled the whole batch back: run it again (its probe then skips the job)
+        if (duplicate && jobs && attempt < CREATE_ATTEMPTS) continue;
+        if (duplicate) {
+          if (carry) markCarried(carry, []);
+          break; // another create of this id won
+        }
         // a deadlock victim's transaction was rolled back whole: running it again is safe
         if (!numbers.includes(DEADLOCK) || attempt >= CREATE_ATTEMPTS) throw err;
         this.logger.debug(`flow create of '${v.flowId}' was a deadlock victim; retrying`, err);
@@ -189,26 +216,46 @@ export class SqlServerFlowStore extends SqlServerStoreBase implements FlowStateS
     });
   }
 
-  async tryUpdate(state: FlowState, expectedRevision: number, ttlMs: number, leaseId?: string, lease?: FlowCheckpointLease): Promise<boolean> {
+  async tryUpdate(state: FlowState, expectedRevision: number, ttlMs: number, leaseId?: string, lease?: FlowCheckpointLease, carry?: readonly CarriedJob[]): Promise<boolean> {
     checkUpdateRevision(state, expectedRevision);
     if (leaseId !== undefined) checkLeaseId(leaseId);
     const v = flowUpdateValues(state);
     const ttl = clampDurationMs(ttlMs, 'the flow state TTL');
     const values = { ...this.row(v), ...stepValues(v.write), revision: BigInt(state.revision), expected_revision: BigInt(expectedRevision), ttl_ms: BigInt(ttl) };
+    const fenced = leaseId !== undefined && lease && (lease.release || lease.extendMs !== undefined);
+    const carrying = carry && carry.length > 0;
+    if (carrying && !fenced) throw new Error('only a lease-fenced checkpoint carries jobs');
+    const jobs = carrying ? this.carried(carry) : undefined;
     await this.ensureSchema();
+    let result: sql.IResult<unknown>;
     // with a held lease that it extends or releases, one statement does both (the checkpoint); else the plain CAS
-    const result =
-      leaseId !== undefined && lease && (lease.release || lease.extendMs !== undefined)
-        ? await this.run(this.sql.checkpoint, {
-            ...values,
-            lease_id: leaseId,
-            extend_ms: lease.extendMs === undefined ? null : BigInt(clampDurationMs(lease.extendMs, 'the lease duration')),
-            release: lease.release === true,
-          })
-        : await this.run(this.sql.update, { ...values, lease_id: leaseId ?? null });
+    if (fenced) {
+      const checkpoint = {
+        ...values,
+        lease_id: leaseId,
+        extend_ms: lease.extendMs === undefined ? null : BigInt(clampDurationMs(lease.extendMs, 'the lease duration')),
+        release: lease.release === true,
+      };
+      for (let attempt = 1; ; attempt++) {
+        try {
+          result = jobs ? await this.run(this.sql.checkpointCarrying, { ...checkpoint, jobs }) : await this.run(this.sql.checkpoint, checkpoint);
+          break;
+        } catch (err) {
+          // a carried job's id inserted concurrently rolled the checkpoint back whole: run it again (the job is then skipped)
+          if (!jobs || attempt >= CREATE_ATTEMPTS || !sqlServerErrorNumbers(err).some((n) => DUPLICATE_KEY.includes(n))) throw err;
+        }
+      }
+      if (carry && jobs) markCarried(carry, rows(result, 1).map((r) => String(r.id)));
+    } else result = await this.run(this.sql.update, { ...values, lease_id: leaseId ?? null });
     const updated = Number(rows(result)[0]?.updated ?? 0) > 0;
     if (updated) settled(state, v.write);
     return updated;
+  }
+
+  /** The carried jobs' @jobs; a store not opened beside the transport refuses them (a caller's bug). */
+  private carried(carry: readonly CarriedJob[]): string {
+    if (!this.carriesJobs) throw new Error('this flow store does not carry jobs (it was not opened beside the transport)');
+    return carriedJobsJson(carry);
   }
 
   private async leaseWrite(statement: FlowStatements['acquireLease'], flowId: string, leaseId: string, durationMs: number): Promise<boolean> {

@@ -75,7 +75,7 @@ export function openSqlServerStores(
   const schemaGate = () => gate.ensure();
   const transport = new SqlServerTransportStore(holder, { ...transportOptions, schemaGate }, { ...deps, ownsPool: false });
   const channelStore = new SqlServerChannelStore(holder, { ...channelOptions, ownsPool: false, callbacks, schemaGate });
-  const flows = new SqlServerFlowStore(holder, { names, logger, autoCreateSchema: transportOptions.autoCreateSchema, schemaGate, ...flowOptions });
+  const flows = new SqlServerFlowStore(holder, { names, logger, autoCreateSchema: transportOptions.autoCreateSchema, schemaGate, ...flowOptions, carriesJobs: true });
   let closing: Promise<void> | null = null;
   return {
     transport,
