@@ -224,8 +224,9 @@ export function flowFixtures(): FlowFixture[] {
   ];
 }
 
-async function withoutGate<S extends { flows: unknown; poolHolder: { get(): Promise<sql.ConnectionPool> } }>(stores: S, schema: string, maxStateBytes?: number): Promise<S> {
+async function withoutGate<S extends { flows: unknown; transport: unknown; poolHolder: { get(): Promise<sql.ConnectionPool> } }>(stores: S, schema: string, maxStateBytes?: number): Promise<S> {
   const { SqlServerFlowStore } = await import('../../shared/stores/sqlserver/flow-store');
+  const { SqlServerTransportStore } = await import('../../shared/stores/sqlserver/store');
   const { flowStateDdl, flowStepsDdl } = await import('../../shared/stores/sqlserver/flow-statements');
   const { schemaNames } = await import('../../shared/stores/schema-names');
   const { transportNames } = await import('../../shared/sql/identifiers');
@@ -238,5 +239,7 @@ async function withoutGate<S extends { flows: unknown; poolHolder: { get(): Prom
   const steps = flowStepsDdl(names).map((b) => ({ ...b, lines: noForeignKey ? b.lines.map((l) => l.replace(/,\n\s*FOREIGN KEY [^\n]*/, '')) : b.lines }));
   for (const batch of [...flowStateDdl(names), ...steps]) await pool.request().query(batch.lines.join('\n'));
   const flows = new SqlServerFlowStore(stores.poolHolder as never, { names, logger: silentLogger, autoCreateSchema: true, verifyCatalog: false, maxStateBytes, carriesJobs: true });
-  return { ...stores, flows };
+  // the transport's table comes from the store's own batches too, at its first operation (a carrying write needs it first)
+  const transport = new SqlServerTransportStore(stores.poolHolder as never, { schema, table: DEFAULT_TRANSPORT_TABLE, autoCreateSchema: true, logger: silentLogger, verifyCatalog: false });
+  return { ...stores, flows, transport };
 }

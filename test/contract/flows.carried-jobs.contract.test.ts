@@ -30,7 +30,11 @@ for (const fixture of flowFixtures()) {
       await h?.close();
       h = undefined;
     });
-    const open = async () => (h = await fixture.create());
+    const open = async () => {
+      h = await fixture.create();
+      await h.transport.ensureSchema(); // the table the writes carry their jobs into (the app's stores create both)
+      return h;
+    };
     const claimIds = async (queue: string) => (await h!.transport.claim(queue, 10, LEASE)).map((c) => c.id.toLowerCase());
 
     it('a create inserts its jobs with the run: one claimable at once, one scheduled; a repeated create inserts neither', async () => {
