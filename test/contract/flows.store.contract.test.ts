@@ -236,7 +236,7 @@ for (const fixture of flowFixtures()) {
     it('a lease-fenced checkpoint extends the lease, or releases it, in the same call; a stale lease writes nothing', async () => {
       const { store } = await open();
       const id = fid();
-      const got = await store.acquire(id, 'lease-a', 2_000, { state: state(id), ttlMs: 10 * MIN });
+      const got = await store.acquire(id, 'lease-a', 10_000, { state: state(id), ttlMs: 10 * MIN });
       const before = (await store.observeLease(id)) as { expiresAt: Date };
       const one = { ...got!.state, revision: 1, steps: { a: { completed: true, resultJson: '1' } } };
       expect(await store.tryUpdate(one, 0, 10 * MIN, 'lease-b', { extendMs: MIN })).toBe(false);
