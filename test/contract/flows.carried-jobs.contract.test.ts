@@ -55,6 +55,7 @@ for (const fixture of flowFixtures()) {
       expect(await store.tryCreate(state(id, { inputJson: '{"other":1}' }), TTL, [again])).toBe(false);
       expect(again.inserted).toBe(false);
       expect(await transport.hasMessage('carry_now', again.id)).toBe(false);
+      expect((await store.load(id))?.inputJson).toBe('{}'); // the live run is left as it was
     });
 
     it('an id already there is left alone, and reported as not inserted', async () => {

@@ -1,7 +1,9 @@
 // Jobs a flow-state write carries (stores/postgres/carried-jobs.ts): a run's create inserts its start job, and an
-// awaited step's breadcrumb checkpoint its request, in the same statement, both or neither. These pin that rule,
-// the rows' shape (claimable at once or scheduled), NOTIFY (sent, or not for a quiet job), and the refusal of a
-// store not opened beside the transport. PGlite always, the PostgreSQL server with PG_URL (NOTIFY there only).
+// awaited step's breadcrumb checkpoint its request, in the same statement, both or neither. These pin what is
+// PostgreSQL's own: the rows' shape (claimable at once or scheduled), NOTIFY (sent, or not for a quiet job), and the
+// refusal of a store not opened beside the transport. PGlite always, the PostgreSQL server with PG_URL (NOTIFY there
+// only). The rule itself (a repeat, an id already there, a checkpoint that does not take) is every store's:
+// flows.carried-jobs.contract.test.ts.
 import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -97,59 +99,6 @@ for (const target of targets) {
       const claimed = await transport.claim('carry_now', 10, LEASE);
       expect(claimed.map((c) => c.id)).toEqual([now.id]);
       expect(claimed[0]!.headers).toEqual({ h: 'v' });
-    });
-
-    it('a repeated create of a live run inserts neither the row nor its jobs', async () => {
-      const { flows } = await setUp();
-      const id = `run-${randomUUID()}`;
-      const first = job('carry_repeat');
-      const second = job('carry_repeat');
-      expect(await flows.tryCreate(state(id), TTL, [first])).toBe(true);
-      expect(await flows.tryCreate(state(id, { inputJson: '{"other":1}' }), TTL, [second])).toBe(false);
-      expect([first.inserted, second.inserted]).toEqual([true, false]);
-      expect(await row(first.id)).toBeDefined();
-      expect(await row(second.id)).toBeUndefined();
-      expect((await flows.load(id))?.inputJson).toBe('{}');
-    });
-
-    it('a create replacing an expired run inserts its jobs; a job id already present is left alone', async () => {
-      const { flows, transport } = await setUp();
-      const id = `run-${randomUUID()}`;
-      expect(await flows.tryCreate(state(id), 1)).toBe(true);
-      await sleep(5);
-      const existing = job('carry_dup', { payloadJson: '{"existing":true}' });
-      await transport.publish([{ id: existing.id, queue: 'carry_dup', payloadJson: existing.payloadJson, headers: {}, delayMs: 0 }]);
-      const fresh = job('carry_dup');
-      const again = { ...existing, id: existing.id.toUpperCase(), payloadJson: '{"existing":false}' };
-      expect(await flows.tryCreate(state(id), TTL, [again, fresh])).toBe(true);
-      expect((await row(existing.id))?.payload_json).toBe('{"existing":true}');
-      expect(await row(fresh.id)).toBeDefined();
-      // the write says which it inserted (the engine counts only those in jobs.published)
-      expect([again.inserted, fresh.inserted]).toEqual([false, true]);
-    });
-
-    it('a checkpoint carries its jobs only when it takes: a stale revision or a lost lease inserts none', async () => {
-      const { flows } = await setUp();
-      const id = `run-${randomUUID()}`;
-      expect(await flows.tryCreate(state(id), TTL)).toBe(true);
-      const lease = randomUUID();
-      const taken = await flows.acquire(id, lease, LEASE);
-      expect(taken).not.toBeNull();
-      const next = (rev: number) => ({ ...taken!.state, revision: rev, lastMessage: `rev ${rev}` });
-      const stale = job('carry_cp');
-      expect(await flows.tryUpdate(next(5), 4, TTL, lease, { extendMs: LEASE }, [stale])).toBe(false);
-      const other = job('carry_cp');
-      expect(await flows.tryUpdate(next(1), 0, TTL, randomUUID(), { extendMs: LEASE }, [other])).toBe(false);
-      expect(await row(stale.id)).toBeUndefined();
-      expect(await row(other.id)).toBeUndefined();
-      expect([stale.inserted, other.inserted]).toEqual([false, false]);
-      const took = job('carry_cp');
-      expect(await flows.tryUpdate(next(1), 0, TTL, lease, { extendMs: LEASE }, [took])).toBe(true);
-      expect(await row(took.id)).toMatchObject({ queue: 'carry_cp', state: null, due: true });
-      expect(took.inserted).toBe(true);
-      expect((await flows.load(id))?.revision).toBe(1);
-      // a lease-less compare-and-swap carries nothing
-      await expect(flows.tryUpdate(next(2), 1, TTL, undefined, undefined, [job('carry_cp')])).rejects.toThrow(/lease-fenced/);
     });
 
     it('a flow store not opened beside the transport refuses jobs', async () => {

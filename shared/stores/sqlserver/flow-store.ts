@@ -143,7 +143,7 @@ export class SqlServerFlowStore extends SqlServerStoreBase implements FlowStateS
           ? await this.run(this.sql.createCarrying, { ...this.row(v), ttl_ms: BigInt(ttl), jobs })
           : await this.run(this.sql.create, { ...this.row(v), ttl_ms: BigInt(ttl) });
         created = Number(rows(result)[0]?.created ?? 0) > 0;
-        if (carry && jobs) markCarried(carry, rows(result, 1).map((r) => String(r.id)));
+        if (jobs) markCarried(carry!, rows(result, 1).map((r) => String(r.id)));
         break;
       } catch (err) {
         const numbers = sqlServerErrorNumbers(err);
@@ -245,7 +245,7 @@ export class SqlServerFlowStore extends SqlServerStoreBase implements FlowStateS
           if (!jobs || attempt >= CREATE_ATTEMPTS || !sqlServerErrorNumbers(err).some((n) => DUPLICATE_KEY.includes(n))) throw err;
         }
       }
-      if (carry && jobs) markCarried(carry, rows(result, 1).map((r) => String(r.id)));
+      if (jobs) markCarried(carry!, rows(result, 1).map((r) => String(r.id)));
     } else result = await this.run(this.sql.update, { ...values, lease_id: leaseId ?? null });
     const updated = Number(rows(result)[0]?.updated ?? 0) > 0;
     if (updated) settled(state, v.write);
