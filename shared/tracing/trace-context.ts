@@ -44,8 +44,10 @@ export function parseTraceparent(value: unknown, traceState?: unknown): TraceCon
     [, , traceId, spanId, flags] = future as unknown as [string, string, string, string, string];
   }
   if (traceId === ZERO_TRACE || spanId === ZERO_SPAN) return undefined;
-  const state = validTracestate(traceState);
-  return { traceId, spanId, flags: parseInt(flags, 16), ...(state !== undefined ? { traceState: state } : {}) };
+  const ctx: TraceContext = { traceId, spanId, flags: parseInt(flags, 16) };
+  const state = traceState === undefined ? undefined : validTracestate(traceState);
+  if (state !== undefined) ctx.traceState = state;
+  return ctx;
 }
 
 /** The tracestate as given when it is a valid list (≤ 512 characters, ≤ 32 members, each key=value); else undefined. */
