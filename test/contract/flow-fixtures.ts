@@ -224,7 +224,7 @@ export function flowFixtures(): FlowFixture[] {
   ];
 }
 
-async function withoutGate<S extends { flows: unknown; transport: unknown; poolHolder: { get(): Promise<sql.ConnectionPool> } }>(stores: S, schema: string, maxStateBytes?: number): Promise<S> {
+export async function withoutGate<S extends { flows: unknown; transport: unknown; poolHolder: { get(): Promise<sql.ConnectionPool> } }>(stores: S, schema: string, maxStateBytes?: number): Promise<S> {
   const { SqlServerFlowStore } = await import('../../shared/stores/sqlserver/flow-store');
   const { SqlServerTransportStore } = await import('../../shared/stores/sqlserver/store');
   const { flowStateDdl, flowStepsDdl } = await import('../../shared/stores/sqlserver/flow-statements');
@@ -237,7 +237,9 @@ async function withoutGate<S extends { flows: unknown; transport: unknown; poolH
   // foreignKeyBin2: the engine refuses every write into a table keyed to the runs by a BIN2 column
   const noForeignKey = hasGap(await tdsEngine(), 'foreignKeyBin2');
   const steps = flowStepsDdl(names).map((b) => ({ ...b, lines: noForeignKey ? b.lines.map((l) => l.replace(/,\n\s*FOREIGN KEY [^\n]*/, '')) : b.lines }));
-  for (const batch of [...flowStateDdl(names), ...steps]) await pool.request().query(batch.lines.join('\n'));
+  // once per schema: a second opening of the same schema (another engine in the same test) finds the tables
+  const exists = await pool.request().query(`SELECT OBJECT_ID(N'[${schema}].[${DEFAULT_FLOW_STATE_TABLE}]') AS id`);
+  if ((exists.recordset[0] as { id: number | null }).id === null) for (const batch of [...flowStateDdl(names), ...steps]) await pool.request().query(batch.lines.join('\n'));
   const flows = new SqlServerFlowStore(stores.poolHolder as never, { names, logger: silentLogger, autoCreateSchema: true, verifyCatalog: false, maxStateBytes, carriesJobs: true });
   // the transport's table comes from the store's own batches too, at its first operation (a carrying write needs it first)
   const transport = new SqlServerTransportStore(stores.poolHolder as never, { schema, table: DEFAULT_TRANSPORT_TABLE, autoCreateSchema: true, logger: silentLogger, verifyCatalog: false });
