@@ -54,9 +54,9 @@ const batchProbe = (text: string) => (cs: string) =>
       .then((r) => String((r.recordsets as Array<Array<{ outcome?: string }>>).at(-1)?.[0]?.outcome), () => 'fails'),
   );
 
-/** The cancel marker's form of the conversion: what separates the date from the time. */
+/** The cancel marker's and the history cursor's forms of the conversion: what separates the date from the time. */
 const CONVERT_127_PROBE =
-  "SELECT CASE WHEN SUBSTRING(CONVERT(nvarchar(30), SYSUTCDATETIME(), 127), 11, 1) = N'T' THEN N'ISO 8601' ELSE N'a space' END AS outcome;";
+  "SELECT CASE WHEN SUBSTRING(CONVERT(nvarchar(30), SYSUTCDATETIME(), 127), 11, 1) = N'T' AND SUBSTRING(CONVERT(nvarchar(33), SYSUTCDATETIME(), 126), 11, 1) = N'T' THEN N'ISO 8601' ELSE N'a space' END AS outcome;";
 
 export const ENGINE_GAPS = {
   catalogViews: {
@@ -180,8 +180,8 @@ export const ENGINE_GAPS = {
   },
   convertStyle127: {
     what:
-      "CONVERT(nvarchar, <datetime2>, 127) gives 'yyyy-mm-dd hh:mi:ss…' (a space, not ISO 8601's T): the cancel marker's " +
-      'time is written that way, so a marker written there does not read as an ISO instant',
+      "CONVERT(nvarchar, <datetime2>, 127) and style 126 give 'yyyy-mm-dd hh:mi:ss…' (a space, not ISO 8601's T): the " +
+      "cancel marker's time and the history search's cursor key are written that way, so neither reads as an ISO instant",
     probe: batchProbe(CONVERT_127_PROBE),
     sqlServer: 'ISO 8601',
     babelfish: 'a space',
@@ -514,7 +514,7 @@ ENGINE_SHIMS.outputExpressionInto = {
 };
 
 ENGINE_SHIMS.convertStyle127 = {
-  what: "CONVERT(nvarchar(n), x, 127) runs as REPLACE(CONVERT(nvarchar(n), x, 127), N' ', N'T')",
+  what: "CONVERT(nvarchar(n), x, 127) (and 126) runs as REPLACE(CONVERT(nvarchar(n), x, 127), N' ', N'T')",
   rewrite: rewriteConvertStyle127,
   probe: batchProbe(rewriteConvertStyle127(CONVERT_127_PROBE)),
   sqlServer: 'ISO 8601',

@@ -1,4 +1,4 @@
-// Dedup keys, debounce and expiry through the engine on PGlite and the PostgreSQL server (issue 16 §3): the engine
+// Dedup keys, debounce and expiry through the engine on PGlite, PostgreSQL and SQL Server (issue 16 §3): the engine
 // API takes the same fields as the HTTP publish; a held key answers its job, a debounce replaces the waiting one, a
 // topic publish refuses a key, and an expired job is dead-lettered with reason `expired` (or dropped) unrun.
 import { afterAll, describe, expect, it } from 'vitest';
@@ -6,7 +6,7 @@ import { createEngine, PublishRejectedError, silentLogger, type Engine, type Job
 import { sleep } from '../support/messages';
 import { engineTargets } from './engine-targets';
 
-const TARGETS = engineTargets('dedup');
+const TARGETS = engineTargets('dedup', { sqlServer: true });
 
 for (const target of TARGETS) {
   describe.skipIf(target.skip !== undefined)(`engine dedup and expiry on ${target.name}`, { timeout: 60_000 }, () => {
@@ -19,7 +19,7 @@ for (const target of TARGETS) {
     });
     const open = async () =>
       (engine ??= await createEngine({
-        store: target.store(),
+        store: await target.store(),
         schema: target.schema,
         queues: {
           work: { handler: async (job: Job) => void ran.push(job.payload) },

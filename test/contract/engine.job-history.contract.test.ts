@@ -1,4 +1,4 @@
-// Job lookup and history through the engine on PGlite and the PostgreSQL server (issue 16 §2): a queue whose
+// Job lookup and history through the engine on PGlite, PostgreSQL and SQL Server (issue 16 §2): a queue whose
 // policy keeps history answers engine.job(id) as completed after its drain (attempts, times, correlation id) and
 // finds it with searchJobs, a page at a time; a queue without history answers null once the job is done; a job
 // that failed for good reads as dead-lettered with its reason; bad searches and ids are refused before any SQL.
@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { engineTargets } from './engine-targets';
 import { createEngine, InvalidJobIdError, JobSearchError, PermanentJobError, silentLogger, UnknownQueueError, type Engine } from '../../shared';
 
-const TARGETS = engineTargets('jobhist');
+const TARGETS = engineTargets('jobhist', { sqlServer: true });
 
 const DAY = 86_400_000;
 
@@ -20,7 +20,7 @@ for (const target of TARGETS) {
     });
     const open = async () =>
       (engine ??= await createEngine({
-        store: target.store(),
+        store: await target.store(),
         schema: target.schema,
         queues: {
           kept: { policy: { historyRetentionMs: 7 * DAY }, handler: async () => ({ ok: true }) },

@@ -145,9 +145,12 @@ export function rewriteOutputExpressionInto(text: string): string {
   return text.replace(whole, replaced);
 }
 
-/** convertStyle127. `CONVERT(nvarchar(n), x, 127)` gets its space back to ISO 8601's T: `REPLACE(CONVERT(…), N' ', N'T')`. */
+/**
+ * convertStyle127. `CONVERT(nvarchar(n), x, 127)` and style 126 get their space back to ISO 8601's T:
+ * `REPLACE(CONVERT(…), N' ', N'T')` (127: the cancel marker's time; 126: the history cursor's key).
+ */
 export function rewriteConvertStyle127(text: string): string {
-  return text.replace(/CONVERT\((nvarchar\(\d+\)), ([^,()]+(?:\(\))?), 127\)/g, "REPLACE(CONVERT($1, $2, 127), N' ', N'T')");
+  return text.replace(/CONVERT\((nvarchar\(\d+\)), ([^,()]+(?:\(\))?), (126|127)\)/g, "REPLACE(CONVERT($1, $2, $3), N' ', N'T')");
 }
 
 /** Index of the parenthesis closing the one at `open`. */

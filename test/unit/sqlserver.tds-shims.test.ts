@@ -7,6 +7,7 @@ import { transportNames } from '../../shared/sql/identifiers';
 import { claimLimited } from '../../shared/stores/sqlserver/limit-statements';
 import { transportStatements } from '../../shared/stores/sqlserver/statements';
 import { jobControlStatements } from '../../shared/stores/sqlserver/job-control-statements';
+import { historyStatements } from '../../shared/stores/sqlserver/history-statements';
 import { announceProcedure } from '../../shared/stores/sqlserver/announce';
 import {
   decodeJsonString,
@@ -95,6 +96,15 @@ describe('TDS engine shims', () => {
     const t = rewriteConvertStyle127(cancel);
     expect(t).toContain("REPLACE(CONVERT(nvarchar(30), SYSUTCDATETIME(), 127), N' ', N'T')");
     expect(t.replaceAll("REPLACE(CONVERT(nvarchar(30), SYSUTCDATETIME(), 127), N' ', N'T')", 'CONVERT(nvarchar(30), SYSUTCDATETIME(), 127)')).toBe(cancel);
+  });
+
+  it("convertStyle127: the history search's cursor key (style 126) gets its T back too; other styles are left alone", () => {
+    const search = historyStatements(names).searchByQueue.text;
+    expect(search).toContain('CONVERT(nvarchar(33), completed_at, 126)');
+    const t = rewriteConvertStyle127(search);
+    expect(t).toContain("REPLACE(CONVERT(nvarchar(33), completed_at, 126), N' ', N'T')");
+    expect(t.replace("REPLACE(CONVERT(nvarchar(33), completed_at, 126), N' ', N'T')", 'CONVERT(nvarchar(33), completed_at, 126)')).toBe(search);
+    expect(rewriteConvertStyle127('SELECT CONVERT(nvarchar(30), x, 121)')).toBe('SELECT CONVERT(nvarchar(30), x, 121)');
   });
 
   it('nocountPersists: a batch that turns NOCOUNT on turns it off at its end; a procedure body is left alone', () => {
