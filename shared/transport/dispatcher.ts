@@ -102,7 +102,7 @@ export async function dispatchDelivery(msg: ClaimedMessage, handler: JobHandler,
     : startHeartbeat(renew, msg, deps.lockTimeoutMs, deps.logger, what);
   // One property read when the job carries no trace context: no span, no parsing, no allocation. With one, a span is
   // made only where a tracer provider is registered; else the parsed context is all the handler gets (no span
-  // attributes, no extra async frames: 3.4 µs a job in the peer bench's traced drain).
+  // attributes, no extra async frames: 0.7–2 µs of Node's CPU a job in the peer bench's traced drain).
   const storedTrace = msg.headers[TRACEPARENT_HEADER];
   const trace = storedTrace === undefined ? undefined : parseTraceparent(storedTrace, msg.headers[TRACESTATE_HEADER]);
   try {
