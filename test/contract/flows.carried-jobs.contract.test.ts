@@ -5,23 +5,13 @@
 // postgres.flow-carried-jobs.contract.test.ts pins PostgreSQL's rows and NOTIFY.
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import type { CarriedJob } from '../../shared/flows/jobs';
-import { FLOW_STATE_SCHEMA_VERSION, type FlowState } from '../../shared/flows/state';
+import { job, LEASE, state, TTL } from './carried-job-fixtures';
+import { sleep } from '../support/messages';
 import { announce } from './fixtures';
 import { closeSharedFlowPglite, flowFixtures, type FlowHarness } from './flow-fixtures';
 
 afterAll(() => closeSharedFlowPglite());
 
-const LEASE = 30_000;
-const TTL = 3_600_000;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function state(flowId: string, patch: Partial<FlowState> = {}): FlowState {
-  const at = new Date().toISOString();
-  return { schemaVersion: FLOW_STATE_SCHEMA_VERSION, revision: 0, flowId, flowName: 'carry', inputJson: '{}', status: 'Running', createdAt: at, updatedAt: at, attempts: 0, steps: {}, values: {}, ...patch };
-}
-
-const job = (queue: string, patch: Partial<CarriedJob> = {}): CarriedJob => ({ id: randomUUID(), queue, payloadJson: '{"n":1}', headersJson: '{"h":"v"}', delayMs: 0, priority: 0, ...patch });
 
 for (const fixture of flowFixtures()) {
   describe.skipIf(!announce(fixture))(`[${fixture.name}] flow-state writes carry jobs`, { timeout: 60_000 }, () => {

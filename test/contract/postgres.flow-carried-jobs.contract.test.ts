@@ -8,8 +8,8 @@ import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DEFAULT_CHANNEL_TABLES } from '../../shared/channel/types';
-import type { CarriedJob } from '../../shared/flows/jobs';
-import { FLOW_STATE_SCHEMA_VERSION, type FlowState } from '../../shared/flows/state';
+import { job, LEASE, state, TTL } from './carried-job-fixtures';
+import { sleep } from '../support/messages';
 import { silentLogger } from '../../shared/log';
 import { channelNames } from '../../shared/sql/identifiers';
 import { openPostgresStoresOn, type OpenedStores } from '../../shared/stores/open';
@@ -22,16 +22,6 @@ import { schemaNames } from '../../shared/stores/schema-names';
 import { transportNames } from '../../shared/sql/identifiers';
 import { newSchema, PG_SKIP_REASON } from './fixtures';
 
-const LEASE = 30_000;
-const TTL = 3_600_000;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function state(flowId: string, patch: Partial<FlowState> = {}): FlowState {
-  const at = new Date().toISOString();
-  return { schemaVersion: FLOW_STATE_SCHEMA_VERSION, revision: 0, flowId, flowName: 'carry', inputJson: '{}', status: 'Running', createdAt: at, updatedAt: at, attempts: 0, steps: {}, values: {}, ...patch };
-}
-
-const job = (queue: string, patch: Partial<CarriedJob> = {}): CarriedJob => ({ id: randomUUID(), queue, payloadJson: '{"n":1}', headersJson: '{"h":"v"}', delayMs: 0, priority: 0, ...patch });
 
 interface Target {
   name: 'pglite' | 'postgres';
