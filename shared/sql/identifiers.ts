@@ -65,6 +65,11 @@ export interface TransportNames {
   keyOrderIndex: string;
   /** (queue, dead-letter source queue) WHERE dead_letter_reason IS NOT NULL: the dead-letter index without the live rows. */
   deadLettersIndex: string;
+  /**
+   * PostgreSQL version 22: (queue, dead-letter source queue, created_at) over dead letters only, replacing
+   * deadLettersIndex: a source's newest dead letters in index order (the list), and its count.
+   */
+  deadLettersListIndex: string;
   /** The publish-order sequence behind the seq column. */
   sequence: string;
   /** One row per (queue, ordering key) with rows in the table: their count and whether the key lost its head. */
@@ -89,6 +94,7 @@ export function transportNames(schema: string, table: string, dialect: Dialect):
     leasedIndex: derivedName(table, '_leased_idx', cap),
     keyOrderIndex: derivedName(table, '_key_order_idx', cap),
     deadLettersIndex: derivedName(table, '_dead_letters_idx', cap),
+    deadLettersListIndex: derivedName(table, '_dead_letters_list_idx', cap),
     sequence: derivedName(table, '_seq', cap),
     keysTable: derivedName(table, '_keys', cap),
   };
@@ -105,6 +111,7 @@ export function transportNames(schema: string, table: string, dialect: Dialect):
     ['leased index', names.leasedIndex],
     ['key order index', names.keyOrderIndex],
     ['dead letters index', names.deadLettersIndex],
+    ['dead letters list index', names.deadLettersListIndex],
     ['publish sequence', names.sequence],
     ['ordering keys table', names.keysTable],
   ]);

@@ -34,6 +34,7 @@ const VERSION_NAMES = [
   'drop indexes the ready set replaced',
   'flow steps table',
   'limited claim routine: rows by TID',
+  'dead-letter index by time; created index dropped',
 ];
 const LATEST = VERSION_NAMES.length;
 /** Versions from..LATEST. */

@@ -114,8 +114,8 @@ describe.skipIf(!PG_URL)('upgrade from version 1 (local host on a schema of the 
     const rows = await d.client.query<{ version: number; name: string }>(`SELECT version, name FROM "${d.schema}"."${MIGRATIONS}" ORDER BY version`);
     expect(rows.rows.map((r) => r.version)).toEqual(Array.from({ length: latest }, (_, i) => i + 1));
     expect(rows.rows[0]!.name).toBe('transport and channel tables (baseline: found in place)');
-    const index = await d.client.query(`SELECT 1 FROM pg_indexes WHERE schemaname = $1 AND indexname = $2`, [d.schema, names.transport.deadLettersIndex]);
-    expect(index.rowCount).toBe(1); // the upgrade built the dead-letter source index (version 18's)
+    const index = await d.client.query(`SELECT 1 FROM pg_indexes WHERE schemaname = $1 AND indexname = $2`, [d.schema, names.transport.deadLettersListIndex]);
+    expect(index.rowCount).toBe(1); // the upgrade built the dead-letter list index (version 22's)
     const stores = await d.open(false);
     try {
       const lines: string[] = [];

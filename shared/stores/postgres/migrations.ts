@@ -8,7 +8,7 @@ import type { SchemaNames } from '../schema-names';
 import { quoteIdentifier } from '../../sql/identifiers';
 import { channelDdl, channelTables } from './channel-statements';
 import { SOURCE_QUEUE } from './statements';
-import { addPriorityColumnSql, advisoryKey, dropIndexSql, pgDeadLettersIndexDdl, createClaimIndexSql, createReadyIndexSql, dropReadyIndexSql, createTableSql, createV1IndexesSql, dropLegacyReadyIndexSql, schemaLockResource } from './ddl';
+import { addPriorityColumnSql, advisoryKey, dropIndexSql, pgDeadLettersIndexDdl, pgDeadLettersListIndexDdl, createClaimIndexSql, createReadyIndexSql, dropReadyIndexSql, createTableSql, createV1IndexesSql, dropLegacyReadyIndexSql, schemaLockResource } from './ddl';
 import { postgresOutboxJobFieldsStatements, postgresOutboxReadySetStatements, postgresOutboxStatements } from './outbox';
 import { pgReadySetBackfill, pgReadySetDdl, pgReadySetIndexes } from './ready-set';
 import { flowStateDdl, flowStepsDdl } from './flow-statements';
@@ -235,6 +235,21 @@ export function postgresMigrations(n: SchemaNames): readonly Migration[] {
     // The limited claim's routine again, its UPDATE now fetching the picked rows by TID alone (statements.ts, the
     // claim): a catalog change, no table lock. A host of an earlier release calls the same routine and gets the same rows.
     { version: 21, name: 'limited claim routine: rows by TID', statements: [{ name: 'replace limited claim routine', text: pgLimitedClaimRoutineDdl(n.transport) }] },
+    // The created index (created_at over every row) only served the dead-letter list: an index over dead letters
+    // alone, by source and time, takes its place (ddl.ts), so live rows write one index entry less per publish and
+    // lease. The build reads the table once while writes wait (to the version's commit); the lock wait is bounded.
+    // Version 18's dead-letter index is a prefix of the new one and goes too. A host of an earlier release runs the
+    // same dead-letter statements and is served by the new index.
+    {
+      version: 22,
+      name: 'dead-letter index by time; created index dropped',
+      statements: [
+        { name: 'bound the lock wait', text: `SET LOCAL lock_timeout = '5s'` },
+        { name: 'create dead letters list index', text: pgDeadLettersListIndexDdl(n.transport) },
+        { name: 'drop dead letters index', text: dropIndexSql(n.transport, n.transport.deadLettersIndex) },
+        { name: 'drop transport created index', text: dropIndexSql(n.transport, n.transport.createdIndex) },
+      ],
+    },
   ]);
 }
 
