@@ -209,7 +209,8 @@ export async function inspectTransportTable(q: Queryable, n: TransportNames, mod
   );
   const warnings: string[] = [];
   const hasReady = idx.rows.some((r) => r.valid && r.def.includes(`(${READY_SET_KEYS})`) && r.def.endsWith(READY_SET_PRINTED_FILTER));
-  const hasCreated = idx.rows.some((r) => r.valid && /\(created_at\)$/.test(r.def) && !/ WHERE /.test(r.def));
+  // version 22's dead-letter list index (it replaced the created index, which is no longer built or looked for)
+  const hasDeadLetterList = idx.rows.some((r) => r.valid && /, created_at\) WHERE \(headers_json ~~ /.test(r.def));
   const missingReadySet = !cols.rows.some((r) => r.column_name === 'state');
   if (!hasReady && !missingReadySet) {
     warnings.push(
@@ -218,7 +219,7 @@ export async function inspectTransportTable(q: Queryable, n: TransportNames, mod
     );
   }
   const missingPriority = !cols.rows.some((r) => r.column_name === 'priority');
-  return { exists: true, problems, warnings, missingIndexes: !hasReady || !hasCreated, missingPriority, missingReadySet };
+  return { exists: true, problems, warnings, missingIndexes: !hasReady || !hasDeadLetterList, missingPriority, missingReadySet };
 }
 
 export function evaluateColumns(rows: readonly ColumnRow[], where: string, versionOneOnly = false): string[] {
