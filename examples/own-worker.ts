@@ -1,12 +1,12 @@
 // README "Using the engine from your own program": a worker outside Functions, built on the public entry
 // (shared/index.ts) alone. It publishes two orders and runs the `orders` queue with the in-code handler of
 // handlers/orders.ts until it is stopped. The tests run this file (test/contract/engine.public-api.contract.test.ts).
-import { createEngine, type DrainReport, type StoreConnection } from '../shared';
+import { createEngine, type DrainReport, type EngineOptions } from '../shared';
 import { ordersHandler } from '../handlers/orders';
 
-export async function runOrdersWorker(store: StoreConnection, signal: AbortSignal, schema?: string): Promise<DrainReport[]> {
+export async function runOrdersWorker(store: EngineOptions['store'], signal: AbortSignal, schema?: string): Promise<DrainReport[]> {
   const engine = await createEngine({
-    store, // { kind: 'postgres', url } | { kind: 'sqlserver', connectionString } | { kind: 'pglite', dataDir }
+    store, // { kind: 'postgres', url } | { kind: 'sqlserver', connectionString } | { kind: 'pglite', dataDir } | { stores } opened already
     schema, // default: public (PostgreSQL), dbo (SQL Server)
     queues: {
       orders: { handler: ordersHandler, policy: { maxDeliveryAttempts: 3, concurrency: 8, batchSize: 8 } },

@@ -43,6 +43,9 @@ export function engineTargets(prefix: string, options: { sqlServer?: boolean } =
     // a schema of its own per opening (the stores make their tables at their first operation), except where a test
     // opens a second engine on the first one's tables (`store('same')`: another process on the same database)
     const schemas: string[] = [];
+    // every opening, closed again at cleanup: an engine closes its stores, but options createEngine refused leave
+    // them open (a second close is a no-op)
+    const openings: Array<InjectedStores['stores']> = [];
     targets.push({
       name: 'sqlserver',
       skip: MSSQL_SKIP_REASON,
@@ -50,10 +53,12 @@ export function engineTargets(prefix: string, options: { sqlServer?: boolean } =
         const { openSqlServerEngineStores } = await import('./sqlserver-engine-stores');
         if (again !== 'same' || schemas.length === 0) schemas.push(`${prefix}_${randomBytes(4).toString('hex')}`);
         const opened = await openSqlServerEngineStores(process.env.MSSQL_CONNECTION_STRING!, schemas.at(-1)!);
+        openings.push(opened.stores);
         return { stores: opened.stores };
       },
       schema: 'unused (the injected stores carry theirs)',
       cleanup: async () => {
+        for (const stores of openings.splice(0)) await stores.close().catch(() => undefined);
         const { dropSqlServerEngineSchemas } = await import('./sqlserver-engine-stores');
         await dropSqlServerEngineSchemas(process.env.MSSQL_CONNECTION_STRING!, schemas);
       },

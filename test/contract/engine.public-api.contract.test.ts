@@ -7,7 +7,7 @@ import { setEnv } from '../support/env';
 import { eventually, sleep } from '../support/messages';
 import { engineTargets } from './engine-targets';
 
-const TARGETS = engineTargets('engine');
+const TARGETS = engineTargets('engine', { sqlServer: true });
 
 const failing = (seen: Job[]) => async (job: Job) => {
   seen.push(job);
@@ -29,7 +29,7 @@ for (const target of TARGETS) {
       const restore = setEnv({ DATABASE_URL: 'postgres://127.0.0.1:1/nowhere', QUEUES: 'other', MAX_DELIVERY_ATTEMPTS: '1', BATCH_SIZE: 'x' });
       try {
         engine = await createEngine({
-          store: target.store(),
+          store: await target.store(),
           schema: target.schema,
           queues: {
             two: { handler: failing(seen.two!), policy: { maxDeliveryAttempts: 2, redeliveryDelayMs: 0 } },
@@ -74,7 +74,7 @@ for (const target of TARGETS) {
 
     it('stats shows the route without the URL path, query or credentials', async () => {
       const other = await createEngine({
-        store: target.store(),
+        store: await target.store(),
         schema: target.schema,
         queues: { out: { handler: { kind: 'forward', url: 'https://user:secret@example.test:8443/hook?code=abc', timeoutMs: 5000 }, policy: { deadLetter: false } } },
         logger: silentLogger,
@@ -139,7 +139,7 @@ for (const target of TARGETS) {
 
     it('refuses bad options with every problem listed', async () => {
       const err = await createEngine({
-        store: target.store(),
+        store: await target.store(),
         queues: { response: { handler: { kind: 'echo' } }, ok: { handler: { kind: 'forward', url: 'ftp://x' }, policy: { batchSize: 0 } } },
       }).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(EngineOptionsError);
@@ -152,7 +152,7 @@ for (const target of TARGETS) {
       const spy = vi.spyOn(console, 'log').mockImplementation((...args: unknown[]) => void lines.push(args.map(String).join(' ')));
       try {
         const stop = new AbortController();
-        const done = runOrdersWorker(target.store(), stop.signal, target.schema);
+        const done = runOrdersWorker(await target.store(), stop.signal, target.schema);
         await eventually(() => (lines.filter((l) => /^order A-[12] .*total (7|12)$/.test(l)).length === 2 ? true : undefined), 'both orders to be handled', 20_000);
         stop.abort();
         const [report] = await done;
