@@ -119,7 +119,7 @@ for (const fixture of schemaDbFixtures()) {
       // and without the index the same statements scan or sort: the checks can fail
       await d.client.query(`DROP INDEX "${d.schema}"."${names.deadLettersListIndex}"`);
       expect((await plan(sql.stats, ['work', DLQ])).some((n) => n['Node Type'] === 'Seq Scan' || n['Index Name'] !== undefined && n['Index Name'] !== names.deadLettersListIndex)).toBe(true);
-      expect(usesIndex(await plan(sql.listDeadLetters, [DLQ, 'work', 50]))).toBe(false);
+      expect((await plan(sql.listDeadLetters, [DLQ, 'work', 50])).some((n) => n['Node Type'] === 'Sort')).toBe(true);
     });
   });
 }
