@@ -199,9 +199,26 @@ moved AS (
   RETURNING id)
 SELECT id FROM moved`,
     // SQL Server: SET NOCOUNT OFF; DELETE TOP (1000); PostgreSQL has no DELETE … LIMIT, so bound by ctid.
-    // IS_DEAD_LETTER lets every dead-letter statement read the dead-letters index (version 18).
+    // The dead-letter list index (queue, source, created_at) bounds the age test per source: a loose scan finds the
+    // queue's sources (one probe each), then each source's oldest rows up to the cut-off are a range of the index, and
+    // the rows whose source header does not parse (SOURCE_QUEUE NULL) are one more. A prune beside many dead letters
+    // that are not old yet reads only those it deletes. The cut-off is on now(), stable in the statement, so it can
+    // bound a range (clock_timestamp() cannot: a prune then read every dead letter of the queue, a Seq Scan of the table).
     pruneDeadLetters: `DELETE FROM ${t} WHERE ctid IN (
-  SELECT ctid FROM ${t} WHERE queue = $1 AND ${IS_DEAD_LETTER} AND created_at < clock_timestamp() - $2::bigint ${MS} LIMIT 1000)`,
+  WITH RECURSIVE sources AS (
+    (SELECT ${SOURCE_QUEUE} AS source FROM ${t} WHERE queue = $1 AND ${IS_DEAD_LETTER} AND ${SOURCE_QUEUE} IS NOT NULL ORDER BY ${SOURCE_QUEUE} LIMIT 1)
+    UNION ALL
+    SELECT (SELECT ${SOURCE_QUEUE} FROM ${t} WHERE queue = $1 AND ${IS_DEAD_LETTER} AND ${SOURCE_QUEUE} > s.source ORDER BY ${SOURCE_QUEUE} LIMIT 1)
+    FROM sources AS s WHERE s.source IS NOT NULL)
+  SELECT o.ctid FROM (
+    SELECT x.ctid FROM sources AS s, LATERAL (
+      SELECT ctid FROM ${t} WHERE queue = $1 AND ${IS_DEAD_LETTER} AND ${SOURCE_QUEUE} = s.source AND created_at < now() - $2::bigint ${MS}
+      ORDER BY created_at LIMIT 1000) AS x
+    WHERE s.source IS NOT NULL
+    UNION ALL
+    (SELECT ctid FROM ${t} WHERE queue = $1 AND ${IS_DEAD_LETTER} AND ${SOURCE_QUEUE} IS NULL AND created_at < now() - $2::bigint ${MS}
+     ORDER BY created_at LIMIT 1000)) AS o
+  LIMIT 1000)`,
     // Queues that hold rows: a loose index scan (one probe per distinct queue) over each partial index whose rows
     // together are every row (the ready set, scheduled, leased, keyed); the ready set's states leave no other kind.
     queueNames: `WITH RECURSIVE ready_q AS (
