@@ -7,13 +7,20 @@ export interface AckRetry {
   maxAttempts: number;
   /** epoch ms: no retry wait runs past it. */
   deadline?: number;
+  /**
+   * ms from a batch's first send: no retry wait runs past it either. The drain gives its acks a lease's length: by
+   * then the rows' leases have lapsed and a claim may have taken them (a later ack is still fenced, but the job has
+   * likely run again), and a drain that stops waits no longer than that for its acks.
+   */
+  withinMs?: number;
 }
 
 /**
  * Collects acks from handlers finishing close together and deletes them in one fenced statement, so the hot
  * path has no per-job round trip. A transient failure is retried: the DELETE is fenced on (id, lock_id), so
- * resending it after an ambiguous commit deletes nothing twice. A flush that still fails is logged: the
- * leases lapse and the jobs are redelivered (at-least-once), the same outcome as a lost single ack.
+ * resending it after an ambiguous commit deletes nothing twice. A flush that still fails (out of attempts, or of
+ * time: `withinMs`, the deadline) is logged: the leases lapse and the jobs are redelivered (at-least-once), the same
+ * outcome as a lost single ack.
  */
 export class AckBatcher {
   private pending: Settlement[] = [];
@@ -53,11 +60,12 @@ export class AckBatcher {
     const batch = this.pending;
     this.pending = [];
     const attempt = () => this.ack(batch);
+    const deadline = this.retry ? Math.min(this.retry.deadline ?? Infinity, this.retry.withinMs === undefined ? Infinity : Date.now() + this.retry.withinMs) : Infinity;
     const send = this.retry
       ? withRetry(attempt, {
           maxAttempts: this.retry.maxAttempts,
           policy: this.retry.policy,
-          deadline: this.retry.deadline,
+          deadline: Number.isFinite(deadline) ? deadline : undefined,
           onRetry: (err, _attempt, delay, cls) => this.logger.warn(`ack of ${batch.length} jobs failed transiently (${cls}); resending in ${Math.round(delay)} ms`, err),
         })
       : attempt();

@@ -61,6 +61,9 @@ const WAIT_OVER = new Error('drain loop: the wait is over');
 /** How long after the claim budget acks may still be retried. */
 const SETTLE_GRACE_MS = 10_000;
 
+/** Most sends of one ack batch (each transient fault waits its class's backoff; the lease bounds them too). */
+const ACK_ATTEMPTS = 10;
+
 export interface DrainReport {
   queue: string;
   claimed: number;
@@ -179,10 +182,13 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
     }
     return n;
   };
+  // An ack batch is resent on transient faults for up to a lease (ACK_ATTEMPTS at most): with 3 attempts, a connection
+  // fault that outlasted ~1.5 s of backoff gave a whole batch's jobs up to run again once their leases lapsed.
   const acks = new AckBatcher(settle, Math.max(o.batchSize, 16), o.logger, {
     policy: o.claimRetry ?? DEFAULT_RETRY_CLASSES,
-    maxAttempts: 3,
+    maxAttempts: ACK_ATTEMPTS,
     deadline: claimDeadline + SETTLE_GRACE_MS,
+    withinMs: o.lockTimeoutMs,
   });
   if (takeNext) acks.onAdd = (s) => {
     if (isKeyed(s) && !claimingOver) awaitingAck.add(s);

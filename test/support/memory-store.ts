@@ -27,6 +27,8 @@ export class MemoryStore implements Pick<TransportStore, 'publish' | 'claim' | '
   loseClaimAnswers = 0;
   /** The next hand-backs fail with claimError before committing. */
   failReleases = 0;
+  /** The next acks fail with claimError before committing. */
+  failAcks = 0;
   claimError: Error = Object.assign(new Error('connection reset'), { code: 'ECONNRESET' });
   /**
    * Scripted faults of the next dead-letter moves: 'before' fails without committing; 'after' commits and then
@@ -123,6 +125,10 @@ export class MemoryStore implements Pick<TransportStore, 'publish' | 'claim' | '
 
   async ack(settlements: readonly Settlement[]) {
     this.calls.ack++;
+    if (this.failAcks > 0) {
+      this.failAcks--;
+      throw this.claimError;
+    }
     let n = 0;
     for (const s of settlements) if (this.fenced(s) && this.rows.delete(s.id)) n++;
     return n;

@@ -153,6 +153,30 @@ describe('drain loop', () => {
     expect(worse.inQueue('q').map((r) => r.attempts)).toEqual([1]);
   });
 
+  it('an ack batch is resent through a fault that outlasts three tries, within the lease, and then given up', async () => {
+    const fast = { baseMs: 1, maxMs: 5 };
+    const claimRetry = { lock: fast, throttling: fast, failover: fast, connection: fast };
+    const store = new MemoryStore();
+    await store.publish(Array.from({ length: 4 }, (_, i) => message('q', i)));
+    store.failAcks = 6; // three sends (the limit before) would have left these jobs to run again
+    const report = await drainQueue(options(store, { claimRetry }));
+    expect(report).toMatchObject({ completed: 4, ackFailures: 0 });
+    expect(store.inQueue('q')).toHaveLength(0);
+    expect(store.calls.ack).toBeGreaterThanOrEqual(7);
+
+    // a fault longer than the lease: the batch is given up once its next wait would pass the lease (250 ms, waits of
+    // 50-100 ms: at most 6 sends, where the attempts alone would allow 10); the budget ends claiming, so the job's
+    // lapse is not claimed again here
+    const slow = { baseMs: 100, maxMs: 100 };
+    const longer = new MemoryStore();
+    await longer.publish([message('q')]);
+    longer.failAcks = 100;
+    const failed = await drainQueue(options(longer, { budgetMs: 100, lockTimeoutMs: 250, claimRetry: { lock: slow, throttling: slow, failover: slow, connection: slow } }));
+    expect(failed).toMatchObject({ completed: 1, ackFailures: 1 });
+    expect(longer.calls.ack).toBeGreaterThan(1);
+    expect(longer.calls.ack).toBeLessThanOrEqual(6);
+  });
+
   it('a claim that committed but whose answer was lost is handed back by its lock id: no attempt spent, no lease waited out', async () => {
     const store = new MemoryStore();
     await store.publish(Array.from({ length: 4 }, (_, i) => message('q', i)));
