@@ -88,15 +88,15 @@ describe('drain loop under injected faults (real tedious client)', () => {
     expect(logger.logs.some((l) => l.level === 'warn' && /ack of 1 jobs failed transiently/.test(l.message))).toBe(true);
   });
 
-  it('acks that keep failing are logged and left to lapse: nothing released, dead-lettered or acked a fourth time', async () => {
+  it('acks that keep failing are resent ten times, then logged and left to lapse: nothing released, dead-lettered or acked an eleventh time', async () => {
     const job = { id: randomUUID(), lockId: randomUUID() };
-    const { server, logger, store } = await faults.start({ onRequest: scripted([job], { ack: [reset(), reset(), reset()] }) });
+    const { server, logger, store } = await faults.start({ onRequest: scripted([job], { ack: Array.from({ length: 10 }, () => reset()) }) });
 
     const report = await drainQueue(drainOptions(store, logger));
 
     expect(report).toMatchObject({ claimed: 1, completed: 1, ackFailures: 1, released: 0, deadLettered: 0 });
     const byStatement = (s: string) => server.requests.filter((r) => statementOf(r) === s);
-    expect(byStatement('ack')).toHaveLength(3);
+    expect(byStatement('ack')).toHaveLength(10);
     expect(byStatement('release')).toHaveLength(0);
     expect(byStatement('dead-letter')).toHaveLength(0);
     expect(logger.logs.some((l) => l.level === 'error' && /failed to ack 1 jobs; their leases will lapse/.test(l.message))).toBe(true);
