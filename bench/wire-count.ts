@@ -1,6 +1,9 @@
 // Statements at the wire: every query a pg connection sends (pool queries and the statements of a transaction,
-// BEGIN and COMMIT included) and every query PGlite runs (its transactions' included), counted by the SQL's
-// first line. Used by the flows bench and the flows statement-count test; `ignore` drops the caller's own reads.
+// BEGIN and COMMIT included), every query PGlite runs (its transactions' included) and every request a tedious
+// connection (the mssql driver's) sends: SQL batches and parameterized statements, procedure calls, and the
+// transaction manager's begin, commit and rollback. Counted by the SQL's first line; a T-SQL batch by its first line
+// that is not a SET, DECLARE or BEGIN TRAN (its first lines are session settings, the same for every batch). Used by
+// the flows bench and the flows statement-count test; `ignore` drops the caller's own reads.
 import { createRequire } from 'node:module';
 
 export interface WireCounter {
@@ -17,6 +20,13 @@ type QueryFn = (this: unknown, ...args: unknown[]) => unknown;
 const label = (text: unknown): string => {
   const sql = typeof text === 'string' ? text : typeof (text as { text?: unknown })?.text === 'string' ? (text as { text: string }).text : String(text);
   return sql.trim().split('\n')[0]!.replace(/\s+/g, ' ').slice(0, 110);
+};
+
+/** A T-SQL batch's first line that says what it does (session settings and declarations skipped). */
+const tsqlLabel = (sql: string): string => {
+  const lines = sql.split('\n').map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('--'));
+  const telling = lines.find((l) => !/^(SET |DECLARE |BEGIN TRAN|BEGIN TRY|BEGIN$)/i.test(l)) ?? lines[0] ?? '';
+  return `[tds] ${telling.replace(/\s+/g, ' ').slice(0, 104)}`;
 };
 
 export function countWire(ignore: (sql: string) => boolean = () => false): WireCounter {
@@ -72,6 +82,32 @@ export function countWire(ignore: (sql: string) => boolean = () => false): WireC
     );
   } catch {
     /* pglite absent */
+  }
+  try {
+    const tedious = req(req.resolve('tedious', { paths: [req.resolve('mssql')] })) as { Connection: { prototype: Record<string, unknown> } };
+    const sqlOf = (request: unknown) => String((request as { sqlTextOrProcedure?: unknown })?.sqlTextOrProcedure ?? '');
+    for (const name of ['execSql', 'execSqlBatch', 'callProcedure', 'execute']) {
+      patch(tedious.Connection.prototype, name, (orig) =>
+        function (this: unknown, ...args: unknown[]) {
+          const sql = sqlOf(args[0]);
+          if (!ignore(sql)) {
+            const k = name === 'callProcedure' ? `[tds] EXEC ${sql}` : tsqlLabel(sql);
+            byStatement.set(k, (byStatement.get(k) ?? 0) + 1);
+          }
+          return orig.apply(this, args);
+        },
+      );
+    }
+    for (const [name, k] of [['beginTransaction', '[tds] begin transaction'], ['commitTransaction', '[tds] commit transaction'], ['rollbackTransaction', '[tds] rollback transaction']] as const) {
+      patch(tedious.Connection.prototype, name, (orig) =>
+        function (this: unknown, ...args: unknown[]) {
+          byStatement.set(k, (byStatement.get(k) ?? 0) + 1);
+          return orig.apply(this, args);
+        },
+      );
+    }
+  } catch {
+    /* mssql absent */
   }
   return {
     byStatement,
