@@ -13,7 +13,7 @@ import { DEAD_LETTER_SOURCE_HEADER } from '../../shared/transport/types';
 import { message } from '../support/messages';
 import { announce } from './fixtures';
 import { closeSharedPglite, schemaDbFixtures, type SchemaDb } from './schema-fixtures';
-import { nodes, type PlanNode } from './plan-nodes';
+import { explainRolledBack, nodes, type PlanNode } from './plan-nodes';
 
 afterAll(() => closeSharedPglite());
 
@@ -140,27 +140,16 @@ for (const fixture of schemaDbFixtures()) {
       const week = 7 * 24 * 3600 * 1000;
       const OLD_PRUNE = `DELETE FROM ${t} WHERE ctid IN (
   SELECT ctid FROM ${t} WHERE queue = $1 AND headers_json LIKE '%${DEAD_LETTER_SOURCE_HEADER}%' AND created_at < clock_timestamp() - $2::bigint * interval '1 millisecond' LIMIT 1000)`;
-      // rows each plan's scans returned or removed, from EXPLAIN ANALYZE in a transaction rolled back
+      // rows each plan's scans returned or removed (EXPLAIN ANALYZE, rolled back)
       const rowsRead = async (text: string) => {
-        let read = -1;
-        let scans: string[] = [];
-        await d.client
-          .transaction(async (tx) => {
-            const r = await tx.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode & Record<string, number> }> }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${text}`, [DLQ, week]);
-            const all = nodes(r.rows[0]!['QUERY PLAN'][0]!.Plan) as Array<PlanNode & Record<string, number>>;
-            const scanNodes = all.filter((n) => /Scan$/.test(n['Node Type']) && n['Relation Name'] !== undefined);
-            scans = scanNodes.map((n) => `${n['Node Type']} ${n['Index Name'] ?? ''}`);
-            read = scanNodes.reduce((sum, n) => sum + (n['Actual Rows'] ?? 0) * (n['Actual Loops'] ?? 1) + (n['Rows Removed by Filter'] ?? 0), 0);
-            throw new Error('rollback');
-          })
-          .catch((err: Error) => {
-            if (err.message !== 'rollback') throw err;
-          });
-        return { read, scans };
+        const scans = nodes(await explainRolledBack(d.client, text, [DLQ, week])).filter((n) => /Scan$/.test(n['Node Type']) && n['Relation Name'] !== undefined);
+        return {
+          read: scans.reduce((sum, n) => sum + (n['Actual Rows'] ?? 0) * (n['Actual Loops'] ?? 1) + (n['Rows Removed by Filter'] ?? 0), 0),
+          scans: scans.map((n) => n['Node Type']),
+        };
       };
       const before = await rowsRead(OLD_PRUNE);
       const after = await rowsRead(pgStatements(names).pruneDeadLetters);
-      if (process.env.PRINT_PLANS) console.log(`[${fixture.name}] prune rows read: before ${before.read}, after ${after.read} (${after.scans.join(', ')})`);
       if (fixture.name === 'pglite' && after.scans.some((s) => s.startsWith('Seq Scan'))) {
         console.log(`[pglite] rows-read check skipped: its planner chose ${after.scans.join(', ')}`);
       } else {

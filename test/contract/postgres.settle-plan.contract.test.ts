@@ -15,7 +15,7 @@ import { TRANSPORT_FILLFACTOR } from '../../shared/stores/postgres/migrations';
 import { transportNames, type TransportNames } from '../../shared/sql/identifiers';
 import { announce } from './fixtures';
 import { closeSharedPglite, schemaDbFixtures, type SchemaDb } from './schema-fixtures';
-import { describeNode, nodes, type PlanNode } from './plan-nodes';
+import { describeNode, explainRolledBack, nodes, type PlanNode } from './plan-nodes';
 
 afterAll(() => closeSharedPglite());
 
@@ -75,24 +75,15 @@ for (const fixture of schemaDbFixtures()) {
         // A drain's statements are prepared, and after five runs PostgreSQL may keep the generic plan: `= ANY($1)` is
         // then an unhashed filter wherever it is not an index condition. EXPLAIN ANALYZE runs the statement: its
         // transaction is rolled back, so each statement meets the same leases.
-        let plan: PlanNode | undefined;
-        const rollback = new Error('rollback');
-        await d.client
-          .transaction(async (tx) => {
+        const uuids = (xs: string[]) => `'{${xs.join(',')}}'::uuid[]`; // EXECUTE takes values, not bind parameters
+        const plan = await explainRolledBack(d.client, `EXECUTE settle_probe(${uuids(batch.map((c) => c.id))}, ${uuids(batch.map((c) => c.lockId))})`, [], {
+          setup: async (tx) => {
             await tx.query('SET LOCAL plan_cache_mode = force_generic_plan');
             await tx.query(`PREPARE settle_probe(uuid[], uuid[]) AS ${text}`);
-            const uuids = (xs: string[]) => `'{${xs.join(',')}}'::uuid[]`; // EXECUTE takes values, not bind parameters
-            const r = await tx.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(
-              `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE settle_probe(${uuids(batch.map((c) => c.id))}, ${uuids(batch.map((c) => c.lockId))})`,
-            );
-            plan = r.rows[0]!['QUERY PLAN'][0]!.Plan;
-            await tx.query('DEALLOCATE settle_probe'); // PREPARE is not transactional
-            throw rollback;
-          })
-          .catch((err: unknown) => {
-            if (err !== rollback) throw err;
-          });
-        const scans = nodes(plan!).filter((n) => n['Relation Name'] === TABLE);
+          },
+          teardown: async (tx) => void (await tx.query('DEALLOCATE settle_probe')), // PREPARE is not transactional
+        });
+        const scans = nodes(plan).filter((n) => n['Relation Name'] === TABLE);
         const described = scans.map(describeNode).join(', ');
         expect(scans.some((n) => String(n['Index Name'] ?? '').endsWith('_leased_idx')), `${name}: ${described}`).toBe(false);
         // 500 probes of the primary key and their rows' writes (an update's index entries included): measured 6.5-8k
