@@ -91,11 +91,11 @@ export async function seedBacklog(s: Seeding, kind: BacklogKind, size: number): 
     );
     if (readySet) {
       await s.sql.query(
-        `INSERT INTO "${s.schema}"."${s.table}_keys" (queue, ordering_key, pending) SELECT '${QUEUE}', 'k' || k, 0 FROM generate_series(0, $1 - 1) AS k`,
+        `INSERT INTO "${s.schema}"."${s.table}_keys" (queue, ordering_key, backlog) SELECT '${QUEUE}', 'k' || k, 0 FROM generate_series(0, $1 - 1) AS k`,
         [keys],
       );
       await s.sql.query(
-        `UPDATE "${s.schema}"."${s.table}_keys" AS k SET pending = c.n FROM (SELECT ordering_key, count(*)::int AS n FROM ${t} WHERE queue = '${QUEUE}' AND ordering_key IS NOT NULL GROUP BY ordering_key) AS c
+        `UPDATE "${s.schema}"."${s.table}_keys" AS k SET backlog = c.n FROM (SELECT ordering_key, count(*)::int AS n FROM ${t} WHERE queue = '${QUEUE}' AND ordering_key IS NOT NULL GROUP BY ordering_key) AS c
          WHERE k.queue = '${QUEUE}' AND k.ordering_key = c.ordering_key`,
       );
     }

@@ -63,6 +63,12 @@ export interface TransportNames {
   leasedIndex: string;
   /** (queue, ordering_key, seq) WHERE ordering_key IS NOT NULL: a key's rows in publish order (its successor). */
   keyOrderIndex: string;
+  /**
+   * PostgreSQL version 23: (queue, ordering_key, seq) WHERE state = 2: the rows queued behind their key's head, in
+   * publish order (a key's next job), replacing keyOrderIndex there: a row leaves it when it is promoted, so its lease
+   * writes no entry into it.
+   */
+  keyQueueIndex: string;
   /** (queue, dead-letter source queue) WHERE dead_letter_reason IS NOT NULL: the dead-letter index without the live rows. */
   deadLettersIndex: string;
   /**
@@ -93,6 +99,7 @@ export function transportNames(schema: string, table: string, dialect: Dialect):
     scheduledIndex: derivedName(table, '_scheduled_idx', cap),
     leasedIndex: derivedName(table, '_leased_idx', cap),
     keyOrderIndex: derivedName(table, '_key_order_idx', cap),
+    keyQueueIndex: derivedName(table, '_key_queue_idx', cap),
     deadLettersIndex: derivedName(table, '_dead_letters_idx', cap),
     deadLettersListIndex: derivedName(table, '_dead_letters_list_idx', cap),
     sequence: derivedName(table, '_seq', cap),
@@ -110,6 +117,7 @@ export function transportNames(schema: string, table: string, dialect: Dialect):
     ['scheduled index', names.scheduledIndex],
     ['leased index', names.leasedIndex],
     ['key order index', names.keyOrderIndex],
+    ['key queue index', names.keyQueueIndex],
     ['dead letters index', names.deadLettersIndex],
     ['dead letters list index', names.deadLettersListIndex],
     ['publish sequence', names.sequence],

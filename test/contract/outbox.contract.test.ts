@@ -138,8 +138,8 @@ for (const fixture of schemaDbFixtures()) {
       expect((await d.client.query(`SELECT * FROM ${fn('publish')}(queue => 'ticks', payload => '3', id => '${id}', ordering_key => 'late')`)).rows[0]).toMatchObject({ inserted: false });
       const filed = await d.client.query<{ state: number | null }>(`SELECT state FROM "${d.schema}"."${TABLE}" WHERE id = $1`, [id]);
       expect(filed.rows[0]!.state).toBe(1);
-      const key = await d.client.query<{ pending: number }>(`SELECT pending FROM "${d.schema}"."${TABLE}_keys" WHERE queue = 'ticks' AND ordering_key = 'late'`);
-      expect(key.rows[0]!.pending).toBe(1);
+      const key = await d.client.query<{ backlog: number }>(`SELECT backlog FROM "${d.schema}"."${TABLE}_keys" WHERE queue = 'ticks' AND ordering_key = 'late'`);
+      expect(key.rows[0]!.backlog).toBe(1);
     });
 
     it('version 16 carries the grants over: a role granted EXECUTE on version 3\'s publish function can call the new one', async () => {

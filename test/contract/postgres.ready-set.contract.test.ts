@@ -5,7 +5,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { transportNames } from '../../shared/sql/identifiers';
 import type { OpenedStores } from '../../shared/stores/open';
 import { DEFAULT_TRANSPORT_TABLE } from '../../shared/stores/options';
-import { pgReadySetBackfill } from '../../shared/stores/postgres/ready-set';
+import { pgKeysBacklogDdl, pgReadySetBackfill } from '../../shared/stores/postgres/ready-set';
 import { message } from '../support/messages';
 import { announce } from './fixtures';
 import { closeSharedPglite, schemaDbFixtures, type SchemaDb } from './schema-fixtures';
@@ -34,7 +34,7 @@ for (const fixture of schemaDbFixtures()) {
       return { d, store: stores.transport, t, k };
     };
     const keyRow = async (db: SchemaDb, k: string, queue: string, key: string) =>
-      (await db.client.query<{ pending: number; vacant: boolean }>(`SELECT pending, vacant FROM ${k} WHERE queue = $1 AND ordering_key = $2`, [queue, key])).rows[0];
+      (await db.client.query<{ backlog: number; vacant: boolean }>(`SELECT backlog, vacant FROM ${k} WHERE queue = $1 AND ordering_key = $2`, [queue, key])).rows[0];
 
     it('a key a raced removal left vacant: the next claim takes its next job and clears the mark', async () => {
       const { d, store, t, k } = await open();
@@ -44,21 +44,64 @@ for (const fixture of schemaDbFixtures()) {
       // what an ack leaves when a publisher of the key committed after its snapshot: the head gone, the count
       // lowered, the key marked vacant, its next job still queued
       await d.client.query(`DELETE FROM ${t} WHERE id = $1`, [first.find((c) => nOf(c) === 1)!.id]);
-      await d.client.query(`UPDATE ${k} SET pending = 2, vacant = true WHERE queue = 'rs' AND ordering_key = 'a'`);
+      await d.client.query(`UPDATE ${k} SET backlog = 2, vacant = true WHERE queue = 'rs' AND ordering_key = 'a'`);
       expect((await store.claimOutlook('rs')).due).toBe(true);
       const next = await store.claim('rs', 10, LOCK);
       expect(next.map(nOf)).toEqual([2]);
-      expect(await keyRow(d, k, 'rs', 'a')).toEqual({ pending: 2, vacant: false });
+      expect(await keyRow(d, k, 'rs', 'a')).toEqual({ backlog: 2, vacant: false });
       expect(await store.claim('rs', 10, LOCK)).toEqual([]); // 3 waits behind 2
       await store.ack(next);
       expect((await store.claim('rs', 10, LOCK)).map(nOf)).toEqual([3]);
     });
 
+    it("a head's ack that finds its key's next job writes no key row; the ack of the key's last job empties it", async () => {
+      const { d, store, k } = await open();
+      const xmin = async () => (await d.client.query<{ x: string }>(`SELECT xmin::text AS x FROM ${k} WHERE queue = 'bk' AND ordering_key = 'a'`)).rows[0]!.x;
+      await store.publish([keyed('bk', 'a', 1), keyed('bk', 'a', 2), keyed('bk', 'a', 3)]);
+      const published = await xmin();
+      expect(await keyRow(d, k, 'bk', 'a')).toEqual({ backlog: 3, vacant: false });
+      const first = await store.claim('bk', 10, LOCK);
+      expect(first.map(nOf)).toEqual([1]);
+      expect(await store.ack(first)).toBe(1);
+      // the handover's form of the ack (the drain's) writes none either: it takes 3 after 2
+      const second = await store.claim('bk', 10, LOCK);
+      expect(second.map(nOf)).toEqual([2]);
+      const took = await store.ackAndTakeNext!(second, { queue: 'bk', max: 10, lockTimeoutMs: LOCK, lockId: '0190a000-0000-7000-8000-0000000000aa' });
+      expect([took.acked, took.taken.map(nOf), took.left]).toEqual([1, [3], 0]);
+      expect(await xmin()).toBe(published);
+      expect(await keyRow(d, k, 'bk', 'a')).toEqual({ backlog: 3, vacant: false }); // an upper bound now: 1 row left
+      expect(await store.ack(took.taken)).toBe(1);
+      expect(await keyRow(d, k, 'bk', 'a')).toEqual({ backlog: 0, vacant: false });
+      // empty, so the next publish is the key's head at once
+      await store.publish([keyed('bk', 'a', 4), keyed('bk', 'a', 5)]);
+      expect((await store.claim('bk', 10, LOCK)).map(nOf)).toEqual([4]);
+    });
+
+    if (fixture.name === 'pglite') console.warn("[pglite] skipped: a key's next job removed while the head's ack waits for it (needs a second session; the PostgreSQL server runs it)");
+    it.skipIf(fixture.name === 'pglite')("a key's next job removed while the head's ack waits for it: the key is marked vacant and the next claim goes on", async () => {
+      const { d, store, t, k } = await open();
+      await store.publish([keyed('lost', 'a', 1), keyed('lost', 'a', 2), keyed('lost', 'a', 3)]);
+      const [head] = await store.claim('lost', 10, LOCK);
+      expect(nOf(head!)).toBe(1);
+      const next = (await d.client.query<{ id: string }>(`SELECT id FROM ${t} WHERE queue = 'lost' AND payload_json::jsonb ->> 'n' = '2'`)).rows[0]!.id;
+      let acked: Promise<number> | undefined;
+      await d.client.transaction(async (tx) => {
+        // a cancel of job 2, not yet committed, when the ack's snapshot is taken: the ack finds 2 and waits for its lock
+        await tx.query(`DELETE FROM ${t} WHERE id = $1`, [next]);
+        acked = store.ack([head!]);
+        await new Promise((r) => setTimeout(r, 300));
+      });
+      expect(await acked).toBe(1);
+      expect(await keyRow(d, k, 'lost', 'a')).toEqual({ backlog: 3, vacant: true });
+      expect((await store.claim('lost', 10, LOCK)).map(nOf)).toEqual([3]);
+      expect(await keyRow(d, k, 'lost', 'a')).toEqual({ backlog: 3, vacant: false });
+    });
+
     it('a vacant key with no job left heals: its count goes to 0 and the next publish is its head', async () => {
       const { d, store, k } = await open();
-      await d.client.query(`INSERT INTO ${k} (queue, ordering_key, pending, vacant) VALUES ('rs2', 'ghost', 3, true)`);
+      await d.client.query(`INSERT INTO ${k} (queue, ordering_key, backlog, vacant) VALUES ('rs2', 'ghost', 3, true)`);
       expect(await store.claim('rs2', 10, LOCK)).toEqual([]);
-      expect(await keyRow(d, k, 'rs2', 'ghost')).toEqual({ pending: 0, vacant: false });
+      expect(await keyRow(d, k, 'rs2', 'ghost')).toEqual({ backlog: 0, vacant: false });
       await store.publish([keyed('rs2', 'ghost', 1)]);
       expect((await store.claim('rs2', 10, LOCK)).map(nOf)).toEqual([1]);
     });
@@ -78,13 +121,17 @@ for (const fixture of schemaDbFixtures()) {
       }
       await d.client.query(`UPDATE ${t} SET state = NULL, seq = NULL WHERE queue = 'bf'`);
       await d.client.query(`DELETE FROM ${k}`);
-      for (const s of pgReadySetBackfill(transportNames(d.schema, DEFAULT_TRANSPORT_TABLE, 'postgres'))) await d.client.query(s.text);
+      // version 18 counted into \`pending\`, which version 23 renames
+      const names = transportNames(d.schema, DEFAULT_TRANSPORT_TABLE, 'postgres');
+      await d.client.query(`ALTER TABLE ${k} RENAME COLUMN backlog TO pending`);
+      for (const s of pgReadySetBackfill(names)) await d.client.query(s.text);
+      for (const s of pgKeysBacklogDdl(names)) await d.client.query(s.text);
       const filed = await d.client.query<{ n: number; state: number | null; seq: string | null }>(
         `SELECT (payload_json::jsonb ->> 'n')::int AS n, state, seq FROM ${t} WHERE queue = 'bf' ORDER BY 1`,
       );
       expect(filed.rows.map((r) => [r.n, r.state])).toEqual([[0, null], [1, 2], [2, 2], [3, null], [4, null], [5, 1]]);
       expect(filed.rows.filter((r) => r.n <= 3).every((r) => r.seq !== null)).toBe(true);
-      expect(await keyRow(d, k, 'bf', 'a')).toEqual({ pending: 3, vacant: false });
+      expect(await keyRow(d, k, 'bf', 'a')).toEqual({ backlog: 3, vacant: false });
       // and the queue runs as the app would have: a's jobs one at a time, in order
       const first = await store.claim('bf', 10, LOCK);
       expect(first.map(nOf).sort()).toEqual([0, 3, 4]);

@@ -3,7 +3,7 @@
 
 import { quoteIdentifier, type TransportNames } from '../../sql/identifiers';
 import type { Queryable } from './client';
-import { pgReadySetIndexes, READY_SET_FILTER, READY_SET_KEYS } from './ready-set';
+import { pgKeyQueueIndexDdl, pgReadySetIndexes, READY_SET_FILTER, READY_SET_KEYS } from './ready-set';
 import { IS_DEAD_LETTER, SOURCE_QUEUE } from './statements';
 
 /** FNV-1a 64-bit over UTF-8, as a signed int64 string: the advisory-lock key for a resource name. */
@@ -105,7 +105,8 @@ export function pgDeadLettersListIndexDdl(n: TransportNames): string {
  * exist by then: the store adds them first), and the superseded ones dropped.
  */
 export function createIndexesSql(n: TransportNames): string {
-  return `${pgReadySetIndexes(n).map((s) => s.text).join(';\n')};
+  return `${pgReadySetIndexes(n).filter((s) => s.name !== 'create key order index').map((s) => s.text).join(';\n')};
+${pgKeyQueueIndexDdl(n)};
 ${pgDeadLettersListIndexDdl(n)};
 ${dropLegacyReadyIndexSql(n)};
 ${dropReadyIndexSql(n)};
@@ -113,7 +114,8 @@ ${dropIndexSql(n, n.claimIndex)};
 ${dropIndexSql(n, n.orderingIndex)};
 ${dropIndexSql(n, n.deadLetterIndex)};
 ${dropIndexSql(n, n.deadLettersIndex)};
-${dropIndexSql(n, n.createdIndex)};`;
+${dropIndexSql(n, n.createdIndex)};
+${dropIndexSql(n, n.keyOrderIndex)};`;
 }
 
 /** The script `npm run schema -- print --dialect postgres` prints. */

@@ -10,7 +10,7 @@ import { channelDdl, channelTables } from './channel-statements';
 import { SOURCE_QUEUE } from './statements';
 import { addPriorityColumnSql, advisoryKey, dropIndexSql, pgDeadLettersIndexDdl, pgDeadLettersListIndexDdl, createClaimIndexSql, createReadyIndexSql, dropReadyIndexSql, createTableSql, createV1IndexesSql, dropLegacyReadyIndexSql, schemaLockResource } from './ddl';
 import { postgresOutboxJobFieldsStatements, postgresOutboxReadySetStatements, postgresOutboxStatements } from './outbox';
-import { pgReadySetBackfill, pgReadySetDdl, pgReadySetIndexes } from './ready-set';
+import { pgKeysBacklogDdl, pgReadySetBackfill, pgReadySetDdl, pgReadySetIndexes } from './ready-set';
 import { flowStateDdl, flowStepsDdl } from './flow-statements';
 import { pgScheduleDdl } from './schedule-statements';
 import { pgQueueStateTableDdl } from './job-control-statements';
@@ -218,7 +218,7 @@ export function postgresMigrations(n: SchemaNames): readonly Migration[] {
     {
       // What claims read before the ready set: the claim index (version 14), the ordering index (version 13) and the
       // dead-letter index over every row (version 4). A host of an earlier release still running then claims and
-      // lists dead letters without them (correct, slower) until it stops. docs/schema.md says so.
+      // lists dead letters without them (correct, slower) until it stops. docs/migrations.md says so.
       version: 19,
       name: 'drop indexes the ready set replaced',
       statements: [
@@ -248,6 +248,23 @@ export function postgresMigrations(n: SchemaNames): readonly Migration[] {
         { name: 'create dead letters list index', text: pgDeadLettersListIndexDdl(n.transport) },
         { name: 'drop dead letters index', text: dropIndexSql(n.transport, n.transport.deadLettersIndex) },
         { name: 'drop transport created index', text: dropIndexSql(n.transport, n.transport.createdIndex) },
+      ],
+    },
+    // A key's count becomes its backlog (ready-set.ts pgKeysBacklogDdl): a head's ack that finds the key's next job no
+    // longer writes the key row, and the key index holds queued rows only, so a promoted row's lease writes no entry
+    // into it. The column is renamed: a host of an earlier release, which reads it as an exact count, fails its
+    // claims, keyed publishes and keyed acks until it stops instead of leaving a key without a head
+    // (docs/migrations.md). The publish and limited claim routines are replaced to read the new column. The index build reads the table once while writes
+    // wait (to the version's commit); the lock wait is bounded.
+    {
+      version: 23,
+      name: 'key backlog; key queue index',
+      statements: [
+        { name: 'bound the lock wait', text: `SET LOCAL lock_timeout = '5s'` },
+        ...pgKeysBacklogDdl(n.transport),
+        { name: 'drop key order index', text: dropIndexSql(n.transport, n.transport.keyOrderIndex) },
+        ...postgresOutboxReadySetStatements(n),
+        { name: 'replace limited claim routine', text: pgLimitedClaimRoutineDdl(n.transport) },
       ],
     },
   ]);

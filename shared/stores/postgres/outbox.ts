@@ -205,9 +205,9 @@ function keyedInsert(n: SchemaNames): string {
       RETURN;
     END IF;
     BEGIN
-      INSERT INTO ${k} AS kk (queue, ordering_key, pending) VALUES (p_name, p_ordering_key, 1)
-      ON CONFLICT (queue, ordering_key) DO UPDATE SET pending = kk.pending + 1
-      RETURNING kk.pending INTO v_pending;
+      INSERT INTO ${k} AS kk (queue, ordering_key, backlog) VALUES (p_name, p_ordering_key, 1)
+      ON CONFLICT (queue, ordering_key) DO UPDATE SET backlog = kk.backlog + 1
+      RETURNING kk.backlog INTO v_pending;
       INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at, priority, ordering_key, state, seq)
       VALUES (message_id, p_name, p_payload, v_headers::text, clock_timestamp(),
               CASE WHEN v_delay_ms > 0 THEN clock_timestamp() + v_delay_ms * interval '1 millisecond' ELSE clock_timestamp() END,

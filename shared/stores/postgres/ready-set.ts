@@ -17,14 +17,16 @@
 // A claim changes lock_id, so in PostgreSQL it is not a HOT update (it writes the primary key, the created index and
 // the leased index): measured in bench/peers, the price of not reading leased rows.
 //
-// Ordering keys: `{table}_keys` counts each (queue, key)'s rows in the table. A publish adds to the count under the
-// key row's lock (INSERT … ON CONFLICT DO UPDATE, which reads the latest committed count): the first row of a key
-// with none left is its head (state NULL or 1), the others wait (state 2). Removing a head (ack, history, cancel,
-// dead-letter move) subtracts under the same lock and promotes the key's next row by seq in the same statement
-// (pgReleaseKeys) when its snapshot is known to hold every counted row; when a publisher of the key committed after
-// that snapshot was taken (a statement's snapshot predates the lock it waits for), it marks the key vacant instead,
-// and the next claim of the queue, which starts after the removal committed, promotes it. seq comes from a
-// sequence, drawn after the key lock: a key's order is publish order, never a clock tick (review H3).
+// Ordering keys: `{table}_keys` holds each (queue, key)'s backlog, an upper bound of the key's rows in the table that
+// is 0 exactly when it has none. A publish adds its rows under the key row's lock (INSERT … ON CONFLICT DO UPDATE,
+// which reads the latest committed backlog): the first row of a key with none left is its head (state NULL or 1),
+// the others wait (state 2). Removing a head (ack, history, cancel, dead-letter move) promotes the key's next row by
+// seq in the same statement (pgReleaseKeys) without writing the key row; only a head that leaves no next row in the
+// statement's snapshot locks the key row, and empties it unless a publisher committed after that snapshot (a
+// statement's snapshot predates the lock it waits for): then it marks the key vacant instead, and the next claim of
+// the queue, which starts after the removal committed, promotes it. seq comes from a sequence, drawn after the key
+// lock: a key's order is publish order, never a clock tick (review H3). Until version 23 the backlog was an exact
+// count (`pending`), written by every removal.
 //
 // The statements end with a SELECT that does not read the data-modifying CTEs it does not need (the key updates, the
 // promotion): PostgreSQL runs every data-modifying CTE to completion whether or not it is read, and a join to one
@@ -53,7 +55,7 @@ export function pgTables(names: TransportNames) {
 /** The `state` a row gets when it is (re)published or moved: scheduled when its time is ahead. */
 export const stateFor = (delayedExpr: string) => `CASE WHEN ${delayedExpr} THEN ${STATE_SCHEDULED} END`;
 
-/** Version 18's objects on an existing table (each idempotent; catalog-only column changes, no rewrite). */
+/** Version 18's objects on an existing table (each idempotent; catalog-only column changes, no rewrite). Its key count `pending` is version 23's `backlog`. */
 export function pgReadySetDdl(names: TransportNames): Array<{ name: string; text: string }> {
   const { t, k, seq } = pgTables(names);
   return [
@@ -91,7 +93,8 @@ export function pgReadySetBackfill(names: TransportNames): Array<{ name: string;
     },
     {
       name: 'count keys',
-      text: `INSERT INTO ${k} (queue, ordering_key, pending)
+      // the count column by position: `pending` here, `backlog` on a table a store of version 23 or later created
+      text: `INSERT INTO ${k}
   SELECT queue, ordering_key, count(*) FROM ${t} WHERE ordering_key IS NOT NULL AND dead_letter_reason IS NULL GROUP BY queue, ordering_key
   ON CONFLICT (queue, ordering_key) DO NOTHING`,
     },
@@ -116,6 +119,34 @@ export function pgReadySetIndexes(names: TransportNames): Array<{ name: string; 
     { name: 'create scheduled index', text: `CREATE INDEX IF NOT EXISTS ${q(names.scheduledIndex)} ON ${t} (queue, available_at) WHERE state = ${STATE_SCHEDULED}` },
     { name: 'create leased index', text: `CREATE INDEX IF NOT EXISTS ${q(names.leasedIndex)} ON ${t} (queue, locked_until) INCLUDE (lock_id) WHERE lock_id IS NOT NULL` },
     { name: 'create key order index', text: `CREATE INDEX IF NOT EXISTS ${q(names.keyOrderIndex)} ON ${t} (queue, ordering_key, seq) WHERE ordering_key IS NOT NULL` },
+  ];
+}
+
+/** Version 23's key index: the rows queued behind their key's head (what the successor searches read). */
+export function pgKeyQueueIndexDdl(names: TransportNames): string {
+  const { t } = pgTables(names);
+  return `CREATE INDEX IF NOT EXISTS ${q(names.keyQueueIndex)} ON ${t} (queue, ordering_key, seq) WHERE state = ${STATE_QUEUED}`;
+}
+
+/**
+ * Version 23: a key's count becomes its backlog, an upper bound of its rows that is 0 exactly when it has none
+ * (pgReleaseKeys: a head's removal that finds the key's next row no longer writes the key row). The column is
+ * renamed so that a host of an earlier release, which reads it as an exact count, fails on it instead of trusting
+ * it (its claims, keyed publishes and acks of keyed rows fail until it stops; docs/migrations.md). The key index
+ * holds the queued rows only, so a promoted row's lease writes no entry into it.
+ */
+export function pgKeysBacklogDdl(names: TransportNames): Array<{ name: string; text: string }> {
+  const { k } = pgTables(names);
+  return [
+    {
+      name: 'rename key count to backlog',
+      text: `DO $$ BEGIN
+  IF EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = '${k.replace(/'/g, "''")}'::regclass AND attname = 'pending' AND NOT attisdropped) THEN
+    ALTER TABLE ${k} RENAME COLUMN pending TO backlog;
+  END IF;
+END $$`,
+    },
+    { name: 'create key queue index', text: pgKeyQueueIndexDdl(names) },
   ];
 }
 
@@ -144,7 +175,7 @@ export function pgClaimCandidates(names: TransportNames, o: CandidateOptions): s
   FROM ${k} AS vk
   LEFT JOIN LATERAL (
     SELECT s.id, s.state, s.available_at FROM ${t} AS s
-    WHERE s.queue = ${o.queueParam} AND s.ordering_key IS NOT NULL AND s.ordering_key = vk.ordering_key
+    WHERE s.queue = ${o.queueParam} AND s.ordering_key = vk.ordering_key AND s.state = ${STATE_QUEUED}
     ORDER BY s.seq LIMIT 1) AS nx ON true
   WHERE vk.queue = ${o.queueParam} AND vk.vacant
   LIMIT ${o.n}
@@ -185,7 +216,7 @@ export function pgPromoteVacant(names: TransportNames, queueParam: string): stri
   WHERE id = ANY(ARRAY(SELECT v.id FROM vacant AS v WHERE v.state = ${STATE_QUEUED} AND NOT v.due))
   RETURNING id),
 settled_keys AS (
-  UPDATE ${k} AS sk SET vacant = false, pending = CASE WHEN v.id IS NULL THEN 0 ELSE sk.pending END
+  UPDATE ${k} AS sk SET vacant = false, backlog = CASE WHEN v.id IS NULL THEN 0 ELSE sk.backlog END
   FROM vacant AS v
   WHERE sk.queue = ${queueParam} AND sk.ordering_key = v.ordering_key
     AND (v.id IS NULL OR v.state IS DISTINCT FROM ${STATE_QUEUED} OR NOT v.due OR v.id = ANY(ARRAY(SELECT id FROM claimed)))
@@ -194,42 +225,55 @@ settled_keys AS (
 
 /**
  * CTEs that settle the keys of rows a statement removed. `removed` must yield (queue, ordering_key, state, seq) of the
- * rows the statement deleted (or moved out of their queue). Each key loses its removed rows from its count (the key
- * rows locked in (queue, key) order first, so two removers of common keys cannot deadlock). When its head was among
- * them and jobs remain, the key's next job is promoted at once (`promoted`: the first queued row by seq joins the
- * ready set, or the scheduled rows when not due), provided the count this statement's snapshot read equals the count
- * under the lock: then no publisher of the key committed after the snapshot was taken, and the snapshot holds every
- * job the count includes. Otherwise (a publisher won that race) the key is marked vacant and the next claim promotes
- * its next job (pgClaimCandidates), from a snapshot that sees the publisher's row. The next job is sought after the
- * head's seq (every job queued behind a head drew its seq after the head did, under the key's lock), so the search
- * starts past the index entries of the key's finished jobs, which stay until a VACUUM.
+ * rows the statement deleted (or moved out of their queue). A key whose head was among them goes on to its next job,
+ * the first queued row after the head's seq in this statement's snapshot (`heads`), which is promoted (`promoted`: it
+ * joins the ready set, or the scheduled rows when not due). The snapshot predates any lock, yet the row it finds is
+ * the key's next: publishers of a key take the key row's lock before they draw their rows' seq and hold it to their
+ * commit, so a row the snapshot sees was published after every row of the key with a lower seq committed. Such a
+ * key's row is not written: its count stays an upper bound of the key's rows, and only whether it is zero matters.
+ * Two cases lock the key row (in (queue, key) order, so two removers cannot deadlock):
+ *  - no next row in the snapshot (`released`): when the count under the lock equals the snapshot's, no publisher
+ *    committed since, so the key has no row left and its count becomes 0 (the next publish is its head); otherwise
+ *    the key is marked vacant and the next claim of the queue, whose snapshot sees the publisher's row, promotes it;
+ *  - the next row changed before the promotion locked it (a cancel, a reschedule): the key is marked vacant (`lost`).
+ * Removing a row that was not its key's head touches neither the key nor its count. The search starts past the
+ * head's seq (every row queued behind a head drew its seq after the head did), so it skips the index entries of the
+ * key's finished jobs, which stay until a VACUUM.
  */
 export function pgReleaseKeys(names: TransportNames, removed: string, handover?: Handover): string {
   const { t, k } = pgTables(names);
   const live = handover ? `,\n         bool_and(r.live) FILTER (WHERE r.state IS DISTINCT FROM ${STATE_QUEUED}) AS head_live` : '';
-  const next = (r: string, cols: string) => `LATERAL (
-    SELECT ${cols} FROM ${t} AS s
-    WHERE s.queue = ${r}.queue AND s.ordering_key IS NOT NULL AND s.ordering_key = ${r}.ordering_key AND s.seq > COALESCE(${r}.head_seq, -1) AND s.state = ${STATE_QUEUED}
-    ORDER BY s.seq LIMIT 1) AS nx`;
   return `gone AS (
-  SELECT r.queue, r.ordering_key, count(*)::int AS n, bool_or(r.state IS DISTINCT FROM ${STATE_QUEUED}) AS head,
-         max(r.seq) FILTER (WHERE r.state IS DISTINCT FROM ${STATE_QUEUED}) AS head_seq${live}
-  FROM ${removed} AS r WHERE r.ordering_key IS NOT NULL GROUP BY r.queue, r.ordering_key),
+  SELECT r.queue, r.ordering_key, max(r.seq) FILTER (WHERE r.state IS DISTINCT FROM ${STATE_QUEUED}) AS head_seq${live}
+  FROM ${removed} AS r WHERE r.ordering_key IS NOT NULL GROUP BY r.queue, r.ordering_key
+  HAVING bool_or(r.state IS DISTINCT FROM ${STATE_QUEUED})),
+heads AS (
+  SELECT g.*, nx.id, nx.priority, nx.available_at, nx.seq
+  FROM gone AS g LEFT JOIN LATERAL (
+    SELECT s.id, s.priority, s.available_at, s.seq FROM ${t} AS s
+    WHERE s.queue = g.queue AND s.ordering_key = g.ordering_key AND s.seq > COALESCE(g.head_seq, -1) AND s.state = ${STATE_QUEUED}
+    ORDER BY s.seq LIMIT 1) AS nx ON true),
 key_locks AS (
-  SELECT lk.queue, lk.ordering_key FROM ${k} AS lk JOIN gone AS g ON g.queue = lk.queue AND g.ordering_key = lk.ordering_key
+  SELECT lk.queue, lk.ordering_key FROM ${k} AS lk JOIN heads AS h ON h.queue = lk.queue AND h.ordering_key = lk.ordering_key
+  WHERE h.id IS NULL
   ORDER BY lk.queue COLLATE "C", lk.ordering_key COLLATE "C"
   FOR UPDATE OF lk),
 released AS (
-  UPDATE ${k} AS rk SET pending = GREATEST(rk.pending - g.n, 0),
-         vacant = rk.vacant OR (g.head AND rk.pending - g.n > 0 AND rk.pending IS DISTINCT FROM seen.pending)
-  FROM gone AS g, LATERAL (SELECT sk.pending FROM ${k} AS sk WHERE sk.queue = g.queue AND sk.ordering_key = g.ordering_key) AS seen
-  WHERE (SELECT count(*) FROM key_locks) >= 0 AND rk.queue = g.queue AND rk.ordering_key = g.ordering_key
-  RETURNING rk.queue, rk.ordering_key, g.head_seq, g.head AND rk.pending > 0 AND NOT rk.vacant AS promote${handover ? ', g.head_live, rk.vacant' : ''}),
-${handover ? pgHandOver(names, handover, next) : `promoted AS (
+  UPDATE ${k} AS rk SET backlog = CASE WHEN rk.backlog IS DISTINCT FROM seen.backlog THEN rk.backlog ELSE 0 END,
+         vacant = rk.vacant OR rk.backlog IS DISTINCT FROM seen.backlog
+  FROM heads AS h, LATERAL (SELECT sk.backlog FROM ${k} AS sk WHERE sk.queue = h.queue AND sk.ordering_key = h.ordering_key) AS seen
+  WHERE (SELECT count(*) FROM key_locks) >= 0 AND h.id IS NULL AND rk.queue = h.queue AND rk.ordering_key = h.ordering_key
+  RETURNING rk.vacant),
+${handover ? pgHandOver(names, handover) : `promoted AS (
   UPDATE ${t} AS p SET state = CASE WHEN p.available_at <= now() THEN NULL ELSE ${STATE_SCHEDULED} END
-  FROM released AS r, ${next('r', 's.id')}
-  WHERE r.promote AND p.id = nx.id AND p.state = ${STATE_QUEUED}
-  RETURNING p.queue)`}`;
+  FROM heads AS h
+  WHERE h.id IS NOT NULL AND p.id = h.id AND p.state = ${STATE_QUEUED}
+  RETURNING p.id)`},
+lost AS (
+  UPDATE ${k} AS lk SET vacant = true
+  FROM heads AS h
+  WHERE h.id IS NOT NULL AND h.id NOT IN (SELECT id FROM promoted) AND lk.queue = h.queue AND lk.ordering_key = h.ordering_key
+  RETURNING 1)`;
 }
 
 /**
@@ -251,9 +295,9 @@ export interface Handover {
 
 /**
  * The handover's CTEs, in place of `promoted` (same name, so the statement's other parts are unchanged). Each
- * promoted key's successor is found as promotion finds it (under the key's lock, when the snapshot holds every
- * counted job), so FIFO per key holds exactly as with promotion. A successor is taken, not just promoted, when all
- * of these hold, else it is promoted as before and the next claim (anyone's) takes it:
+ * key's successor is the one promotion finds (`heads`), so FIFO per key holds exactly as with promotion. A successor
+ * is taken, not just promoted, when all of these hold, else it is promoted as before and the next claim (anyone's)
+ * takes it:
  *  - its head's lease was live when the ack removed it: the taken row's lease replaces it one for one, so the
  *    queue's count of live leases (what a limited claim counts, limit-statements.ts) never grows, and no slot a
  *    limited claim gave away on a lapse is taken twice (the same rule as renew's, review M2);
@@ -266,14 +310,12 @@ export interface Handover {
  *  - it is among the first \`max\` such successors in claim order.
  * A taken row gets what a claim sets (attempts + 1, locked_until, lock_id, state NULL); the rest get promotion's state.
  */
-function pgHandOver(names: TransportNames, h: Handover, next: (r: string, cols: string) => string): string {
+function pgHandOver(names: TransportNames, h: Handover): string {
   const { t } = pgTables(names);
   // `take` comes with each successor from one window pass (not `id = ANY(array of the taken)` per row: that is
   // quadratic in the batch, a third of a 500-row ack's time)
   return `successors AS (
-  SELECT nx.id, nx.priority, nx.available_at, nx.seq, r.queue, r.head_live
-  FROM released AS r, ${next('r', 's.id, s.priority, s.available_at, s.seq')}
-  WHERE r.promote),
+  SELECT hs.id, hs.priority, hs.available_at, hs.seq, hs.queue, hs.head_live FROM heads AS hs WHERE hs.id IS NOT NULL),
 first_ready AS MATERIALIZED (
   SELECT fr.priority, fr.available_at, fr.seq FROM ${t} AS fr
   WHERE fr.queue = ${h.queue} AND fr.${READY_SET_FILTER.replace(' AND lock_id', ' AND fr.lock_id')} AND fr.available_at <= now()
@@ -307,19 +349,19 @@ export function pgCountKeys(names: TransportNames, keyedSrc: string): string {
   return `key_counts AS (
   SELECT queue, ordering_key, count(*)::int AS n, min(ord) AS first FROM ${keyedSrc} GROUP BY queue, ordering_key),
 keyed AS (
-  INSERT INTO ${k} AS kk (queue, ordering_key, pending)
+  INSERT INTO ${k} AS kk (queue, ordering_key, backlog)
   SELECT queue, ordering_key, n FROM key_counts ORDER BY queue COLLATE "C", ordering_key COLLATE "C"
-  ON CONFLICT (queue, ordering_key) DO UPDATE SET pending = kk.pending + EXCLUDED.pending
-  RETURNING kk.queue, kk.ordering_key, kk.pending),
+  ON CONFLICT (queue, ordering_key) DO UPDATE SET backlog = kk.backlog + EXCLUDED.backlog
+  RETURNING kk.queue, kk.ordering_key, kk.backlog),
 key_heads AS (
-  SELECT c.queue, c.ordering_key, c.first, k2.pending - c.n = 0 AS head
+  SELECT c.queue, c.ordering_key, c.first, k2.backlog - c.n = 0 AS head
   FROM key_counts AS c JOIN keyed AS k2 ON k2.queue = c.queue AND k2.ordering_key = c.ordering_key)`;
 }
 
 /** Keys whose rows are all gone (count 0, not vacant), a bounded batch: run by the dedup-key prune. */
 export function pgPruneKeys(names: TransportNames): string {
   const { k } = pgTables(names);
-  return `DELETE FROM ${k} WHERE pending = 0 AND NOT vacant AND ctid IN (SELECT ctid FROM ${k} WHERE pending = 0 AND NOT vacant LIMIT 1000)`;
+  return `DELETE FROM ${k} WHERE backlog = 0 AND NOT vacant AND ctid IN (SELECT ctid FROM ${k} WHERE backlog = 0 AND NOT vacant LIMIT 1000)`;
 }
 
 /**

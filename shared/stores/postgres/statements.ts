@@ -166,7 +166,7 @@ WHERE ${SETTLEMENT_FENCE} AND m.ordering_key IS NULL`,
 ${pgReleaseKeys(names, 'removed', { queue: '$3', max: '$4', leaseMs: '$5', lockId: '$6', hold: paused.replace(/\$1(?![0-9])/g, '$3') })}
 SELECT c.n, c.left, p.id, p.queue, p.payload_json, p.headers_json, p.attempts, p.lock_id, p.created_ms, p.available_ms, p.priority, p.ordering_key, p.seq
 FROM (SELECT (SELECT count(*) FROM removed)::int AS n,
-             ((SELECT count(*) FROM promoted WHERE NOT taken) + (SELECT count(*) FROM released WHERE vacant))::int AS left) AS c
+             ((SELECT count(*) FROM promoted WHERE NOT taken) + (SELECT count(*) FROM released WHERE vacant) + (SELECT count(*) FROM lost))::int AS left) AS c
 LEFT JOIN promoted AS p ON p.taken`,
     // A keyed head stays its key's head (scheduled while it waits out the delay).
     release: `UPDATE ${t} SET available_at = clock_timestamp() + $3::bigint ${MS}, locked_until = NULL, lock_id = NULL, state = ${stateFor('$3::bigint > 0')}

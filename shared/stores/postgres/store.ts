@@ -27,6 +27,7 @@ import {
   addPriorityColumnSql,
   advisoryKey,
   createIndexesSql,
+  dropIndexSql,
   createTableSql,
   inspectTransportTable,
   schemaLockResource,
@@ -49,7 +50,7 @@ import type { HistoryPage, HistoryQuery, JobRecord } from '../../transport/histo
 import { historyPage, readJob, searchKey, type HistoryRowShape } from '../../transport/history-rows';
 import { pgHistoryDdl, pgHistoryJobFieldsDdl, pgHistoryStatements, type PgHistoryStatements } from './history-statements';
 import { ORDERING_KEY_COLUMN, pgOrderingColumnDdl } from './ordering-sql';
-import { pgReadySetBackfill, pgReadySetDdl, pgReadySetIndexes } from './ready-set';
+import { pgKeyQueueIndexDdl, pgKeysBacklogDdl, pgReadySetBackfill, pgReadySetDdl } from './ready-set';
 
 /** The limited claim's summary row (limit-statements.ts). */
 interface LimitStateRow {
@@ -77,7 +78,6 @@ interface ClaimRow {
   seq: string | null;
 }
 
-const keyOrderIndexDdl = (n: TransportNames) => pgReadySetIndexes(n).find((s) => s.name === 'create key order index')!.text;
 
 /** A keyed publish lost a race for its id to a concurrent insert (statements.ts publish): run it again. */
 const UNIQUE_VIOLATION = '23505';
@@ -145,7 +145,7 @@ export class PostgresTransportStore implements TransportStore {
           for (const stmt of splitStatements(createTableSql(n))) await tx.query(stmt);
           await tx.query(addPriorityColumnSql(n));
           await tx.query(pgOrderingColumnDdl(n));
-          for (const stmt of pgReadySetDdl(n)) await tx.query(stmt.text);
+          for (const stmt of [...pgReadySetDdl(n), ...pgKeysBacklogDdl(n)]) await tx.query(stmt.text);
           await tx.query(pgLimitedClaimRoutineDdl(n));
         });
         state = await inspectTransportTable(this.client, n);
@@ -166,7 +166,7 @@ export class PostgresTransportStore implements TransportStore {
           await tx.query(`SET LOCAL lock_timeout = '5s'`);
           await tx.query('SELECT pg_advisory_xact_lock($1::bigint)', [advisoryKey(schemaLockResource(n.schema))]);
           await tx.query(pgOrderingColumnDdl(n));
-          for (const stmt of [...pgReadySetDdl(n), ...pgReadySetBackfill(n)]) await tx.query(stmt.text);
+          for (const stmt of [...pgReadySetDdl(n), ...pgReadySetBackfill(n), ...pgKeysBacklogDdl(n)]) await tx.query(stmt.text);
           await tx.query(pgLimitedClaimRoutineDdl(n));
         });
         state = await inspectTransportTable(this.client, n);
@@ -201,7 +201,7 @@ export class PostgresTransportStore implements TransportStore {
           `table ${n.schema}.${n.table} has no column 'ordering_key' (PostgreSQL schema version 13): run \`npm run schema -- apply\` or set AUTO_CREATE_SCHEMA=true`,
         );
       } else if (!ordering.index) {
-        state.warnings.push(`table ${n.schema}.${n.table} has no key order index, so a claim that promotes a key's next job reads the key's rows. Create it: ${keyOrderIndexDdl(n)}`);
+        state.warnings.push(`table ${n.schema}.${n.table} has no key queue index, so a statement that promotes a key's next job reads the key's rows. Create it: ${pgKeyQueueIndexDdl(n)}`);
       }
     }
     if (!state.exists) {
@@ -246,13 +246,17 @@ export class PostgresTransportStore implements TransportStore {
   private async orderingKeyState(): Promise<{ column: boolean; index: boolean }> {
     const r = await this.client.query<{ column: boolean; index: boolean }>(
       `SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 AND column_name = '${ORDERING_KEY_COLUMN}') AS column,
-         to_regclass($3) IS NOT NULL AS index`,
-      [this.names.schema, this.names.table, `"${this.names.schema}"."${this.names.keyOrderIndex}"`],
+         to_regclass($3) IS NOT NULL
+           AND NOT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = $1 AND table_name = $4 AND column_name = 'pending') AS index`,
+      [this.names.schema, this.names.table, `"${this.names.schema}"."${this.names.keyQueueIndex}"`, this.names.keysTable],
     );
     return { column: r.rows[0]?.column === true, index: r.rows[0]?.index === true };
   }
 
-  /** The ordering-key column and its partial index (PostgreSQL version 13 for migrated schemas), under the schema lock. */
+  /**
+   * The ordering-key column (PostgreSQL version 13 for migrated schemas), the keys' backlog and the key queue index
+   * (version 23), under the schema lock.
+   */
   private async ensureOrderingKey(): Promise<void> {
     const present = await this.orderingKeyState();
     if (present.column && present.index) return;
@@ -261,7 +265,9 @@ export class PostgresTransportStore implements TransportStore {
       await tx.query(`SET LOCAL lock_timeout = '60s'`);
       await tx.query('SELECT pg_advisory_xact_lock($1::bigint)', [advisoryKey(schemaLockResource(n.schema))]);
       await tx.query(pgOrderingColumnDdl(n));
-      await tx.query(keyOrderIndexDdl(n));
+      for (const stmt of pgKeysBacklogDdl(n)) await tx.query(stmt.text);
+      await tx.query(dropIndexSql(n, n.keyOrderIndex));
+      await tx.query(pgLimitedClaimRoutineDdl(n));
     });
   }
 
