@@ -82,20 +82,27 @@ export async function seedBacklog(s: Seeding, kind: BacklogKind, size: number): 
     // another session holds an old snapshot (test files run side by side)
     const keys = Math.max(1, Math.round(size / 100));
     const readySet = await hasColumn(s, 'state');
+    // each keyed row carries its key's number (schema version 23), as a publish writes it: the keys first
+    const numbered = readySet && (await hasColumn(s, 'key_no'));
+    const keysTable = `"${s.schema}"."${s.table}_keys"`;
+    if (readySet) {
+      await s.sql.query(
+        `INSERT INTO ${keysTable} (queue, ordering_key, backlog) SELECT '${QUEUE}', 'k' || k, 0 FROM generate_series(0, $1 - 1) AS k`,
+        [keys],
+      );
+    }
     await s.sql.query(
-      `INSERT INTO ${t} (id, queue, payload_json, headers_json, ordering_key, lock_id, locked_until, attempts${readySet ? ', state, seq' : ''})
+      `INSERT INTO ${t} (id, queue, payload_json, headers_json, ordering_key, lock_id, locked_until, attempts${readySet ? ', state, seq' : ''}${numbered ? ', key_no' : ''})
        SELECT gen_random_uuid(), '${QUEUE}', '{"n":' || g || '}', '{}', 'k' || (g % $2), CASE WHEN g <= $2 THEN gen_random_uuid() END,
-              CASE WHEN g <= $2 THEN now() + interval '1 hour' END, CASE WHEN g <= $2 THEN 1 ELSE 0 END${readySet ? `, CASE WHEN g > $2 THEN 2 END, nextval('"${s.schema}"."${s.table}_seq"')` : ''}
+              CASE WHEN g <= $2 THEN now() + interval '1 hour' END, CASE WHEN g <= $2 THEN 1 ELSE 0 END${readySet ? `, CASE WHEN g > $2 THEN 2 END, nextval('"${s.schema}"."${s.table}_seq"')` : ''}${
+                numbered ? `, (SELECT kk.id FROM ${keysTable} AS kk WHERE kk.queue = '${QUEUE}' AND kk.ordering_key = 'k' || (g % $2))` : ''
+              }
        FROM generate_series(1, $1) AS g ORDER BY g`,
       [size, keys],
     );
     if (readySet) {
       await s.sql.query(
-        `INSERT INTO "${s.schema}"."${s.table}_keys" (queue, ordering_key, backlog) SELECT '${QUEUE}', 'k' || k, 0 FROM generate_series(0, $1 - 1) AS k`,
-        [keys],
-      );
-      await s.sql.query(
-        `UPDATE "${s.schema}"."${s.table}_keys" AS k SET backlog = c.n FROM (SELECT ordering_key, count(*)::int AS n FROM ${t} WHERE queue = '${QUEUE}' AND ordering_key IS NOT NULL GROUP BY ordering_key) AS c
+        `UPDATE ${keysTable} AS k SET backlog = c.n FROM (SELECT ordering_key, count(*)::int AS n FROM ${t} WHERE queue = '${QUEUE}' AND ordering_key IS NOT NULL GROUP BY ordering_key) AS c
          WHERE k.queue = '${QUEUE}' AND k.ordering_key = c.ordering_key`,
       );
     }

@@ -69,6 +69,12 @@ export interface TransportNames {
    * writes no entry into it.
    */
   keyQueueIndex: string;
+  /**
+   * PostgreSQL version 23: (key_no, seq) WHERE state = 2: a key's queued rows by the key's number (the keys table's
+   * id), what the search for a key's next job reads: two integers a tuple, where the key queue index compares two
+   * text columns first.
+   */
+  keyNextIndex: string;
   /** (queue, dead-letter source queue) WHERE dead_letter_reason IS NOT NULL: the dead-letter index without the live rows. */
   deadLettersIndex: string;
   /**
@@ -100,6 +106,7 @@ export function transportNames(schema: string, table: string, dialect: Dialect):
     leasedIndex: derivedName(table, '_leased_idx', cap),
     keyOrderIndex: derivedName(table, '_key_order_idx', cap),
     keyQueueIndex: derivedName(table, '_key_queue_idx', cap),
+    keyNextIndex: derivedName(table, '_key_next_idx', cap),
     deadLettersIndex: derivedName(table, '_dead_letters_idx', cap),
     deadLettersListIndex: derivedName(table, '_dead_letters_list_idx', cap),
     sequence: derivedName(table, '_seq', cap),
@@ -118,6 +125,7 @@ export function transportNames(schema: string, table: string, dialect: Dialect):
     ['leased index', names.leasedIndex],
     ['key order index', names.keyOrderIndex],
     ['key queue index', names.keyQueueIndex],
+    ['key next index', names.keyNextIndex],
     ['dead letters index', names.deadLettersIndex],
     ['dead letters list index', names.deadLettersListIndex],
     ['publish sequence', names.sequence],

@@ -55,11 +55,16 @@ for (const fixture of schemaDbFixtures()) {
     });
 
     it("a head's ack that finds its key's next job writes no key row; the ack of the key's last job empties it", async () => {
-      const { d, store, k } = await open();
+      const { d, store, t, k } = await open();
       const xmin = async () => (await d.client.query<{ x: string }>(`SELECT xmin::text AS x FROM ${k} WHERE queue = 'bk' AND ordering_key = 'a'`)).rows[0]!.x;
       await store.publish([keyed('bk', 'a', 1), keyed('bk', 'a', 2), keyed('bk', 'a', 3)]);
       const published = await xmin();
       expect(await keyRow(d, k, 'bk', 'a')).toEqual({ backlog: 3, vacant: false });
+      // each row carries its key's number, what the search for the key's next job reads
+      const numbered = await d.client.query<{ same: boolean }>(
+        `SELECT bool_and(m.key_no = kk.id) AS same FROM ${t} AS m JOIN ${k} AS kk ON kk.queue = m.queue AND kk.ordering_key = m.ordering_key WHERE m.queue = 'bk'`,
+      );
+      expect(numbered.rows[0]!.same).toBe(true);
       const first = await store.claim('bk', 10, LOCK);
       expect(first.map(nOf)).toEqual([1]);
       expect(await store.ack(first)).toBe(1);
@@ -119,7 +124,7 @@ for (const fixture of schemaDbFixtures()) {
           [queue, JSON.stringify({ key, n }), key, n],
         );
       }
-      await d.client.query(`UPDATE ${t} SET state = NULL, seq = NULL WHERE queue = 'bf'`);
+      await d.client.query(`UPDATE ${t} SET state = NULL, seq = NULL, key_no = NULL WHERE queue = 'bf'`);
       await d.client.query(`DELETE FROM ${k}`);
       // version 18 counted into \`pending\`, which version 23 renames
       const names = transportNames(d.schema, DEFAULT_TRANSPORT_TABLE, 'postgres');
@@ -132,6 +137,9 @@ for (const fixture of schemaDbFixtures()) {
       expect(filed.rows.map((r) => [r.n, r.state])).toEqual([[0, null], [1, 2], [2, 2], [3, null], [4, null], [5, 1]]);
       expect(filed.rows.filter((r) => r.n <= 3).every((r) => r.seq !== null)).toBe(true);
       expect(await keyRow(d, k, 'bf', 'a')).toEqual({ backlog: 3, vacant: false });
+      // version 23 numbers the keys and their rows
+      const unnumbered = await d.client.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${t} WHERE queue = 'bf' AND ordering_key IS NOT NULL AND key_no IS NULL`);
+      expect(unnumbered.rows[0]!.n).toBe(0);
       // and the queue runs as the app would have: a's jobs one at a time, in order
       const first = await store.claim('bf', 10, LOCK);
       expect(first.map(nOf).sort()).toEqual([0, 3, 4]);

@@ -44,7 +44,7 @@ LIMIT $7`;
     ackToHistory: `WITH done AS (
   DELETE FROM ${t} AS m USING unnest($1::uuid[], $2::uuid[]) AS s(id, lock_id)
   WHERE ${SETTLEMENT_FENCE}
-  RETURNING m.id, m.queue, m.payload_json, m.headers_json, m.attempts, m.created_at, m.available_at, ${CORRELATION} AS correlation_id, m.priority, m.ordering_key, m.state, m.seq),
+  RETURNING m.id, m.queue, m.payload_json, m.headers_json, m.attempts, m.created_at, m.available_at, ${CORRELATION} AS correlation_id, m.priority, m.ordering_key, m.key_no, m.state, m.seq),
 ${pgReleaseKeys(names, 'done')},
 kept AS (
   INSERT INTO ${h} (id, queue, state, correlation_id, payload_json, headers_json, attempts, created_at, available_at, completed_at, priority, ordering_key)

@@ -44,7 +44,7 @@ export function pgJobControlStatements(names: TransportNames, queueStateTable: s
     // SQL Server: DELETE …; IF @@ROWCOUNT = 0 AND @running = 1 UPDATE …; SELECT ….
     // A cancelled head lets its key go on (ready-set.ts pgReleaseKeys).
     cancel: `WITH waiting AS (
-  DELETE FROM ${t} WHERE id = $2 AND queue = $1 AND ${UNLEASED} RETURNING id, queue, ordering_key, state, seq),
+  DELETE FROM ${t} WHERE id = $2 AND queue = $1 AND ${UNLEASED} RETURNING id, queue, ordering_key, key_no, state, seq),
 ${pgReleaseKeys(names, 'waiting')},
 marked AS (
   UPDATE ${t} SET headers_json = ${pgMarkedHeaders()}

@@ -65,7 +65,7 @@ DECLARE
   v_value text;
   v_delay_ms bigint;
   v_woken bigint;
-  v_bytes bytea;${readySet ? '\n  v_pending integer;' : ''}
+  v_bytes bytea;${readySet ? '\n  v_pending integer;\n  v_key_no bigint;' : ''}
 BEGIN
   -- the queue or topic name: validateQueueName's rules
   IF p_name IS NULL OR char_length(p_name) = 0 OR char_length(p_name) > 200 THEN
@@ -207,12 +207,12 @@ function keyedInsert(n: SchemaNames): string {
     BEGIN
       INSERT INTO ${k} AS kk (queue, ordering_key, backlog) VALUES (p_name, p_ordering_key, 1)
       ON CONFLICT (queue, ordering_key) DO UPDATE SET backlog = kk.backlog + 1
-      RETURNING kk.backlog INTO v_pending;
-      INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at, priority, ordering_key, state, seq)
+      RETURNING kk.backlog, kk.id INTO v_pending, v_key_no;
+      INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at, priority, ordering_key, state, seq, key_no)
       VALUES (message_id, p_name, p_payload, v_headers::text, clock_timestamp(),
               CASE WHEN v_delay_ms > 0 THEN clock_timestamp() + v_delay_ms * interval '1 millisecond' ELSE clock_timestamp() END,
               coalesce(p_priority, 0)::smallint, p_ordering_key,
-              CASE WHEN v_pending > 1 THEN ${STATE_QUEUED} WHEN v_delay_ms > 0 THEN ${STATE_SCHEDULED} END, nextval('${seq}'));
+              CASE WHEN v_pending > 1 THEN ${STATE_QUEUED} WHEN v_delay_ms > 0 THEN ${STATE_SCHEDULED} END, nextval('${seq}'), v_key_no);
       copies := 1;
     EXCEPTION WHEN unique_violation THEN
       RETURN;

@@ -132,11 +132,14 @@ export function pgKeyQueueIndexDdl(names: TransportNames): string {
  * Version 23: a key's count becomes its backlog, an upper bound of its rows that is 0 exactly when it has none
  * (pgReleaseKeys: a head's removal that finds the key's next row no longer writes the key row). The column is
  * renamed so that a host of an earlier release, which reads it as an exact count, fails on it instead of trusting
- * it (its claims, keyed publishes and acks of keyed rows fail until it stops; docs/migrations.md). The key index
- * holds the queued rows only, so a promoted row's lease writes no entry into it.
+ * it (its claims, keyed publishes and acks of keyed rows fail until it stops; docs/migrations.md). The key queue
+ * index holds the queued rows only, so a promoted row's lease writes no entry into it. Each key gets a number (`id`)
+ * and each keyed row its key's (`key_no`): the next-job search reads (key_no, seq), integers, where the key queue
+ * index's first columns are two texts (PostgreSQL 15 checks every entry of the key on the leaf page it lands on, so a
+ * search with about 100 queued rows a key took 7 µs through the texts and 2 through the numbers).
  */
 export function pgKeysBacklogDdl(names: TransportNames): Array<{ name: string; text: string }> {
-  const { k } = pgTables(names);
+  const { t, k, seq } = pgTables(names);
   return [
     {
       name: 'rename key count to backlog',
@@ -147,7 +150,24 @@ export function pgKeysBacklogDdl(names: TransportNames): Array<{ name: string; t
 END $$`,
     },
     { name: 'create key queue index', text: pgKeyQueueIndexDdl(names) },
+    // each key's number, drawn from the publish sequence (the key table is small: its rewrite-free column, then its rows)
+    { name: 'add key number', text: `ALTER TABLE ${k} ADD COLUMN IF NOT EXISTS id bigint` },
+    { name: 'number keys', text: `UPDATE ${k} SET id = nextval('${seq}') WHERE id IS NULL` },
+    { name: 'key number default', text: `ALTER TABLE ${k} ALTER COLUMN id SET DEFAULT nextval('${seq}')` },
+    { name: 'add row key number', text: `ALTER TABLE ${t} ADD COLUMN IF NOT EXISTS key_no bigint NULL` },
+    {
+      name: 'number keyed rows by key',
+      text: `UPDATE ${t} AS m SET key_no = kk.id FROM ${k} AS kk
+  WHERE m.ordering_key IS NOT NULL AND m.key_no IS NULL AND kk.queue = m.queue AND kk.ordering_key = m.ordering_key`,
+    },
+    { name: 'create key next index', text: pgKeyNextIndexDdl(names) },
   ];
+}
+
+/** Version 23's index for a key's next job: its queued rows by key number and seq. */
+export function pgKeyNextIndexDdl(names: TransportNames): string {
+  const { t } = pgTables(names);
+  return `CREATE INDEX IF NOT EXISTS ${q(names.keyNextIndex)} ON ${t} (key_no, seq) WHERE state = ${STATE_QUEUED}`;
 }
 
 export interface CandidateOptions {
@@ -175,7 +195,7 @@ export function pgClaimCandidates(names: TransportNames, o: CandidateOptions): s
   FROM ${k} AS vk
   LEFT JOIN LATERAL (
     SELECT s.id, s.state, s.available_at FROM ${t} AS s
-    WHERE s.queue = ${o.queueParam} AND s.ordering_key = vk.ordering_key AND s.state = ${STATE_QUEUED}
+    WHERE s.key_no = vk.id AND s.state = ${STATE_QUEUED}
     ORDER BY s.seq LIMIT 1) AS nx ON true
   WHERE vk.queue = ${o.queueParam} AND vk.vacant
   LIMIT ${o.n}
@@ -224,9 +244,10 @@ settled_keys AS (
 }
 
 /**
- * CTEs that settle the keys of rows a statement removed. `removed` must yield (queue, ordering_key, state, seq) of the
- * rows the statement deleted (or moved out of their queue). A key whose head was among them goes on to its next job,
- * the first queued row after the head's seq in this statement's snapshot (`heads`), which is promoted (`promoted`: it
+ * CTEs that settle the keys of rows a statement removed. `removed` must yield (queue, ordering_key, key_no, state,
+ * seq) of the rows the statement deleted (or moved out of their queue). A key whose head was among them goes on to its next job,
+ * the first queued row after the head's seq in this statement's snapshot (`heads`, by the key's number; a row
+ * without one, written before version 23 numbered it, by its queue and key), which is promoted (`promoted`: it
  * joins the ready set, or the scheduled rows when not due). The snapshot predates any lock, yet the row it finds is
  * the key's next: publishers of a key take the key row's lock before they draw their rows' seq and hold it to their
  * commit, so a row the snapshot sees was published after every row of the key with a lower seq committed. Such a
@@ -244,15 +265,19 @@ export function pgReleaseKeys(names: TransportNames, removed: string, handover?:
   const { t, k } = pgTables(names);
   const live = handover ? `,\n         bool_and(r.live) FILTER (WHERE r.state IS DISTINCT FROM ${STATE_QUEUED}) AS head_live` : '';
   return `gone AS (
-  SELECT r.queue, r.ordering_key, max(r.seq) FILTER (WHERE r.state IS DISTINCT FROM ${STATE_QUEUED}) AS head_seq${live}
+  SELECT r.queue, r.ordering_key, max(r.key_no) AS key_no, max(r.seq) FILTER (WHERE r.state IS DISTINCT FROM ${STATE_QUEUED}) AS head_seq${live}
   FROM ${removed} AS r WHERE r.ordering_key IS NOT NULL GROUP BY r.queue, r.ordering_key
   HAVING bool_or(r.state IS DISTINCT FROM ${STATE_QUEUED})),
 heads AS (
   SELECT g.*, nx.id, nx.priority, nx.available_at, nx.seq
   FROM gone AS g LEFT JOIN LATERAL (
-    SELECT s.id, s.priority, s.available_at, s.seq FROM ${t} AS s
-    WHERE s.queue = g.queue AND s.ordering_key = g.ordering_key AND s.seq > COALESCE(g.head_seq, -1) AND s.state = ${STATE_QUEUED}
-    ORDER BY s.seq LIMIT 1) AS nx ON true),
+    (SELECT s.id, s.priority, s.available_at, s.seq FROM ${t} AS s
+     WHERE g.key_no IS NOT NULL AND s.key_no = g.key_no AND s.seq > COALESCE(g.head_seq, -1) AND s.state = ${STATE_QUEUED}
+     ORDER BY s.seq LIMIT 1)
+    UNION ALL
+    (SELECT s.id, s.priority, s.available_at, s.seq FROM ${t} AS s
+     WHERE g.key_no IS NULL AND s.queue = g.queue AND s.ordering_key = g.ordering_key AND s.seq > COALESCE(g.head_seq, -1) AND s.state = ${STATE_QUEUED}
+     ORDER BY s.seq LIMIT 1)) AS nx ON true),
 key_locks AS (
   SELECT lk.queue, lk.ordering_key FROM ${k} AS lk JOIN heads AS h ON h.queue = lk.queue AND h.ordering_key = lk.ordering_key
   WHERE h.id IS NULL
@@ -342,7 +367,7 @@ promoted AS (
 /**
  * The keys part of a publish: `keyed_src` yields (queue, ordering_key, ord) of the keyed rows that will be inserted;
  * `keyed` counts them into the keys table (locking each key row until the commit) and answers, per key, the first
- * row's ord and whether it is the key's head (the key had no row left).
+ * row's ord, whether it is the key's head (the key had no row left) and the key's number (the rows' key_no).
  */
 export function pgCountKeys(names: TransportNames, keyedSrc: string): string {
   const { k } = pgTables(names);
@@ -352,9 +377,9 @@ keyed AS (
   INSERT INTO ${k} AS kk (queue, ordering_key, backlog)
   SELECT queue, ordering_key, n FROM key_counts ORDER BY queue COLLATE "C", ordering_key COLLATE "C"
   ON CONFLICT (queue, ordering_key) DO UPDATE SET backlog = kk.backlog + EXCLUDED.backlog
-  RETURNING kk.queue, kk.ordering_key, kk.backlog),
+  RETURNING kk.queue, kk.ordering_key, kk.backlog, kk.id),
 key_heads AS (
-  SELECT c.queue, c.ordering_key, c.first, k2.backlog - c.n = 0 AS head
+  SELECT c.queue, c.ordering_key, c.first, k2.backlog - c.n = 0 AS head, k2.id AS key_no
   FROM key_counts AS c JOIN keyed AS k2 ON k2.queue = c.queue AND k2.ordering_key = c.ordering_key)`;
 }
 

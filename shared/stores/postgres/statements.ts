@@ -112,10 +112,10 @@ ${pgCountKeys(names, 'keyed_src')},
 ins_plain AS (
 ${pgInsertPlainRows(t, 'src AS s WHERE s.ordering_key IS NULL', 'id, queue, available_at, state IS NULL AS due')}),
 ins_keyed AS (
-  INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at, priority, ordering_key, state, seq)
+  INSERT INTO ${t} (id, queue, payload_json, headers_json, created_at, available_at, priority, ordering_key, state, seq, key_no)
   SELECT s.id, s.queue, s.payload_json, s.headers_json, ${BATCH_CREATED_AT},
          CASE WHEN s.delay_ms > 0 THEN clock_timestamp() + s.delay_ms ${MS} ELSE clock_timestamp() END, s.priority, s.ordering_key,
-         CASE WHEN h.head AND s.ord = h.first THEN ${stateFor('s.delay_ms > 0')} ELSE ${STATE_QUEUED} END, nextval('${seq}')
+         CASE WHEN h.head AND s.ord = h.first THEN ${stateFor('s.delay_ms > 0')} ELSE ${STATE_QUEUED} END, nextval('${seq}'), h.key_no
   FROM src AS s JOIN key_heads AS h ON h.queue = s.queue AND h.ordering_key = s.ordering_key
   WHERE NOT EXISTS (SELECT 1 FROM ${t} AS e WHERE e.id = s.id)
   ORDER BY s.ord
@@ -146,7 +146,7 @@ SELECT * FROM claimed`,
     ack: `WITH removed AS (
   DELETE FROM ${t} AS m USING unnest($1::uuid[], $2::uuid[]) AS s(id, lock_id)
   WHERE ${SETTLEMENT_FENCE}
-  RETURNING m.queue, m.ordering_key, m.state, m.seq),
+  RETURNING m.queue, m.ordering_key, m.key_no, m.state, m.seq),
 ${pgReleaseKeys(names, 'removed')}
 SELECT count(*)::int AS n FROM removed`,
     // The ack of rows the drain claimed without an ordering key (the common case): the DELETE alone, without the
@@ -162,7 +162,7 @@ WHERE ${SETTLEMENT_FENCE} AND m.ordering_key IS NULL`,
     ackTake: `WITH removed AS (
   DELETE FROM ${t} AS m USING unnest($1::uuid[], $2::uuid[]) AS s(id, lock_id)
   WHERE ${SETTLEMENT_FENCE}
-  RETURNING m.queue, m.ordering_key, m.state, m.seq, m.locked_until > clock_timestamp() AS live),
+  RETURNING m.queue, m.ordering_key, m.key_no, m.state, m.seq, m.locked_until > clock_timestamp() AS live),
 ${pgReleaseKeys(names, 'removed', { queue: '$3', max: '$4', leaseMs: '$5', lockId: '$6', hold: paused.replace(/\$1(?![0-9])/g, '$3') })}
 SELECT c.n, c.left, p.id, p.queue, p.payload_json, p.headers_json, p.attempts, p.lock_id, p.created_ms, p.available_ms, p.priority, p.ordering_key, p.seq
 FROM (SELECT (SELECT count(*) FROM removed)::int AS n,
@@ -190,7 +190,7 @@ RETURNING ${PG_CANCEL_REQUESTED} AS cancel_requested`,
     // The dead-letter row keeps the removed row's attempts (SQL Server: OUTPUT deleted.attempts INTO @removed).
     // It keeps the priority and the ordering key too, so a requeue (redrive) puts the job back at its priority, on its key.
     // A keyed head's move lets its key go on (ready-set.ts pgReleaseKeys); the dead letter itself is counted nowhere.
-    deadLetter: `WITH removed AS (DELETE FROM ${t} WHERE id = $1 AND lock_id = $2 RETURNING id, queue, attempts, priority, ordering_key, state, seq),
+    deadLetter: `WITH removed AS (DELETE FROM ${t} WHERE id = $1 AND lock_id = $2 RETURNING id, queue, attempts, priority, ordering_key, key_no, state, seq),
 ${pgReleaseKeys(names, 'removed')},
 moved AS (
   INSERT INTO ${t} (id, queue, payload_json, headers_json, dead_letter_reason, attempts, priority, ordering_key)
@@ -234,9 +234,9 @@ leased_q AS (
   UNION ALL
   SELECT (SELECT n.queue FROM ${t} AS n WHERE n.lock_id IS NOT NULL AND n.queue > leased_q.queue ORDER BY n.queue LIMIT 1) FROM leased_q WHERE leased_q.queue IS NOT NULL),
 keyed_q AS (
-  (SELECT queue FROM ${t} WHERE ordering_key IS NOT NULL ORDER BY queue LIMIT 1)
+  (SELECT queue FROM ${t} WHERE state = ${STATE_QUEUED} ORDER BY queue LIMIT 1)
   UNION ALL
-  SELECT (SELECT n.queue FROM ${t} AS n WHERE n.ordering_key IS NOT NULL AND n.queue > keyed_q.queue ORDER BY n.queue LIMIT 1) FROM keyed_q WHERE keyed_q.queue IS NOT NULL)
+  SELECT (SELECT n.queue FROM ${t} AS n WHERE n.state = ${STATE_QUEUED} AND n.queue > keyed_q.queue ORDER BY n.queue LIMIT 1) FROM keyed_q WHERE keyed_q.queue IS NOT NULL)
 SELECT DISTINCT queue FROM (SELECT queue FROM ready_q UNION ALL SELECT queue FROM scheduled_q UNION ALL SELECT queue FROM leased_q UNION ALL SELECT queue FROM keyed_q) AS x
 WHERE queue IS NOT NULL ORDER BY queue LIMIT $1`,
     // Each part reads one partial index from the queue's prefix: the ready set, the scheduled rows, the rows queued
@@ -268,6 +268,7 @@ UPDATE ${t} AS m
 SET queue = $2, attempts = 0, available_at = clock_timestamp(), locked_until = NULL, lock_id = NULL,
     created_at = CASE WHEN m.ordering_key IS NULL THEN m.created_at ELSE clock_timestamp() END,
     seq = CASE WHEN m.ordering_key IS NULL THEN m.seq ELSE nextval('${seq}') END,
+    key_no = CASE WHEN m.ordering_key IS NULL THEN m.key_no ELSE (SELECT key_no FROM key_heads) END,
     state = CASE WHEN m.ordering_key IS NULL OR (SELECT bool_and(head) FROM key_heads) THEN NULL ELSE ${STATE_QUEUED} END,
     dead_letter_reason = NULL,
     headers_json = (m.headers_json::jsonb - 'AR-DeadLetter-Reason' - 'AR-DeadLetter-Source-Queue')::text

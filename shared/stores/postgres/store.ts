@@ -50,7 +50,7 @@ import type { HistoryPage, HistoryQuery, JobRecord } from '../../transport/histo
 import { historyPage, readJob, searchKey, type HistoryRowShape } from '../../transport/history-rows';
 import { pgHistoryDdl, pgHistoryJobFieldsDdl, pgHistoryStatements, type PgHistoryStatements } from './history-statements';
 import { ORDERING_KEY_COLUMN, pgOrderingColumnDdl } from './ordering-sql';
-import { pgKeyQueueIndexDdl, pgKeysBacklogDdl, pgReadySetBackfill, pgReadySetDdl } from './ready-set';
+import { pgKeyNextIndexDdl, pgKeysBacklogDdl, pgReadySetBackfill, pgReadySetDdl } from './ready-set';
 
 /** The limited claim's summary row (limit-statements.ts). */
 interface LimitStateRow {
@@ -201,7 +201,7 @@ export class PostgresTransportStore implements TransportStore {
           `table ${n.schema}.${n.table} has no column 'ordering_key' (PostgreSQL schema version 13): run \`npm run schema -- apply\` or set AUTO_CREATE_SCHEMA=true`,
         );
       } else if (!ordering.index) {
-        state.warnings.push(`table ${n.schema}.${n.table} has no key queue index, so a statement that promotes a key's next job reads the key's rows. Create it: ${pgKeyQueueIndexDdl(n)}`);
+        state.warnings.push(`table ${n.schema}.${n.table} has no key next index (or no key numbers), so a statement that promotes a key's next job reads the key's rows. Run \`npm run schema -- apply\` (schema version 23): ${pgKeyNextIndexDdl(n)}`);
       }
     }
     if (!state.exists) {
@@ -248,13 +248,13 @@ export class PostgresTransportStore implements TransportStore {
       `SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 AND column_name = '${ORDERING_KEY_COLUMN}') AS column,
          to_regclass($3) IS NOT NULL
            AND NOT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = $1 AND table_name = $4 AND column_name = 'pending') AS index`,
-      [this.names.schema, this.names.table, `"${this.names.schema}"."${this.names.keyQueueIndex}"`, this.names.keysTable],
+      [this.names.schema, this.names.table, `"${this.names.schema}"."${this.names.keyNextIndex}"`, this.names.keysTable],
     );
     return { column: r.rows[0]?.column === true, index: r.rows[0]?.index === true };
   }
 
   /**
-   * The ordering-key column (PostgreSQL version 13 for migrated schemas), the keys' backlog and the key queue index
+   * The ordering-key column (PostgreSQL version 13 for migrated schemas), the keys' backlog, numbers and indexes
    * (version 23), under the schema lock.
    */
   private async ensureOrderingKey(): Promise<void> {

@@ -1,6 +1,6 @@
 // A queue's waiting jobs, one statement per (state, order): the parts of the ready set (ready-set.ts), each read
 // from its own partial index in the claim's order (or its reverse) up to LIMIT, then merged. Rows queued behind
-// their keys' heads are read through the key order index and sorted (the listing is an operator's read, bounded
+// their keys' heads are read through the key queue index and sorted (the listing is an operator's read, bounded
 // by its top, not the claim). Every value is a parameter; now() is the database clock. The SQL Server twin is
 // stores/sqlserver/waiting-statements.ts.
 
