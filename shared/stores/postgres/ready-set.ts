@@ -55,7 +55,10 @@ export function pgTables(names: TransportNames) {
 /** The `state` a row gets when it is (re)published or moved: scheduled when its time is ahead. */
 export const stateFor = (delayedExpr: string) => `CASE WHEN ${delayedExpr} THEN ${STATE_SCHEDULED} END`;
 
-/** Version 18's objects on an existing table (each idempotent; catalog-only column changes, no rewrite). Its key count `pending` is version 23's `backlog`. */
+/**
+ * Version 18's objects on an existing table (each idempotent; catalog-only column changes, no rewrite). Its key
+ * count `pending` is version 23's `backlog`.
+ */
 export function pgReadySetDdl(names: TransportNames): Array<{ name: string; text: string }> {
   const { t, k, seq } = pgTables(names);
   return [
@@ -245,9 +248,9 @@ settled_keys AS (
 
 /**
  * CTEs that settle the keys of rows a statement removed. `removed` must yield (queue, ordering_key, key_no, state,
- * seq) of the rows the statement deleted (or moved out of their queue). A key whose head was among them goes on to its next job,
- * the first queued row after the head's seq in this statement's snapshot (`heads`, by the key's number; a row
- * without one, written before version 23 numbered it, by its queue and key), which is promoted (`promoted`: it
+ * seq) of the rows the statement deleted (or moved out of their queue). A key whose head was among them goes on to
+ * its next job, the first queued row after the head's seq in this statement's snapshot (`heads`, by the key's
+ * number; by its queue and key for a head without one, such as a .NET host's row), which is promoted (`promoted`: it
  * joins the ready set, or the scheduled rows when not due). The snapshot predates any lock, yet the row it finds is
  * the key's next: publishers of a key take the key row's lock before they draw their rows' seq and hold it to their
  * commit, so a row the snapshot sees was published after every row of the key with a lower seq committed. Such a
@@ -256,7 +259,7 @@ settled_keys AS (
  *  - no next row in the snapshot (`released`): when the count under the lock equals the snapshot's, no publisher
  *    committed since, so the key has no row left and its count becomes 0 (the next publish is its head); otherwise
  *    the key is marked vacant and the next claim of the queue, whose snapshot sees the publisher's row, promotes it;
- *  - the next row changed before the promotion locked it (a cancel, a reschedule): the key is marked vacant (`lost`).
+ *  - the next row is gone when the promotion locks it (a cancel committed meanwhile): the key is marked vacant (`lost`).
  * Removing a row that was not its key's head touches neither the key nor its count. The search starts past the
  * head's seq (every row queued behind a head drew its seq after the head did), so it skips the index entries of the
  * key's finished jobs, which stay until a VACUUM.
