@@ -6,7 +6,9 @@ import { transportNames } from '../../shared/sql/identifiers';
 import type { OpenedStores } from '../../shared/stores/open';
 import { DEFAULT_TRANSPORT_TABLE } from '../../shared/stores/options';
 import { pgKeysBacklogDdl, pgReadySetBackfill } from '../../shared/stores/postgres/ready-set';
+import { pgStatements } from '../../shared/stores/postgres/statements';
 import { message } from '../support/messages';
+import { describeNode, explainRolledBack, nodes } from './plan-nodes';
 import { announce } from './fixtures';
 import { closeSharedPglite, schemaDbFixtures, type SchemaDb } from './schema-fixtures';
 
@@ -100,6 +102,23 @@ for (const fixture of schemaDbFixtures()) {
       expect(await keyRow(d, k, 'lost', 'a')).toEqual({ backlog: 3, vacant: true });
       expect((await store.claim('lost', 10, LOCK)).map(nOf)).toEqual([3]);
       expect(await keyRow(d, k, 'lost', 'a')).toEqual({ backlog: 3, vacant: false });
+    });
+
+    it('the queue listing finds a queue whose rows all wait behind their keys through an index, not the table', async () => {
+      const { d, store, t } = await open();
+      // 20,000 rows queued behind their keys' heads on three queues, as a publish files them (state 2)
+      await d.client.query(
+        `INSERT INTO ${t} (id, queue, payload_json, headers_json, ordering_key, state, seq)
+         SELECT gen_random_uuid(), 'q' || (g % 3), '{}', '{}', 'k' || (g % 200), 2, g FROM generate_series(1, 20000) AS g`,
+      );
+      await d.client.query(`ANALYZE ${t}`);
+      expect(await store.queueNames(10)).toEqual(['q0', 'q1', 'q2']);
+      const names = transportNames(d.schema, DEFAULT_TRANSPORT_TABLE, 'postgres');
+      const plan = await explainRolledBack(d.client, pgStatements(names).queueNames, [10]);
+      const onTable = nodes(plan).filter((n) => n['Relation Name'] === DEFAULT_TRANSPORT_TABLE);
+      expect(onTable.filter((n) => n['Node Type'] === 'Seq Scan').map(describeNode)).toEqual([]);
+      const read = onTable.reduce((sum, n) => sum + (n['Actual Rows'] ?? 0) * (n['Actual Loops'] ?? 1) + (n['Rows Removed by Filter'] ?? 0), 0);
+      expect(read, onTable.map(describeNode).join(', ')).toBeLessThan(100);
     });
 
     it('a vacant key with no job left heals: its count goes to 0 and the next publish is its head', async () => {
