@@ -35,7 +35,7 @@ const VERSION_NAMES = [
   'flow steps table',
   'limited claim routine: rows by TID',
   'dead-letter index by time; created index dropped',
-  'key backlog; key queue index',
+  'key backlog, key numbers and key indexes',
 ];
 const LATEST = VERSION_NAMES.length;
 /** Versions from..LATEST. */

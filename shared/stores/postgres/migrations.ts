@@ -250,19 +250,19 @@ export function postgresMigrations(n: SchemaNames): readonly Migration[] {
         { name: 'drop transport created index', text: dropIndexSql(n.transport, n.transport.createdIndex) },
       ],
     },
-    // A key's count becomes its backlog (ready-set.ts pgKeysBacklogDdl): a head's ack that finds the key's next job no
-    // longer writes the key row, and the key index holds queued rows only, so a promoted row's lease writes no entry
-    // into it. The column is renamed: a host of an earlier release, which reads it as an exact count, fails its
-    // claims, keyed publishes and keyed acks until it stops instead of leaving a key without a head
-    // (docs/migrations.md). The publish and limited claim routines are replaced to read the new column. The index build reads the table once while writes
-    // wait (to the version's commit); the lock wait is bounded.
+    // A key's count becomes its backlog, keys and keyed rows get numbers, and the key order index gives way to two
+    // indexes of queued rows (ready-set.ts pgKeysBacklogDdl): a head's ack that finds the key's next job no longer
+    // writes the key row, a promoted row's lease writes no key index entry, and the next-job search compares integers.
+    // The column is renamed: a host of an earlier release, which reads it as an exact count, fails its claims, keyed
+    // publishes and keyed acks until it stops instead of leaving a key without a head (docs/migrations.md). The
+    // publish and limited claim routines are replaced to read the new columns. The index builds read the table while
+    // writes wait (to the version's commit); the lock wait is bounded.
     {
       version: 23,
-      name: 'key backlog; key queue index',
+      name: 'key backlog, key numbers and key indexes',
       statements: [
         { name: 'bound the lock wait', text: `SET LOCAL lock_timeout = '5s'` },
         ...pgKeysBacklogDdl(n.transport),
-        { name: 'drop key order index', text: dropIndexSql(n.transport, n.transport.keyOrderIndex) },
         ...postgresOutboxReadySetStatements(n),
         { name: 'replace limited claim routine', text: pgLimitedClaimRoutineDdl(n.transport) },
       ],

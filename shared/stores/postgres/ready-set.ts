@@ -164,6 +164,7 @@ END $$`,
   WHERE m.ordering_key IS NOT NULL AND m.key_no IS NULL AND kk.queue = m.queue AND kk.ordering_key = m.ordering_key`,
     },
     { name: 'create key next index', text: pgKeyNextIndexDdl(names) },
+    { name: 'drop key order index', text: `DROP INDEX IF EXISTS ${q(names.schema)}.${q(names.keyOrderIndex)}` },
   ];
 }
 

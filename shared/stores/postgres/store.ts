@@ -27,7 +27,6 @@ import {
   addPriorityColumnSql,
   advisoryKey,
   createIndexesSql,
-  dropIndexSql,
   createTableSql,
   inspectTransportTable,
   schemaLockResource,
@@ -77,7 +76,6 @@ interface ClaimRow {
   /** bigint as text; NULL for a row published before the ready set (PostgreSQL version 18) */
   seq: string | null;
 }
-
 
 /** A keyed publish lost a race for its id to a concurrent insert (statements.ts publish): run it again. */
 const UNIQUE_VIOLATION = '23505';
@@ -266,7 +264,6 @@ export class PostgresTransportStore implements TransportStore {
       await tx.query('SELECT pg_advisory_xact_lock($1::bigint)', [advisoryKey(schemaLockResource(n.schema))]);
       await tx.query(pgOrderingColumnDdl(n));
       for (const stmt of pgKeysBacklogDdl(n)) await tx.query(stmt.text);
-      await tx.query(dropIndexSql(n, n.keyOrderIndex));
       await tx.query(pgLimitedClaimRoutineDdl(n));
     });
   }
