@@ -335,6 +335,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
           schema,
           transportTable,
           autoCreateSchema: options.autoCreateSchema ?? true,
+          durableClaimsAndAcks: options.durableClaimsAndAcks ?? false,
           pool: { ...DEFAULT_POOL, ...options.store.pool },
           azureClientId: options.store.azureClientId,
           channel: channelConfig,

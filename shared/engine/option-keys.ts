@@ -52,6 +52,7 @@ const TOP_KEYS = [
   'schema',
   'transportTable',
   'autoCreateSchema',
+  'durableClaimsAndAcks',
   'queues',
   'topics',
   'defaults',

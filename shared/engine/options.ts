@@ -46,6 +46,11 @@ export interface EngineOptions {
   transportTable?: string;
   /** true (default): create the schema at first use; false: verify only. */
   autoCreateSchema?: boolean;
+  /**
+   * PostgreSQL: claims and acks wait for the WAL flush like every other write. Default false: they commit without it
+   * (stores/postgres/async-commit.ts), and a database crash can forget the last of them (those jobs run again).
+   */
+  durableClaimsAndAcks?: boolean;
   /** The worker queues, each with its own handler and policy. */
   queues: Record<string, QueueRouteOptions>;
   /**

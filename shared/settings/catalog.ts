@@ -29,6 +29,7 @@ export const SETTINGS: readonly Setting[] = [
   { name: 'PGLITE_DATA_DIR', default: '.data/pglite', description: 'Embedded PGlite data directory, used when no database is configured (memory:// = in memory).' },
   { name: 'SQL_SCHEMA', default: 'dbo (SQL Server) / public (PostgreSQL)', description: 'Schema holding the tables.' },
   { name: 'TRANSPORT_TABLE', default: DEFAULT_TRANSPORT_TABLE, description: 'Queue table name.' },
+  { name: 'DURABLE_CLAIMS_AND_ACKS', default: 'false', description: 'PostgreSQL: claims and acks wait for the WAL flush like every other write. false: they commit without it, and a database crash can forget the last fraction of a second of them; those jobs run again (at-least-once). SQL Server always waits.' },
   { name: 'AUTO_CREATE_SCHEMA', default: 'true', description: 'Create schema, table and indexes at first use; false = verify only (migrations / `npm run schema -- apply` own it).' },
   { name: 'SQL_POOL_MAX', default: '10', description: 'Maximum connections in the pool, per instance.' },
   { name: 'SQL_POOL_MIN', default: '0', description: 'Minimum idle connections kept open.' },

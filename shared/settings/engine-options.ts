@@ -30,6 +30,7 @@ export function engineOptions(
     schema: c.schema,
     transportTable: c.transportTable,
     autoCreateSchema: c.autoCreateSchema,
+    durableClaimsAndAcks: c.durableClaimsAndAcks,
     queues,
     topics: c.topics,
     builtInPolicies: { response: c.routes[RESPONSE_QUEUE]?.policy, callbacks: c.routes[CALLBACK_QUEUE]?.policy },

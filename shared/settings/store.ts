@@ -13,6 +13,8 @@ export interface StoreSettings {
   schema: string;
   transportTable: string;
   autoCreateSchema: boolean;
+  /** DURABLE_CLAIMS_AND_ACKS (PostgreSQL): claims and acks wait for the WAL flush too. */
+  durableClaimsAndAcks: boolean;
   pool: PoolOptions;
   azureClientId?: string;
 }
@@ -39,7 +41,7 @@ export function readStore(env: Env, { str, num, bool }: Readers, problems: strin
     requestTimeoutMs: num('SQL_REQUEST_TIMEOUT_SECONDS', 30, { min: 1, max: 3600 }) * 1000,
   };
   if (pool.min > pool.max) problems.push('SQL_POOL_MIN must not exceed SQL_POOL_MAX');
-  return { store, dialect, schema, transportTable, autoCreateSchema: bool('AUTO_CREATE_SCHEMA', true), pool, azureClientId: str('AZURE_CLIENT_ID') };
+  return { store, dialect, schema, transportTable, autoCreateSchema: bool('AUTO_CREATE_SCHEMA', true), durableClaimsAndAcks: bool('DURABLE_CLAIMS_AND_ACKS', false), pool, azureClientId: str('AZURE_CLIENT_ID') };
 }
 
 function selectStore(env: Env, str: (n: string) => string | undefined, problems: string[]): StoreSelection {

@@ -31,6 +31,8 @@ export interface StoreOpenOptions {
   schema: string;
   transportTable: string;
   autoCreateSchema: boolean;
+  /** PostgreSQL: claims and acks wait for the WAL flush too (TransportStoreOptions.durableClaimsAndAcks); default false. */
+  durableClaimsAndAcks?: boolean;
   pool: PoolOptions;
   azureClientId?: string;
   channel: Pick<ChannelConfig, 'recoveryTable' | 'messageTable' | 'subscriberTable'>;
@@ -51,6 +53,7 @@ export async function openStores(config: StoreOpenOptions, logger: Logger): Prom
     schema: config.schema,
     table: config.transportTable,
     autoCreateSchema: config.autoCreateSchema,
+    durableClaimsAndAcks: config.durableClaimsAndAcks ?? false,
     logger,
   };
   const sel = config.store;

@@ -10,6 +10,12 @@ export interface TransportStoreOptions {
   /** The schema-version check (schema-gate.ts) run before the store's own create-or-verify; openStores wires it. */
   schemaGate?: () => Promise<void>;
   /**
+   * PostgreSQL: claims and acks wait for the WAL flush like every other write (default false: they commit without
+   * it, stores/postgres/async-commit.ts; a server crash can then forget the last of them, and those jobs run again).
+   * SQL Server's claims and acks are always durable.
+   */
+  durableClaimsAndAcks?: boolean;
+  /**
    * Test harness only, never an app setting: false skips the catalog verification (and reads no catalog), so the
    * contract suite can run on a T-SQL engine whose catalog views differ from SQL Server's (Babelfish). Default true.
    */

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, SETTINGS } from '../../shared/settings';
+import { engineOptions } from '../../shared/settings/engine-options';
+import { silentLogger } from '../../shared/log';
 
 describe('configuration', () => {
   it('defaults to the embedded PGlite store with the spec defaults', () => {
@@ -9,6 +11,7 @@ describe('configuration', () => {
       schema: 'public',
       transportTable: 'asyncresponse_transport_messages',
       autoCreateSchema: true,
+      durableClaimsAndAcks: false,
       queues: ['worker'],
       deadLetterQueue: 'deadletter',
       lockTimeoutMs: 30_000,
@@ -45,15 +48,24 @@ describe('configuration', () => {
         SQL_SCHEMA: 'bad-name',
         WORKER_HANDLER: 'forward',
         AUTO_CREATE_SCHEMA: 'maybe',
+        DURABLE_CLAIMS_AND_ACKS: 'sometimes',
       });
     } catch (e) {
       error = e as ConfigError;
     }
     expect(error).toBeInstanceOf(ConfigError);
     const text = error!.problems.join('\n');
-    for (const name of ['SQL_DATABASE', 'BATCH_SIZE', 'LOCK_TIMEOUT_SECONDS', 'dead-letter queue', 'twice', 'bad-name', 'WORKER_FORWARD_URL', 'AUTO_CREATE_SCHEMA']) {
+    for (const name of ['SQL_DATABASE', 'BATCH_SIZE', 'LOCK_TIMEOUT_SECONDS', 'dead-letter queue', 'twice', 'bad-name', 'WORKER_FORWARD_URL', 'AUTO_CREATE_SCHEMA', 'DURABLE_CLAIMS_AND_ACKS']) {
       expect(text).toContain(name);
     }
+  });
+
+  it('reads DURABLE_CLAIMS_AND_ACKS and hands it to the engine', () => {
+    expect(loadConfig({ DURABLE_CLAIMS_AND_ACKS: 'true' }).durableClaimsAndAcks).toBe(true);
+    expect(loadConfig({ DURABLE_CLAIMS_AND_ACKS: 'false' }).durableClaimsAndAcks).toBe(false);
+    const parts = { store: { kind: 'pglite', dataDir: 'memory://' } as const, handlers: { get: () => undefined }, logger: silentLogger };
+    expect(engineOptions(loadConfig({ DURABLE_CLAIMS_AND_ACKS: 'true' }), parts).durableClaimsAndAcks).toBe(true);
+    expect(engineOptions(loadConfig({}), parts).durableClaimsAndAcks).toBe(false);
   });
 
   it('rejects reserved queue names and a forward URL that is not http(s)', () => {

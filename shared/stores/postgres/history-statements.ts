@@ -10,6 +10,7 @@ import { CORRELATION_ID_HEADER } from '../../transport/types';
 import { historyNames } from '../history-names';
 import { SETTLEMENT_FENCE, UNSAFE_JSON_ESCAPE } from './statements';
 import { pgReleaseKeys } from './ready-set';
+import { whereAsyncCommit } from './async-commit';
 
 export interface PgHistoryStatements {
   ackToHistory: string;
@@ -28,7 +29,8 @@ const CORRELATION = `(CASE WHEN left(ltrim(m.headers_json), 1) = '{' AND m.heade
 const COMPLETED_KEY = `to_char(h.completed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS completed_key`;
 const ROW = `h.id, h.queue, h.state, h.attempts, h.correlation_id, h.created_at, h.available_at, h.completed_at, h.priority, h.ordering_key, ${COMPLETED_KEY}`;
 
-export function pgHistoryStatements(names: TransportNames): PgHistoryStatements {
+/** `asyncCommit` (default true): the ack into history commits without waiting for the WAL flush (async-commit.ts). */
+export function pgHistoryStatements(names: TransportNames, { asyncCommit: relaxed = true }: { asyncCommit?: boolean } = {}): PgHistoryStatements {
   const t = `${q(names.schema)}.${q(names.table)}`;
   const h = `${q(names.schema)}.${q(historyNames(names, 'postgres').table)}`;
   // $1 queue (or correlation id), $2 since, $3 until, $4 cursor completed_at, $5 cursor id, $6 state or NULL, $7 top.
@@ -50,7 +52,7 @@ kept AS (
   INSERT INTO ${h} (id, queue, state, correlation_id, payload_json, headers_json, attempts, created_at, available_at, completed_at, priority, ordering_key)
   SELECT id, queue, 'completed', correlation_id, payload_json, headers_json, attempts, created_at, available_at, clock_timestamp(), priority, ordering_key FROM done
   RETURNING 1)
-SELECT count(*)::int AS n FROM kept`,
+SELECT count(*)::int AS n FROM kept${whereAsyncCommit(relaxed)}`,
     // The live row (primary key) and the history rows (id index) of one id, with the lease read on the database clock.
     findJob: `SELECT 'queue' AS source, id, queue, attempts, headers_json, created_at, available_at, NULL::timestamptz AS completed_at,
        COALESCE(locked_until > now(), false) AS leased, available_at > now() AS delayed, dead_letter_reason, priority, ordering_key

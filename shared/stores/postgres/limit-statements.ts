@@ -19,6 +19,7 @@ import { derivedName, IDENTIFIER_CAP, quoteIdentifier, type TransportNames } fro
 import { leaseRosterTableName, queueStateTableName } from '../queue-state-names';
 import { CLAIM_TIMES } from './statements';
 import { pgClaimCandidates, pgPromoteVacant } from './ready-set';
+import { whereAsyncCommit } from './async-commit';
 
 export interface PgLimitStatements {
   /** Locks the queue's state row ($1); no row = none yet (insert it with `ensureRow`, then lock again). */
@@ -37,7 +38,8 @@ export interface PgLimitStatements {
 
 const MS = "* interval '1 millisecond'";
 
-export function pgLimitStatements(names: TransportNames): PgLimitStatements {
+/** `asyncCommit` (default true): the limited claim commits without waiting for the WAL flush (async-commit.ts). */
+export function pgLimitStatements(names: TransportNames, { asyncCommit: relaxed = true }: { asyncCommit?: boolean } = {}): PgLimitStatements {
   const t = `${quoteIdentifier(names.schema, 'postgres')}.${quoteIdentifier(names.table, 'postgres')}`;
   const s = `${quoteIdentifier(names.schema, 'postgres')}.${quoteIdentifier(queueStateTableName(names, 'postgres'), 'postgres')}`;
   const elapsedS = 'GREATEST(0, EXTRACT(EPOCH FROM clock_timestamp() - q.rate_refilled_at))';
@@ -78,7 +80,7 @@ SELECT 'state', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
        CASE WHEN $5::int IS NOT NULL AND o.leased >= $5::int THEN (
          SELECT (EXTRACT(EPOCH FROM min(x.locked_until) - clock_timestamp()) * 1000)::float8 FROM leases AS x) END
 FROM room AS o`,
-    claimCall: `SELECT * FROM ${qualifiedClaimLimited(names)}($1, $2, $3, $4, $5, $6, $7)`,
+    claimCall: `SELECT * FROM ${qualifiedClaimLimited(names)}($1, $2, $3, $4, $5, $6, $7)${whereAsyncCommit(relaxed)}`,
     backOff: `INSERT INTO ${s} AS q (queue, backoff_until, updated_at) VALUES ($1, clock_timestamp() + $2::bigint ${MS}, clock_timestamp())
 ON CONFLICT (queue) DO UPDATE SET
   backoff_until = GREATEST(COALESCE(q.backoff_until, EXCLUDED.backoff_until), EXCLUDED.backoff_until),

@@ -9,6 +9,7 @@ import { DEAD_LETTER_SOURCE_HEADER } from '../../transport/types';
 import { queueStateTableName } from '../queue-state-names';
 import { PG_CANCEL_REQUESTED, pgJobControlStatements } from './job-control-statements';
 import { TRANSPORT_NOTIFY_CHANNEL } from './notify-channel';
+import { andAsyncCommit, whereAsyncCommit } from './async-commit';
 import { pgClaimCandidates, pgCountKeys, pgPromoteVacant, pgReleaseKeys, pgTables, READY_SET_FILTER, STATE_QUEUED, STATE_SCHEDULED, stateFor } from './ready-set';
 
 export interface PgStatements {
@@ -93,7 +94,13 @@ export function pgInsertPlainRows(t: string, from: string, returning: string): s
   RETURNING ${returning}`;
 }
 
-export function pgStatements(names: TransportNames): PgStatements {
+export interface PgStatementOptions {
+  /** Claims and acks commit without waiting for the WAL flush (async-commit.ts); default true. */
+  asyncCommit?: boolean;
+}
+
+export function pgStatements(names: TransportNames, options: PgStatementOptions = {}): PgStatements {
+  const relaxed = options.asyncCommit ?? true;
   const t = `${quoteIdentifier(names.schema, 'postgres')}.${quoteIdentifier(names.table, 'postgres')}`;
   const paused = pgJobControlStatements(names, queueStateTableName(names, 'postgres')).pausedTest;
   const { seq } = pgTables(names);
@@ -139,7 +146,7 @@ claimed AS (
   WHERE m.ctid = ANY(ARRAY(SELECT ctid FROM picked))
   RETURNING m.id, m.queue, m.payload_json, m.headers_json, m.attempts, m.lock_id, ${CLAIM_TIMES}, m.priority, m.ordering_key, m.seq),
 ${pgPromoteVacant(names, '$1')}
-SELECT * FROM claimed`,
+SELECT * FROM claimed${whereAsyncCommit(relaxed)}`,
     // `m.id = ANY($1)` beside the join: without it the planner hashes the whole table for a join with unnest's
     // 500 pairs once the table is a few hundred pages (a Seq Scan per ack, its cost growing with the backlog).
     // A head's ack marks its key vacant when rows remain (ready-set.ts pgReleaseKeys); unkeyed acks skip that part.
@@ -148,13 +155,13 @@ SELECT * FROM claimed`,
   WHERE ${SETTLEMENT_FENCE}
   RETURNING m.queue, m.ordering_key, m.key_no, m.state, m.seq),
 ${pgReleaseKeys(names, 'removed')}
-SELECT count(*)::int AS n FROM removed`,
+SELECT count(*)::int AS n FROM removed${whereAsyncCommit(relaxed)}`,
     // The ack of rows the drain claimed without an ordering key (the common case): the DELETE alone, without the
     // keys' CTEs. Those cost a quarter of a 500-row ack even with no keyed row to settle: the removed rows are kept
     // in a tuple store, grouped and scanned again (measured: 3.4–3.6 ms against 4.35 ms a batch of 500). A keyed row
     // is left alone (its key must be released), so a settlement whose row has a key after all is settled by \`ack\`.
     ackUnkeyed: `DELETE FROM ${t} AS m USING unnest($1::uuid[], $2::uuid[]) AS s(id, lock_id)
-WHERE ${SETTLEMENT_FENCE} AND m.ordering_key IS NULL`,
+WHERE ${SETTLEMENT_FENCE} AND m.ordering_key IS NULL${andAsyncCommit(relaxed)}`,
     // The ack with ack-and-take-next (ready-set.ts pgHandOver): $3 queue, $4 most successors to take, $5 lease ms,
     // $6 their lock id. One row when nothing was taken (n, the rest NULL), else one per taken row, each with n and
     // \`left\`: the keys whose next job a claim must take (promoted but not taken, or marked vacant). The counts are
@@ -167,7 +174,7 @@ ${pgReleaseKeys(names, 'removed', { queue: '$3', max: '$4', leaseMs: '$5', lockI
 SELECT c.n, c.left, p.id, p.queue, p.payload_json, p.headers_json, p.attempts, p.lock_id, p.created_ms, p.available_ms, p.priority, p.ordering_key, p.seq
 FROM (SELECT (SELECT count(*) FROM removed)::int AS n,
              ((SELECT count(*) FROM promoted WHERE NOT taken) + (SELECT count(*) FROM released WHERE vacant) + (SELECT count(*) FROM lost))::int AS left) AS c
-LEFT JOIN promoted AS p ON p.taken`,
+LEFT JOIN promoted AS p ON p.taken${whereAsyncCommit(relaxed)}`,
     // A keyed head stays its key's head (scheduled while it waits out the delay).
     release: `UPDATE ${t} SET available_at = clock_timestamp() + $3::bigint ${MS}, locked_until = NULL, lock_id = NULL, state = ${stateFor('$3::bigint > 0')}
 WHERE id = $1 AND lock_id = $2`,

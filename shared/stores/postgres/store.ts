@@ -106,12 +106,12 @@ export class PostgresTransportStore implements TransportStore {
   ) {
     this.kind = client.kind;
     this.names = transportNames(options.schema, options.table, 'postgres');
-    this.sql = pgStatements(this.names);
+    this.sql = pgStatements(this.names, { asyncCommit: !options.durableClaimsAndAcks });
     this.topicSql = pgTopicStatements(this.names, subscriptionsTableName(this.names, 'postgres'));
     this.queueStateTable = queueStateTableName(this.names, 'postgres');
     this.controlSql = pgJobControlStatements(this.names, this.queueStateTable);
     this.dedupSql = pgDedupStatements(this.names);
-    this.historySql = pgHistoryStatements(this.names);
+    this.historySql = pgHistoryStatements(this.names, { asyncCommit: !options.durableClaimsAndAcks });
     this.historyPrepared = `ar_${createHash('sha1').update(this.historySql.ackToHistory).digest('hex').slice(0, 24)}`;
     this.prepared = Object.fromEntries(
       Object.entries(this.sql).map(([k, text]) => [k, `ar_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`]),
@@ -468,7 +468,7 @@ export class PostgresTransportStore implements TransportStore {
    */
   async claimLimited(queue: string, max: number, lockTimeoutMs: number, lockId: string, limits: QueueLimits): Promise<LimitedClaim<ClaimedMessage>> {
     await this.ensureSchema();
-    const sql = (this.limitSql ??= pgLimitStatements(this.names));
+    const sql = (this.limitSql ??= pgLimitStatements(this.names, { asyncCommit: !this.options.durableClaimsAndAcks }));
     const values = [queue, Math.max(0, Math.floor(max)), Math.round(lockTimeoutMs), lockId, limits.concurrency ?? null, limits.ratePerSecond ?? null, bucketSize(limits)];
     // one round trip: the routine takes the queue-state row's lock and claims (limit-statements.ts)
     const r = await this.client.query<ClaimRow & LimitStateRow>(sql.claimCall, values);
@@ -479,7 +479,7 @@ export class PostgresTransportStore implements TransportStore {
 
   async backOffQueue(queue: string, delayMs: number): Promise<Date> {
     await this.ensureSchema();
-    const sql = (this.limitSql ??= pgLimitStatements(this.names));
+    const sql = (this.limitSql ??= pgLimitStatements(this.names, { asyncCommit: !this.options.durableClaimsAndAcks }));
     const r = await this.client.query<{ backoff_until: Date }>(sql.backOff, [queue, Math.max(0, Math.round(delayMs))]);
     return r.rows[0]!.backoff_until;
   }
