@@ -11,7 +11,7 @@ import type { OpenedStores } from '../../shared/stores/open';
 import { pgStatements } from '../../shared/stores/postgres/statements';
 import { pgHistoryStatements } from '../../shared/stores/postgres/history-statements';
 import { pgLimitStatements } from '../../shared/stores/postgres/limit-statements';
-import { TRANSPORT_FILLFACTOR } from '../../shared/stores/postgres/migrations';
+import { TRANSPORT_AUTOVACUUM, TRANSPORT_FILLFACTOR } from '../../shared/stores/postgres/migrations';
 import { transportNames, type TransportNames } from '../../shared/sql/identifiers';
 import { announce } from './fixtures';
 import { closeSharedPglite, schemaDbFixtures, type SchemaDb } from './schema-fixtures';
@@ -124,6 +124,33 @@ for (const fixture of schemaDbFixtures()) {
       } finally {
         await d.client.query('ROLLBACK');
       }
+    });
+
+    it('the transport table is vacuumed on a fixed count of dead rows without the cost delay: a claim beside 50,000 acked rows walks their entries until a VACUUM', async () => {
+      const { d, t, names } = await seeded(50_000);
+      const opts = await d.client.query<{ reloptions: string[] | null }>(`SELECT reloptions FROM pg_class WHERE oid = '${t}'::regclass`);
+      for (const [k, v] of Object.entries(TRANSPORT_AUTOVACUUM)) expect(opts.rows[0]!.reloptions).toContain(`${k}=${v}`);
+      // every row claimed and acked, as a drain leaves them, then 10 ready rows
+      await d.client.query(`UPDATE ${t} SET lock_id = gen_random_uuid(), locked_until = now() - interval '1 second', attempts = 1, state = NULL`);
+      await d.client.query(`DELETE FROM ${t}`);
+      await d.client.query(
+        `INSERT INTO ${t} (id, queue, payload_json, headers_json) SELECT ('00000000-0000-7000-9000-' || lpad(to_hex(g), 12, '0'))::uuid, 'work', '{}', '{}' FROM generate_series(1, 10) AS g`,
+      );
+      await d.client.query(`ANALYZE ${t}`);
+      const claimRead = async () => {
+        const plan = await explainRolledBack(d.client, pgStatements(names).claim, ['work', 500, 30_000, randomUUID()]);
+        expect(Number(plan['Actual Rows']), 'the claim takes the 10 ready rows').toBe(10);
+        return Number(plan['Shared Hit Blocks'] ?? 0) + Number(plan['Shared Read Blocks'] ?? 0);
+      };
+      await claimRead(); // the first walk may mark the dead entries (a later one skips them, yet still reads their pages)
+      const before = await claimRead();
+      await d.client.query(`VACUUM ${t}`);
+      const after = await claimRead();
+      // measured: 2,287 buffers before, 101 after on the server; 621 and 102 on PGlite (beside 1,000,000 acked rows on
+      // the server: 38,000 buffers and 175–250 ms, 0.8 ms after a VACUUM)
+      console.log(`[${fixture.name}] claim beside 50,000 acked rows: ${before} buffers before the VACUUM, ${after} after`);
+      expect(after, `before ${before}, after ${after}`).toBeLessThan(200);
+      expect(before, `before ${before}, after ${after}`).toBeGreaterThan(after * 5);
     });
   });
 }

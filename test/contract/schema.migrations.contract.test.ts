@@ -36,6 +36,7 @@ const VERSION_NAMES = [
   'limited claim routine: rows by TID',
   'dead-letter index by time; created index dropped',
   'key backlog, key numbers and key indexes',
+  'transport table autovacuum',
 ];
 const LATEST = VERSION_NAMES.length;
 /** Versions from..LATEST. */
