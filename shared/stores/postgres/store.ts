@@ -35,7 +35,6 @@ import {
 import { subscriptionsTableName } from '../schema-names';
 import { historyNames } from '../history-names';
 import { notifyPrefix, pgStatements, type PgStatements } from './statements';
-import { settlementParams } from './uuid-array';
 import { pgTopicStatements, type PgTopicStatements } from './topic-statements';
 import { pgClaimOutlookStatement, pgLimitedOutlookStatement } from './outlook-statements';
 import { pgJobControlStatements, pgQueueStateTableDdl, type PgJobControlStatements } from './job-control-statements';
@@ -488,7 +487,7 @@ export class PostgresTransportStore implements TransportStore {
   async ack(settlements: readonly Settlement[]): Promise<number> {
     if (settlements.length === 0) return 0;
     await this.ensureSchema();
-    const values = settlementParams(settlements);
+    const values = [settlements.map((s) => s.id), settlements.map((s) => s.lockId)];
     // Claimed messages say whether their row has an ordering key; a batch of rows without one takes the DELETE
     // alone. Any settlement it did not match (a keyed row after all, a lost lease) is sent through the full ack,
     // which settles keys: the fence makes the rows the first statement deleted match nothing there.
@@ -504,7 +503,7 @@ export class PostgresTransportStore implements TransportStore {
   async ackAndTakeNext(settlements: readonly Settlement[], take: HandoverRequest): Promise<AckAndTake> {
     if (settlements.length === 0) return { acked: 0, taken: [], left: 0 };
     await this.ensureSchema();
-    const values = [...settlementParams(settlements), take.queue, Math.max(0, Math.floor(take.max)), Math.round(take.lockTimeoutMs), take.lockId];
+    const values = [settlements.map((s) => s.id), settlements.map((s) => s.lockId), take.queue, Math.max(0, Math.floor(take.max)), Math.round(take.lockTimeoutMs), take.lockId];
     const r = await this.client.query<{ n: number; left: number } & ClaimRow>(this.sql.ackTake, values, this.prepared.ackTake);
     return { acked: r.rows[0]?.n ?? 0, taken: this.toClaimed(r.rows.filter((row) => row.id !== null)), left: r.rows[0]?.left ?? 0 };
   }
@@ -512,7 +511,7 @@ export class PostgresTransportStore implements TransportStore {
   async ackToHistory(settlements: readonly Settlement[]): Promise<number> {
     if (settlements.length === 0) return 0;
     await this.ensureSchema();
-    const r = await this.client.query<{ n: number }>(this.historySql.ackToHistory, settlementParams(settlements), this.historyPrepared);
+    const r = await this.client.query<{ n: number }>(this.historySql.ackToHistory, [settlements.map((s) => s.id), settlements.map((s) => s.lockId)], this.historyPrepared);
     return r.rows[0]?.n ?? 0;
   }
 
@@ -585,7 +584,7 @@ export class PostgresTransportStore implements TransportStore {
   async releaseUnstarted(settlements: readonly Settlement[]): Promise<number> {
     if (settlements.length === 0) return 0;
     await this.ensureSchema();
-    const r = await this.client.query(this.sql.releaseUnstarted, settlementParams(settlements), this.prepared.releaseUnstarted);
+    const r = await this.client.query(this.sql.releaseUnstarted, [settlements.map((s) => s.id), settlements.map((s) => s.lockId)], this.prepared.releaseUnstarted);
     return r.rowCount;
   }
 
