@@ -770,6 +770,10 @@ function optionProblems(
   dialect: Dialect,
 ): string[] {
   const problems: string[] = [];
+  // a string 'false' would read as true: the other schema mode, or the other durability of claims and acks
+  for (const key of ['autoCreateSchema', 'durableClaimsAndAcks'] as const) {
+    if (o[key] !== undefined && typeof o[key] !== 'boolean') problems.push(`${key} must be true or false`);
+  }
   const queues = Object.keys(o.queues ?? {});
   if (queues.length === 0 && !o.flows) problems.push('queues: name at least one worker queue (or give `flows`: a flows-only engine needs none)');
   const flowsQueue = o.flows ? (o.flows.queue ?? DEFAULT_FLOWS_QUEUE) : undefined;

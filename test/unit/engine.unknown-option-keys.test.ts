@@ -94,4 +94,9 @@ describe('unknown engine option keys', () => {
     await engine.close();
     expect(engine.queues).toEqual(['worker', 'flaky', 'orders:billing']);
   });
+
+  it('refuses a top-level switch that is not a boolean (a string "false" would read as true)', async () => {
+    const problems = await problemsOf({ store, queues: { q1: { handler: { kind: 'echo' } } }, durableClaimsAndAcks: 'false', autoCreateSchema: 1 });
+    expect(problems).toEqual(['autoCreateSchema must be true or false', 'durableClaimsAndAcks must be true or false']);
+  });
 });
