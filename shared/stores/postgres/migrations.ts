@@ -24,6 +24,8 @@ const q = (n: string) => quoteIdentifier(n, 'postgres');
 
 /** Most of each transport page is left for the claim's new row versions (HOT updates; version 11): a claimed row grows by its lease and lock id, so at 50 a fifth of the claims of small rows found no room. */
 export const TRANSPORT_FILLFACTOR = 40;
+/** First statement of a version that takes the transport table's lock: its wait is bounded (the spec's 5 s). */
+const BOUND_LOCK_WAIT = { name: 'bound the lock wait', text: `SET LOCAL lock_timeout = '5s'` };
 /**
  * Version 24: the transport table's own autovacuum settings. Every claim and ack leaves dead versions whose index
  * entries stay until a vacuum; a claim walks those in its ranges (the ready set's head, the lapsed leases), so beside
@@ -153,7 +155,7 @@ export function postgresMigrations(n: SchemaNames): readonly Migration[] {
       version: 12,
       name: 'job priority',
       statements: [
-        { name: 'bound the lock wait', text: `SET LOCAL lock_timeout = '5s'` },
+        BOUND_LOCK_WAIT,
         { name: 'add transport priority column', text: addPriorityColumnSql(n.transport) },
         { name: 'create transport priority ready index', text: createReadyIndexSql(n.transport) },
         { name: 'drop transport legacy ready index', text: dropLegacyReadyIndexSql(n.transport) },
@@ -177,7 +179,7 @@ export function postgresMigrations(n: SchemaNames): readonly Migration[] {
       version: 14,
       name: 'claim index',
       statements: [
-        { name: 'bound the lock wait', text: `SET LOCAL lock_timeout = '5s'` },
+        BOUND_LOCK_WAIT,
         { name: 'create transport claim index', text: createClaimIndexSql(n.transport) },
         { name: 'drop transport priority ready index', text: dropReadyIndexSql(n.transport) },
       ],
@@ -202,7 +204,7 @@ export function postgresMigrations(n: SchemaNames): readonly Migration[] {
       version: 17,
       name: 'history priority and ordering key',
       statements: [
-        { name: 'bound the lock wait', text: `SET LOCAL lock_timeout = '5s'` },
+        BOUND_LOCK_WAIT,
         { name: 'add history priority and ordering key columns', text: pgHistoryJobFieldsDdl(n.transport) },
       ],
     },
@@ -216,7 +218,7 @@ export function postgresMigrations(n: SchemaNames): readonly Migration[] {
       version: 18,
       name: 'ready set',
       statements: [
-        { name: 'bound the lock wait', text: `SET LOCAL lock_timeout = '5s'` },
+        BOUND_LOCK_WAIT,
         ...pgReadySetDdl(n.transport),
         ...pgReadySetBackfill(n.transport),
         { name: 'create transport dead letters index', text: pgDeadLettersIndexDdl(n.transport) },
@@ -232,7 +234,7 @@ export function postgresMigrations(n: SchemaNames): readonly Migration[] {
       version: 19,
       name: 'drop indexes the ready set replaced',
       statements: [
-        { name: 'bound the lock wait', text: `SET LOCAL lock_timeout = '5s'` },
+        BOUND_LOCK_WAIT,
         { name: 'drop transport claim index', text: dropIndexSql(n.transport, n.transport.claimIndex) },
         { name: 'drop transport ordering index', text: dropIndexSql(n.transport, n.transport.orderingIndex) },
         { name: 'drop transport dead-letter index', text: dropIndexSql(n.transport, n.transport.deadLetterIndex) },
@@ -254,7 +256,7 @@ export function postgresMigrations(n: SchemaNames): readonly Migration[] {
       version: 22,
       name: 'dead-letter index by time; created index dropped',
       statements: [
-        { name: 'bound the lock wait', text: `SET LOCAL lock_timeout = '5s'` },
+        BOUND_LOCK_WAIT,
         { name: 'create dead letters list index', text: pgDeadLettersListIndexDdl(n.transport) },
         { name: 'drop dead letters index', text: dropIndexSql(n.transport, n.transport.deadLettersIndex) },
         { name: 'drop transport created index', text: dropIndexSql(n.transport, n.transport.createdIndex) },
@@ -271,7 +273,7 @@ export function postgresMigrations(n: SchemaNames): readonly Migration[] {
       version: 23,
       name: 'key backlog, key numbers and key indexes',
       statements: [
-        { name: 'bound the lock wait', text: `SET LOCAL lock_timeout = '5s'` },
+        BOUND_LOCK_WAIT,
         ...pgKeysBacklogDdl(n.transport),
         ...postgresOutboxReadySetStatements(n),
         { name: 'replace limited claim routine', text: pgLimitedClaimRoutineDdl(n.transport) },
@@ -282,7 +284,7 @@ export function postgresMigrations(n: SchemaNames): readonly Migration[] {
       version: 24,
       name: 'transport table autovacuum',
       statements: [
-        { name: 'bound the lock wait', text: `SET LOCAL lock_timeout = '5s'` },
+        BOUND_LOCK_WAIT,
         {
           name: 'set transport autovacuum',
           text: `ALTER TABLE ${q(n.schema)}.${q(n.transport.table)} SET (${Object.entries(TRANSPORT_AUTOVACUUM).map(([k, v]) => `${k} = ${v}`).join(', ')})`,
