@@ -30,6 +30,8 @@ export interface ClaimCost {
   ms: number;
   /** rows the claim took */
   rows: number;
+  /** the plan names the queue as a parameter ($1), not its value: a generic plan, as the claim routines run */
+  generic: boolean;
   /** tables the plan read whole */
   seqScans: string[];
 }
@@ -177,20 +179,36 @@ export function seqScans(node: PlanNode): string[] {
   return [...own, ...(node.Plans ?? []).flatMap(seqScans)];
 }
 
-/** One claim statement (`text` with the claim's parameters) measured `runs` times, each rolled back. */
-export async function measureClaim(sql: Client, text: string, runs = 7, values: (claim: unknown[]) => unknown[] = (v) => v): Promise<ClaimCost> {
+/**
+ * One claim statement (`text` with the claim's parameters) measured `runs` times, each rolled back. With `genericTypes`
+ * (its parameters' types) it is measured as its routine runs it (claim-routine.ts): prepared, under a generic plan.
+ */
+export async function measureClaim(
+  sql: Client,
+  text: string,
+  runs = 7,
+  values: (claim: unknown[]) => unknown[] = (v) => v,
+  genericTypes?: readonly string[],
+): Promise<ClaimCost> {
   const buffers: number[] = [];
   const times: number[] = [];
   const read: number[] = [];
   const readBufs: number[] = [];
   let rows = 0;
   let scans: string[] = [];
+  let generic = false;
+  const prepared = genericTypes ? `claim_cost_${randomUUID().replace(/-/g, '')}` : undefined;
+  if (prepared) await sql.query(`PREPARE ${prepared}(${genericTypes!.join(', ')}) AS ${text}`);
+  // EXPLAIN EXECUTE takes no bound parameters: the values go in as literals (the prepared statement's are still parameters)
+  const literal = (v: unknown) => (v === null ? 'NULL' : typeof v === 'number' ? String(v) : sql.escapeLiteral(String(v)));
   for (let i = 0; i <= runs; i++) {
     await sql.query('BEGIN');
     try {
+      if (prepared) await sql.query('SET LOCAL plan_cache_mode = force_generic_plan');
+      const params = values([QUEUE, CLAIM_N, 30_000, randomUUID()]);
       const r = await sql.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode; 'Execution Time': number }> }>(
-        `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${text}`,
-        values([QUEUE, CLAIM_N, 30_000, randomUUID()]),
+        prepared ? `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE ${prepared}(${params.map(literal).join(', ')})` : `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${text}`,
+        prepared ? [] : params,
       );
       const top = r.rows[0]!['QUERY PLAN'][0]!;
       if (i === 0) continue; // the first run warms the caches
@@ -200,10 +218,12 @@ export async function measureClaim(sql: Client, text: string, runs = 7, values: 
       readBufs.push(blocks(top.Plan) - writeBuffers(top.Plan));
       rows = top.Plan['Actual Rows'] ?? 0;
       scans = seqScans(top.Plan);
+      generic = !JSON.stringify(top.Plan).includes(`'${QUEUE}'::text`);
     } finally {
       await sql.query('ROLLBACK');
     }
   }
+  if (prepared) await sql.query(`DEALLOCATE ${prepared}`);
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-  return { rowsRead: median(read), buffers: median(buffers), readBuffers: median(readBufs), ms: median(times), rows, seqScans: scans };
+  return { rowsRead: median(read), buffers: median(buffers), readBuffers: median(readBufs), ms: median(times), rows, seqScans: scans, generic };
 }

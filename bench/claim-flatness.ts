@@ -36,8 +36,9 @@ async function measureCase(url: string, kind: BacklogKind | 'baseline', size: nu
     return {
       rows,
       leases,
-      claim: await measureClaim(sql, pgStatements(names).claim, 15),
-      limited: await measureClaim(sql, pgLimitStatements(names).claim, 15, (v) => [...v, 1_000_000, null, 1]),
+      // both as their routines run them (stores/postgres/claim-routine.ts): prepared, under one generic plan
+      claim: await measureClaim(sql, pgStatements(names).claim, 15, undefined, ['text', 'integer', 'bigint', 'uuid']),
+      limited: await measureClaim(sql, pgLimitStatements(names).claim, 15, (v) => [...v, 1_000_000, null, 1], ['text', 'integer', 'bigint', 'uuid', 'integer', 'double precision', 'double precision']),
       outlook: await measureClaim(sql, pgClaimOutlookStatement(names), 15, (v) => [v[0]]),
     };
   } finally {

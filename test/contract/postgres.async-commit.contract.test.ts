@@ -58,6 +58,7 @@ for (const fixture of schemaDbFixtures()) {
         };
         const runs: Array<[string, string, () => Promise<unknown[]>, number]> = [
           ['claim', sql.claim, async () => ['work', 2, 30_000, randomUUID()], 2],
+          ['claim by routine', sql.claimCall, async () => ['work', 2, 30_000, randomUUID()], 2],
           ['limited claim', limited.claimCall, async () => ['work', 2, 30_000, randomUUID(), 1000, null, null], 3],
           ['ack', sql.ack, settle, 1],
           ['unkeyed ack', sql.ackUnkeyed, settle, 0],
@@ -75,12 +76,14 @@ for (const fixture of schemaDbFixtures()) {
       }
       expect(seen).toEqual({
         claim: 'off',
+        'claim by routine': 'off',
         'limited claim': 'off',
         ack: 'off',
         'unkeyed ack': 'off',
         'ack and take next': 'off',
         'ack into history': 'off',
         'claim (durable)': 'on',
+        'claim by routine (durable)': 'on',
         'limited claim (durable)': 'on',
         'ack (durable)': 'on',
         'unkeyed ack (durable)': 'on',
@@ -113,7 +116,8 @@ for (const fixture of schemaDbFixtures()) {
         const claimed = await store.claim('work', 2, 30_000);
         expect(claimed).toHaveLength(2);
         expect(await store.ack(claimed)).toBe(2);
-        const hot = sent.filter((t) => /^WITH vacant|^DELETE/.test(t.trim()));
+        // the claim is the claim routine's call (schema version 25)
+        const hot = sent.filter((t) => /^SELECT \* FROM \S+_claim"\(|^DELETE/.test(t.trim()));
         expect(hot, sent.join('\n---\n')).toHaveLength(2);
         expect(hot.map((t) => t.includes(ASYNC_COMMIT_TEST))).toEqual([!durable, !durable]);
       }

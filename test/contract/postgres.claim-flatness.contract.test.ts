@@ -1,6 +1,7 @@
 // The claim reads only what it may claim (issue 25 §1): a claim of n = 500 over 10 ready rows reads as much beside
 // 100,000 rows of a backlog as without it, for every kind of backlog a queue builds in normal use, in the claim, the
-// limited claim and the outlook (EXPLAIN (ANALYZE, BUFFERS) of the statements, rolled back; bench/claim-cost.ts):
+// limited claim and the outlook (EXPLAIN (ANALYZE, BUFFERS) of the statements, rolled back; bench/claim-cost.ts), the
+// two claims also as their routines run them, under one generic plan (stores/postgres/claim-routine.ts):
 // - rows read (every scan node's rows and the rows its filters removed) within 1.2× of the 1,000-row baseline;
 // - buffers read (the plan's less its writes) within 1.2× of the same baseline padded with as many ready rows of
 //   another queue: an index over 100,000 rows is a level deeper than one over 1,000, and every probe of it (the
@@ -28,11 +29,16 @@ import type { OpenedStores } from '../../shared/stores/open';
 
 const BACKLOG = Number(process.env.FLATNESS_ROWS ?? 100_000);
 const BASELINE = 1_000;
+const CLAIM_TYPES = ['text', 'integer', 'bigint', 'uuid'];
+const PARTS = ['claim', 'limited', 'routine', 'limitedRoutine', 'outlook'] as const;
 const fixture = postgresSchemaDb(4);
 
 interface Measured {
   claim: ClaimCost;
   limited: ClaimCost;
+  /** the claim and the limited claim as their routines run them (claim-routine.ts): one generic plan */
+  routine: ClaimCost;
+  limitedRoutine: ClaimCost;
   outlook: ClaimCost;
   /** the queue's live leases, which a limited claim counts (as many as jobs run: the keyed case's leased heads) */
   leases: number;
@@ -63,6 +69,8 @@ async function measured(kind: BacklogKind | 'baseline', size = BACKLOG): Promise
       claim: await measureClaim(sql, pgStatements(names).claim),
       // the limited claim's statement, with a limit that leaves room for all (its state row read by the claim)
       limited: await measureClaim(sql, limited, 5, (v) => [...v, 1_000_000, null, 1]),
+      routine: await measureClaim(sql, pgStatements(names).claim, 5, undefined, CLAIM_TYPES),
+      limitedRoutine: await measureClaim(sql, limited, 5, (v) => [...v, 1_000_000, null, 1], [...CLAIM_TYPES, 'integer', 'double precision', 'double precision']),
       outlook: await measureClaim(sql, pgClaimOutlookStatement(names), 5, (v) => [v[0]]),
       leaseCount: await measureClaim(sql, `SELECT count(*) FROM (${liveLeases(`"${d.schema}"."${DEFAULT_TRANSPORT_TABLE}"`, '$1')}) AS l`, 5, (v) => [v[0]]),
     };
@@ -81,7 +89,7 @@ describe.skipIf(!announce(fixture))(`[postgres] claim flatness: ${BACKLOG.toLoca
   let paddedBaseline: Promise<Measured> | undefined;
   afterAll(() => {
     const row = (name: string, m: Measured) =>
-      `${name.padEnd(18)} ${(['claim', 'limited', 'outlook'] as const).map((p) => `${p} ${String(m[p].rowsRead).padStart(6)} rows ${String(m[p].readBuffers).padStart(6)} buffers read`).join(' | ')}`;
+      `${name.padEnd(18)} ${PARTS.map((p) => `${p} ${String(m[p].rowsRead).padStart(6)} rows ${String(m[p].readBuffers).padStart(6)} buffers read`).join(' | ')}`;
     if (results.size > 0) console.log(['[postgres] claim flatness (rows read by the claim\'s scans)', ...[...results].map(([k, m]) => row(k, m))].join('\n'));
   });
 
@@ -94,13 +102,16 @@ describe.skipIf(!announce(fixture))(`[postgres] claim flatness: ${BACKLOG.toLoca
       // the claim takes the 10 ready rows either way
       expect(m.claim.rows).toBe(10);
       expect(b.claim.rows).toBe(10);
-      for (const part of ['claim', 'limited', 'outlook'] as const) {
+      expect(m.routine.rows).toBe(10);
+      // the routines' plans are generic (the queue a parameter), the statements' own custom
+      expect([m.routine.generic, m.limitedRoutine.generic, m.claim.generic]).toEqual([true, true, false]);
+      for (const part of PARTS) {
         expect(m[part].seqScans, `${part}: ${m[part].seqScans.join(', ')}`).toEqual([]);
         // a limited claim counts the live leases too: as many rows as jobs run (at most the limit), not the backlog
-        const counted = part === 'limited' ? m.leases : 0;
+        const counted = part === 'limited' || part === 'limitedRoutine' ? m.leases : 0;
         expect(m[part].rowsRead - counted, `${part}: ${m[part].rowsRead} rows read (${counted} live leases counted) vs ${b[part].rowsRead} at the baseline`).toBeLessThanOrEqual(Math.ceil(b[part].rowsRead * 1.2));
         // and the pages those leases are on, as many as counting them alone reads
-        const countedBuffers = part === 'limited' ? m.leaseCount.readBuffers : 0;
+        const countedBuffers = part === 'limited' || part === 'limitedRoutine' ? m.leaseCount.readBuffers : 0;
         expect(m[part].readBuffers - countedBuffers, `${part}: ${m[part].readBuffers} buffers read (${countedBuffers} counting the live leases) vs ${p[part].readBuffers} at the padded baseline`).toBeLessThanOrEqual(Math.ceil(p[part].readBuffers * 1.2));
       }
     });

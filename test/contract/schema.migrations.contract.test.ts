@@ -37,6 +37,7 @@ const VERSION_NAMES = [
   'dead-letter index by time; created index dropped',
   'key backlog, key numbers and key indexes',
   'transport table autovacuum',
+  'claim routines: one plan per session',
 ];
 const LATEST = VERSION_NAMES.length;
 /** Versions from..LATEST. */

@@ -20,6 +20,7 @@ import { leaseRosterTableName, queueStateTableName } from '../queue-state-names'
 import { CLAIM_TIMES } from './statements';
 import { pgClaimCandidates, pgPromoteVacant } from './ready-set';
 import { whereAsyncCommit } from './async-commit';
+import { GENERIC_PLANS } from './claim-routine';
 
 export interface PgLimitStatements {
   /** Locks the queue's state row ($1); no row = none yet (insert it with `ensureRow`, then lock again). */
@@ -98,7 +99,8 @@ export function qualifiedClaimLimited(names: TransportNames): string {
  * claim, COMMIT) and the queue-state row is held only while the database runs the claim, not across the client's
  * round trips: a limited queue's claims run one after another on that row, so its hold time is their throughput.
  * Each statement of a PL/pgSQL routine takes its own snapshot, so the claim still counts what the previous holder of
- * the lock committed. The claim's text is `claim` with its parameters as the routine's arguments.
+ * the lock committed. The claim's text is `claim` with its parameters as the routine's arguments. From version 25
+ * its statements keep one generic plan per session (claim-routine.ts says why).
  */
 export function pgLimitedClaimRoutineDdl(names: TransportNames): string {
   const sql = pgLimitStatements(names);
@@ -111,6 +113,7 @@ RETURNS TABLE (kind text, id uuid, queue text, payload_json text, headers_json t
     tokens_left double precision, leased integer, lease_lapses_in_ms double precision)
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
+${GENERIC_PLANS}
 AS $fn$
 #variable_conflict use_column
 BEGIN

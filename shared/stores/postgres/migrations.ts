@@ -18,6 +18,7 @@ import { pgDedupDdl } from './dedup-statements';
 import { queueStateTableName } from '../queue-state-names';
 import { pgHistoryDdl, pgHistoryJobFieldsDdl } from './history-statements';
 import { pgLeaseRosterDdl, pgLimitColumnsDdl, pgLimitedClaimRoutineDdl } from './limit-statements';
+import { pgClaimRoutineDdl } from './claim-routine';
 import { pgOrderingColumnDdl, pgOrderingIndexDdl } from './ordering-sql';
 
 const q = (n: string) => quoteIdentifier(n, 'postgres');
@@ -289,6 +290,17 @@ export function postgresMigrations(n: SchemaNames): readonly Migration[] {
           name: 'set transport autovacuum',
           text: `ALTER TABLE ${q(n.schema)}.${q(n.transport.table)} SET (${Object.entries(TRANSPORT_AUTOVACUUM).map(([k, v]) => `${k} = ${v}`).join(', ')})`,
         },
+      ],
+    },
+    // The claim as a routine that keeps one generic plan per session, and the limited claim's routine with the same
+    // setting (claim-routine.ts): catalog changes, no table lock. A host of an earlier release sends its claim itself
+    // and calls the limited routine as before.
+    {
+      version: 25,
+      name: 'claim routines: one plan per session',
+      statements: [
+        { name: 'create claim routine', text: pgClaimRoutineDdl(n.transport) },
+        { name: 'replace limited claim routine', text: pgLimitedClaimRoutineDdl(n.transport) },
       ],
     },
   ]);

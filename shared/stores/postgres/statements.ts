@@ -4,7 +4,7 @@
 // Clock: claims compare against now() (stable within the statement, so the index can bound available_at);
 // stamps use clock_timestamp() so the rows of one batch publish keep their order.
 
-import { quoteIdentifier, type TransportNames } from '../../sql/identifiers';
+import { derivedName, IDENTIFIER_CAP, quoteIdentifier, type TransportNames } from '../../sql/identifiers';
 import { DEAD_LETTER_SOURCE_HEADER } from '../../transport/types';
 import { queueStateTableName } from '../queue-state-names';
 import { PG_CANCEL_REQUESTED, pgJobControlStatements } from './job-control-statements';
@@ -15,7 +15,10 @@ import { pgClaimCandidates, pgCountKeys, pgPromoteVacant, pgReleaseKeys, pgTable
 export interface PgStatements {
   publish: string;
   existing: string;
+  /** The claim's text (the claim routine's body, and what a schema without the routine runs: claim-routine.ts). */
   claim: string;
+  /** The claim as a call of the claim routine (schema version 25), $1–$4 as `claim`. */
+  claimCall: string;
   ack: string;
   ackUnkeyed: string;
   ackTake: string;
@@ -94,6 +97,27 @@ export function pgInsertPlainRows(t: string, from: string, returning: string): s
   RETURNING ${returning}`;
 }
 
+/**
+ * The claim, $1 queue, $2 most rows, $3 lease ms, $4 the lock id the rows get (`paused`: the queue's pause test on $1).
+ * Its rows are RETURNING's: in no order (the store sorts them).
+ */
+export function pgClaimText(names: TransportNames, paused: string): string {
+  const t = `${quoteIdentifier(names.schema, 'postgres')}.${quoteIdentifier(names.table, 'postgres')}`;
+  return `WITH ${pgClaimCandidates(names, { queueParam: '$1', n: '$2', hold: paused })},
+claimed AS (
+  UPDATE ${t} AS m
+  SET attempts = m.attempts + 1, locked_until = clock_timestamp() + $3::bigint ${MS}, lock_id = $4::uuid, state = NULL
+  WHERE m.ctid = ANY(ARRAY(SELECT ctid FROM picked))
+  RETURNING m.id, m.queue, m.payload_json, m.headers_json, m.attempts, m.lock_id, ${CLAIM_TIMES}, m.priority, m.ordering_key, m.seq),
+${pgPromoteVacant(names, '$1')}
+SELECT * FROM claimed`;
+}
+
+/** The claim routine (claim-routine.ts, schema version 25), schema-qualified. */
+export function qualifiedClaimRoutine(names: TransportNames): string {
+  return `${quoteIdentifier(names.schema, 'postgres')}.${quoteIdentifier(derivedName(names.table, '_claim', IDENTIFIER_CAP.postgres), 'postgres')}`;
+}
+
 export interface PgStatementOptions {
   /** Claims and acks commit without waiting for the WAL flush (async-commit.ts); default true. */
   asyncCommit?: boolean;
@@ -139,14 +163,9 @@ SELECT id, available_at FROM ins, (SELECT count(*) FROM woken) AS n`,
     // writes those rows: it is the row to lease. A second test of the id against an array of the picked ids was a
     // linear filter, 500 × 250 uuid comparisons a claim of 500 (8 % of the drain's CPU with the ack's, bench/peers).
     // A paused queue claims nothing: the pause test is uncorrelated, a one-time filter.
-    claim: `WITH ${pgClaimCandidates(names, { queueParam: '$1', n: '$2', hold: paused })},
-claimed AS (
-  UPDATE ${t} AS m
-  SET attempts = m.attempts + 1, locked_until = clock_timestamp() + $3::bigint ${MS}, lock_id = $4::uuid, state = NULL
-  WHERE m.ctid = ANY(ARRAY(SELECT ctid FROM picked))
-  RETURNING m.id, m.queue, m.payload_json, m.headers_json, m.attempts, m.lock_id, ${CLAIM_TIMES}, m.priority, m.ordering_key, m.seq),
-${pgPromoteVacant(names, '$1')}
-SELECT * FROM claimed${whereAsyncCommit(relaxed)}`,
+    claim: `${pgClaimText(names, paused)}${whereAsyncCommit(relaxed)}`,
+    // One round trip to the claim routine (claim-routine.ts): the same statement, planned once per session.
+    claimCall: `SELECT * FROM ${qualifiedClaimRoutine(names)}($1, $2, $3, $4)${whereAsyncCommit(relaxed)}`,
     // `m.id = ANY($1)` beside the join: without it the planner hashes the whole table for a join with unnest's
     // 500 pairs once the table is a few hundred pages (a Seq Scan per ack, its cost growing with the backlog).
     // A head's ack marks its key vacant when rows remain (ready-set.ts pgReleaseKeys); unkeyed acks skip that part.
