@@ -10,7 +10,7 @@ import { queueStateTableName } from '../queue-state-names';
 import { PG_CANCEL_REQUESTED, pgJobControlStatements } from './job-control-statements';
 import { TRANSPORT_NOTIFY_CHANNEL } from './notify-channel';
 import { andAsyncCommit, whereAsyncCommit } from './async-commit';
-import { pgClaimCandidates, pgCountKeys, pgPromoteVacant, pgReleaseKeys, pgTables, READY_SET_FILTER, STATE_QUEUED, STATE_SCHEDULED, stateFor } from './ready-set';
+import { claimTimes, pgClaimCandidates, pgCountKeys, pgPromoteVacant, pgReleaseKeys, pgTables, READY_SET_FILTER, STATE_QUEUED, STATE_SCHEDULED, stateFor } from './ready-set';
 
 export interface PgStatements {
   publish: string;
@@ -57,11 +57,8 @@ export { TRANSPORT_NOTIFY_CHANNEL };
 /** Payload prefix of a transport notification: which table it is about ("schema.table:" + queue). */
 export const notifyPrefix = (names: TransportNames) => `${names.schema}.${names.table}:`;
 const MS = "* interval '1 millisecond'";
-/**
- * A claimed row's times as epoch milliseconds: pg parses a float8 with parseFloat, a timestamptz with a regular
- * expression into a Date (two per row were 15 % of a drain's allocations). Date has millisecond precision anyway.
- */
-export const CLAIM_TIMES = '(EXTRACT(EPOCH FROM m.created_at) * 1000)::float8 AS created_ms, (EXTRACT(EPOCH FROM m.available_at) * 1000)::float8 AS available_ms';
+/** A claimed row's times as epoch milliseconds (ready-set.ts claimTimes). */
+export const CLAIM_TIMES = claimTimes('m');
 /**
  * The fence of a settlement batch (`s`: unnest of ids and lock ids): each id probes the primary key, and the lock id
  * is matched through an expression. A bare `m.lock_id = s.lock_id` implies `lock_id IS NOT NULL`, the leased index's
