@@ -27,21 +27,34 @@ export const CLAIM_RESULT_COLUMNS =
   'id uuid, queue text, payload_json text, headers_json text, attempts integer, lock_id uuid, created_ms double precision, ' +
   'available_ms double precision, priority smallint, ordering_key text, seq bigint';
 
-export function pgClaimRoutineDdl(names: TransportNames): string {
-  const paused = pgJobControlStatements(names, queueStateTableName(names, 'postgres')).pausedTest;
-  const args = ['p_queue', 'p_n', 'p_lease_ms', 'p_lock_id'];
-  const bind = (text: string) => text.replace(/\$([1-4])(?![0-9])/g, (_, i: string) => args[Number(i) - 1]!);
-  return `CREATE OR REPLACE FUNCTION ${qualifiedClaimRoutine(names)}(p_queue text, p_n integer, p_lease_ms bigint, p_lock_id uuid)
-RETURNS TABLE (${CLAIM_RESULT_COLUMNS})
+/**
+ * A claim routine's CREATE (this one and the limited claim's): PL/pgSQL, the statements' $n bound to the arguments in
+ * order, the search path pinned, and one generic plan per statement per session.
+ */
+export function pgClaimRoutine(
+  name: string,
+  args: ReadonlyArray<readonly [string, string]>,
+  returns: string,
+  body: (bind: (sql: string) => string) => string,
+): string {
+  const bind = (text: string) => text.replace(/\$([1-9])(?![0-9])/g, (m, i: string) => args[Number(i) - 1]?.[0] ?? m);
+  return `CREATE OR REPLACE FUNCTION ${name}(${args.map(([n, t]) => `${n} ${t}`).join(', ')})
+RETURNS TABLE (${returns})
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 ${GENERIC_PLANS}
 AS $fn$
 #variable_conflict use_column
 BEGIN
-  RETURN QUERY ${bind(pgClaimText(names, paused))};
+${body(bind)}
 END
 $fn$`;
+}
+
+export function pgClaimRoutineDdl(names: TransportNames): string {
+  const paused = pgJobControlStatements(names, queueStateTableName(names, 'postgres')).pausedTest;
+  const args = [['p_queue', 'text'], ['p_n', 'integer'], ['p_lease_ms', 'bigint'], ['p_lock_id', 'uuid']] as const;
+  return pgClaimRoutine(qualifiedClaimRoutine(names), args, CLAIM_RESULT_COLUMNS, (bind) => `  RETURN QUERY ${bind(pgClaimText(names, paused))};`);
 }
 
 /** Whether the schema has the claim routine (its signature), read at the store's schema check. */

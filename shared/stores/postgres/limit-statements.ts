@@ -20,7 +20,7 @@ import { leaseRosterTableName, queueStateTableName } from '../queue-state-names'
 import { CLAIM_TIMES } from './statements';
 import { pgClaimCandidates, pgPromoteVacant } from './ready-set';
 import { whereAsyncCommit } from './async-commit';
-import { GENERIC_PLANS } from './claim-routine';
+import { CLAIM_RESULT_COLUMNS, pgClaimRoutine } from './claim-routine';
 
 export interface PgLimitStatements {
   /** Locks the queue's state row ($1); no row = none yet (insert it with `ensureRow`, then lock again). */
@@ -104,27 +104,16 @@ export function qualifiedClaimLimited(names: TransportNames): string {
  */
 export function pgLimitedClaimRoutineDdl(names: TransportNames): string {
   const sql = pgLimitStatements(names);
-  const args = ['p_queue', 'p_n', 'p_lease_ms', 'p_lock_id', 'p_limit', 'p_rate', 'p_burst'];
-  const bind = (text: string) => text.replace(/\$([1-7])(?![0-9])/g, (_, i: string) => args[Number(i) - 1]!);
-  return `CREATE OR REPLACE FUNCTION ${qualifiedClaimLimited(names)}(
-    p_queue text, p_n integer, p_lease_ms bigint, p_lock_id uuid, p_limit integer, p_rate double precision, p_burst double precision)
-RETURNS TABLE (kind text, id uuid, queue text, payload_json text, headers_json text, attempts integer, lock_id uuid, created_ms double precision,
-    available_ms double precision, priority smallint, ordering_key text, seq bigint, held boolean, backoff_ms double precision,
-    tokens_left double precision, leased integer, lease_lapses_in_ms double precision)
-LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog, pg_temp
-${GENERIC_PLANS}
-AS $fn$
-#variable_conflict use_column
-BEGIN
-  PERFORM 1 FROM (${bind(sql.lock)}) AS l;
+  const args = [
+    ['p_queue', 'text'], ['p_n', 'integer'], ['p_lease_ms', 'bigint'], ['p_lock_id', 'uuid'], ['p_limit', 'integer'], ['p_rate', 'double precision'], ['p_burst', 'double precision'],
+  ] as const;
+  const returns = `kind text, ${CLAIM_RESULT_COLUMNS}, held boolean, backoff_ms double precision, tokens_left double precision, leased integer, lease_lapses_in_ms double precision`;
+  return pgClaimRoutine(qualifiedClaimLimited(names), args, returns, (bind) => `  PERFORM 1 FROM (${bind(sql.lock)}) AS l;
   IF NOT FOUND THEN
     ${bind(sql.ensureRow)};
     PERFORM 1 FROM (${bind(sql.lock)}) AS l;
   END IF;
-  RETURN QUERY ${bind(sql.claim)};
-END
-$fn$`;
+  RETURN QUERY ${bind(sql.claim)};`);
 }
 
 /** Migration: the queue-state columns of limits and backoff (SQL Server's twin adds the same three). */
