@@ -9,8 +9,9 @@ import { transportNames } from '../shared/sql/identifiers';
 import { historyNames } from '../shared/stores/history-names';
 import { DEFAULT_TRANSPORT_TABLE } from '../shared/stores/options';
 import { pgClaimOutlookStatement } from '../shared/stores/postgres/outlook-statements';
-import { pgLimitStatements } from '../shared/stores/postgres/limit-statements';
+import { LIMITED_CLAIM_ARGS, pgLimitStatements } from '../shared/stores/postgres/limit-statements';
 import { pgStatements } from '../shared/stores/postgres/statements';
+import { argTypes, CLAIM_ARGS } from '../shared/stores/postgres/claim-routine';
 import { queueStateTableName } from '../shared/stores/queue-state-names';
 import { BACKLOG_KINDS, measureClaim, seedBacklog, seedReady, type BacklogKind, type ClaimCost } from './claim-cost';
 import { openBenchStores } from './stores';
@@ -37,8 +38,8 @@ async function measureCase(url: string, kind: BacklogKind | 'baseline', size: nu
       rows,
       leases,
       // both as their routines run them (stores/postgres/claim-routine.ts): prepared, under one generic plan
-      claim: await measureClaim(sql, pgStatements(names).claim, 15, undefined, ['text', 'integer', 'bigint', 'uuid']),
-      limited: await measureClaim(sql, pgLimitStatements(names).claim, 15, (v) => [...v, 1_000_000, null, 1], ['text', 'integer', 'bigint', 'uuid', 'integer', 'double precision', 'double precision']),
+      claim: await measureClaim(sql, pgStatements(names).claim, 15, undefined, argTypes(CLAIM_ARGS)),
+      limited: await measureClaim(sql, pgLimitStatements(names).claim, 15, (v) => [...v, 1_000_000, null, 1], argTypes(LIMITED_CLAIM_ARGS)),
       outlook: await measureClaim(sql, pgClaimOutlookStatement(names), 15, (v) => [v[0]]),
     };
   } finally {

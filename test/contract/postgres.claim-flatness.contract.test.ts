@@ -18,7 +18,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { BACKLOG_KINDS, measureClaim, seedBacklog, seedReady, type BacklogKind, type ClaimCost, type Seeding } from '../../bench/claim-cost';
 import { historyNames } from '../../shared/stores/history-names';
 import { pgStatements } from '../../shared/stores/postgres/statements';
-import { liveLeases, pgLimitStatements } from '../../shared/stores/postgres/limit-statements';
+import { argTypes, CLAIM_ARGS } from '../../shared/stores/postgres/claim-routine';
+import { LIMITED_CLAIM_ARGS, liveLeases, pgLimitStatements } from '../../shared/stores/postgres/limit-statements';
 import { pgClaimOutlookStatement } from '../../shared/stores/postgres/outlook-statements';
 import { transportNames } from '../../shared/sql/identifiers';
 import { DEFAULT_TRANSPORT_TABLE } from '../../shared/stores/options';
@@ -29,7 +30,6 @@ import type { OpenedStores } from '../../shared/stores/open';
 
 const BACKLOG = Number(process.env.FLATNESS_ROWS ?? 100_000);
 const BASELINE = 1_000;
-const CLAIM_TYPES = ['text', 'integer', 'bigint', 'uuid'];
 const PARTS = ['claim', 'limited', 'routine', 'limitedRoutine', 'outlook'] as const;
 const fixture = postgresSchemaDb(4);
 
@@ -69,8 +69,8 @@ async function measured(kind: BacklogKind | 'baseline', size = BACKLOG): Promise
       claim: await measureClaim(sql, pgStatements(names).claim),
       // the limited claim's statement, with a limit that leaves room for all (its state row read by the claim)
       limited: await measureClaim(sql, limited, 5, (v) => [...v, 1_000_000, null, 1]),
-      routine: await measureClaim(sql, pgStatements(names).claim, 5, undefined, CLAIM_TYPES),
-      limitedRoutine: await measureClaim(sql, limited, 5, (v) => [...v, 1_000_000, null, 1], [...CLAIM_TYPES, 'integer', 'double precision', 'double precision']),
+      routine: await measureClaim(sql, pgStatements(names).claim, 5, undefined, argTypes(CLAIM_ARGS)),
+      limitedRoutine: await measureClaim(sql, limited, 5, (v) => [...v, 1_000_000, null, 1], argTypes(LIMITED_CLAIM_ARGS)),
       outlook: await measureClaim(sql, pgClaimOutlookStatement(names), 5, (v) => [v[0]]),
       leaseCount: await measureClaim(sql, `SELECT count(*) FROM (${liveLeases(`"${d.schema}"."${DEFAULT_TRANSPORT_TABLE}"`, '$1')}) AS l`, 5, (v) => [v[0]]),
     };

@@ -10,6 +10,7 @@ import type { OpenedStores } from '../../shared/stores/open';
 import type { PgClient } from '../../shared/stores/postgres/client';
 import { qualifiedClaimLimited } from '../../shared/stores/postgres/limit-statements';
 import { pgStatements, qualifiedClaimRoutine } from '../../shared/stores/postgres/statements';
+import { claimRoutineSignature } from '../../shared/stores/postgres/claim-routine';
 import { PostgresTransportStore } from '../../shared/stores/postgres/store';
 import { DEFAULT_TRANSPORT_TABLE } from '../../shared/stores/options';
 import { transportNames } from '../../shared/sql/identifiers';
@@ -37,6 +38,12 @@ for (const fixture of schemaDbFixtures()) {
         Array.from({ length: rows }, (_, i) => ({ id: randomUUID(), queue: 'work', payloadJson: `{"n":${i}}`, headers: {}, delayMs: 0, priority: i % 3 })),
       );
       return { d, names: transportNames(d.schema, TABLE, 'postgres') };
+    };
+    /** A schema as version 24 left it: no claim routine. */
+    const withoutRoutine = async (rows: number) => {
+      const seededDb = await seeded(rows);
+      await seededDb.d.client.query(`DROP FUNCTION ${claimRoutineSignature(seededDb.names)}`);
+      return seededDb;
     };
     const recorder = (client: PgClient) => {
       const sent: string[] = [];
@@ -71,8 +78,7 @@ for (const fixture of schemaDbFixtures()) {
     });
 
     it('a schema without the routine (version 24) still claims, sending the statement itself, and warns once naming version 25', async () => {
-      const { d, names } = await seeded(6);
-      await d.client.query(`DROP FUNCTION ${qualifiedClaimRoutine(names)}(text, integer, bigint, uuid)`);
+      const { d, names } = await withoutRoutine(6);
       const { sent, warned, logger, recording } = recorder(d.client);
       const store = new PostgresTransportStore(recording, { schema: d.schema, table: TABLE, autoCreateSchema: false, logger });
       expect(await store.claim('work', 4, 30_000)).toHaveLength(4);
@@ -83,8 +89,7 @@ for (const fixture of schemaDbFixtures()) {
     });
 
     it('a store that creates its own schema puts a missing routine back, and claims through it', async () => {
-      const { d, names } = await seeded(3);
-      await d.client.query(`DROP FUNCTION ${qualifiedClaimRoutine(names)}(text, integer, bigint, uuid)`);
+      const { d, names } = await withoutRoutine(3);
       const { sent, warned, logger, recording } = recorder(d.client);
       const store = new PostgresTransportStore(recording, { schema: d.schema, table: TABLE, autoCreateSchema: true, logger });
       expect(await store.claim('work', 10, 30_000)).toHaveLength(3);

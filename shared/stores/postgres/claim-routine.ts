@@ -22,6 +22,15 @@ import { pgClaimText, qualifiedClaimRoutine } from './statements';
 /** A routine's setting that keeps one generic plan for each of its statements (see above). */
 export const GENERIC_PLANS = 'SET plan_cache_mode = force_generic_plan';
 
+/** The claim's parameters ($1–$4, statements.ts `claim`) as a routine's arguments: name and type. */
+export const CLAIM_ARGS = [['p_queue', 'text'], ['p_n', 'integer'], ['p_lease_ms', 'bigint'], ['p_lock_id', 'uuid']] as const;
+
+/** The types of a routine's arguments, in order (its signature; a PREPARE of the statement it runs). */
+export const argTypes = (args: ReadonlyArray<readonly [string, string]>): string[] => args.map(([, type]) => type);
+
+/** The claim routine's signature, as `to_regprocedure` and `DROP FUNCTION` take it. */
+export const claimRoutineSignature = (names: TransportNames): string => `${qualifiedClaimRoutine(names)}(${argTypes(CLAIM_ARGS).join(', ')})`;
+
 /** The columns a claim returns (statements.ts `claim`'s RETURNING), as a routine's result. */
 export const CLAIM_RESULT_COLUMNS =
   'id uuid, queue text, payload_json text, headers_json text, attempts integer, lock_id uuid, created_ms double precision, ' +
@@ -53,11 +62,10 @@ $fn$`;
 
 export function pgClaimRoutineDdl(names: TransportNames): string {
   const paused = pgJobControlStatements(names, queueStateTableName(names, 'postgres')).pausedTest;
-  const args = [['p_queue', 'text'], ['p_n', 'integer'], ['p_lease_ms', 'bigint'], ['p_lock_id', 'uuid']] as const;
-  return pgClaimRoutine(qualifiedClaimRoutine(names), args, CLAIM_RESULT_COLUMNS, (bind) => `  RETURN QUERY ${bind(pgClaimText(names, paused))};`);
+  return pgClaimRoutine(qualifiedClaimRoutine(names), CLAIM_ARGS, CLAIM_RESULT_COLUMNS, (bind) => `  RETURN QUERY ${bind(pgClaimText(names, paused))};`);
 }
 
 /** Whether the schema has the claim routine (its signature), read at the store's schema check. */
 export function pgClaimRoutineExists(names: TransportNames): { text: string; values: string[] } {
-  return { text: 'SELECT to_regprocedure($1) IS NOT NULL AS present', values: [`${qualifiedClaimRoutine(names)}(text, integer, bigint, uuid)`] };
+  return { text: 'SELECT to_regprocedure($1) IS NOT NULL AS present', values: [claimRoutineSignature(names)] };
 }

@@ -20,7 +20,7 @@ import { leaseRosterTableName, queueStateTableName } from '../queue-state-names'
 import { CLAIM_TIMES } from './statements';
 import { pgClaimCandidates, pgPromoteVacant } from './ready-set';
 import { whereAsyncCommit } from './async-commit';
-import { CLAIM_RESULT_COLUMNS, pgClaimRoutine } from './claim-routine';
+import { CLAIM_ARGS, CLAIM_RESULT_COLUMNS, pgClaimRoutine } from './claim-routine';
 
 export interface PgLimitStatements {
   /** Locks the queue's state row ($1); no row = none yet (insert it with `ensureRow`, then lock again). */
@@ -102,13 +102,13 @@ export function qualifiedClaimLimited(names: TransportNames): string {
  * the lock committed. The claim's text is `claim` with its parameters as the routine's arguments. From version 25
  * its statements keep one generic plan per session (claim-routine.ts says why).
  */
+/** The limited claim's parameters ($1–$7, `claim`) as its routine's arguments: the claim's, then the limits. */
+export const LIMITED_CLAIM_ARGS = [...CLAIM_ARGS, ['p_limit', 'integer'], ['p_rate', 'double precision'], ['p_burst', 'double precision']] as const;
+
 export function pgLimitedClaimRoutineDdl(names: TransportNames): string {
   const sql = pgLimitStatements(names);
-  const args = [
-    ['p_queue', 'text'], ['p_n', 'integer'], ['p_lease_ms', 'bigint'], ['p_lock_id', 'uuid'], ['p_limit', 'integer'], ['p_rate', 'double precision'], ['p_burst', 'double precision'],
-  ] as const;
   const returns = `kind text, ${CLAIM_RESULT_COLUMNS}, held boolean, backoff_ms double precision, tokens_left double precision, leased integer, lease_lapses_in_ms double precision`;
-  return pgClaimRoutine(qualifiedClaimLimited(names), args, returns, (bind) => `  PERFORM 1 FROM (${bind(sql.lock)}) AS l;
+  return pgClaimRoutine(qualifiedClaimLimited(names), LIMITED_CLAIM_ARGS, returns, (bind) => `  PERFORM 1 FROM (${bind(sql.lock)}) AS l;
   IF NOT FOUND THEN
     ${bind(sql.ensureRow)};
     PERFORM 1 FROM (${bind(sql.lock)}) AS l;
