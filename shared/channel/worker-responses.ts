@@ -25,14 +25,15 @@ export function workerResponseHooks(channel: ResponseChannel, logger: Logger, me
     return why === null;
   };
   return {
-    onCompleted: async (job, result, settle) => {
-      if (!usable(job.correlationId, settle.logger)) return;
-      published(
-        await channel.publishResponse(
+    // not async: a job without a correlation id (most) gets no promise to wait on
+    onCompleted: (job, result, settle) => {
+      if (!usable(job.correlationId, settle.logger)) return undefined;
+      return channel
+        .publishResponse(
           { correlationId: job.correlationId, id: job.id, payload: result ?? null, final: true, ...carrierOf(settle.trace) },
           { confirm: false, deadline: settle.deadline, logger: settle.logger },
-        ),
-      );
+        )
+        .then(published);
     },
     onDeadLettered: async (job, message, reason, settle) => {
       const correlationId = job?.correlationId ?? getHeader(message.headers, CORRELATION_ID_HEADER);

@@ -31,8 +31,11 @@ export interface DispatchDeps {
   logger: Logger;
   /** Backoff per transient class for the dead-letter move (default DEFAULT_RETRY_CLASSES). */
   retry?: RetryPolicy;
-  /** Called after a successful handler, before the ack (e.g. to publish the job's response). */
-  onCompleted?: (job: Job, result: unknown, settle: SettleContext) => Promise<void>;
+  /**
+   * Called after a successful handler, before the ack (e.g. to publish the job's response); undefined when it had
+   * nothing to do (no promise to wait on, the common case of a job nobody waits for).
+   */
+  onCompleted?: (job: Job, result: unknown, settle: SettleContext) => Promise<void> | undefined;
   /**
    * Called once a job has ended in failure for good (dead-lettered, dropped, or cancelled: reason `cancelled`).
    * Failures are logged, never rethrown.
@@ -108,7 +111,8 @@ export async function dispatchDelivery(msg: ClaimedMessage, handler: JobHandler,
   try {
     if (trace === undefined || registeredApi() === undefined) {
       const result = await handler(job, handlerContext(lease, deps.logger, trace, deps.budgetEndsAt));
-      if (deps.onCompleted) await deps.onCompleted(job, result, trace === undefined ? { deadline: deps.settleDeadline, logger: deps.logger } : { deadline: deps.settleDeadline, logger: deps.logger, trace });
+      const after = deps.onCompleted?.(job, result, trace === undefined ? { deadline: deps.settleDeadline, logger: deps.logger } : { deadline: deps.settleDeadline, logger: deps.logger, trace });
+      if (after !== undefined) await after;
     } else await runTraced(job, trace, lease, handler, deps);
   } catch (err) {
     heartbeat.stop();

@@ -246,12 +246,18 @@ export async function drainQueue(o: DrainOptions): Promise<DrainReport> {
   let claimingRows = 0;
   let backlog = false;
 
+  // one async frame a job (a .then/.finally chain allocated three promises and their closures)
   const start = (msg: ClaimedMessage) => {
-    const p: Promise<void> = dispatchDelivery(msg, o.handler, deps)
-      .then(count, (err) => {
+    let p!: Promise<void>;
+    p = (async () => {
+      try {
+        count(await dispatchDelivery(msg, o.handler, deps));
+      } catch (err) {
         o.logger.error(`dispatching job ${msg.id} failed unexpectedly`, err);
-      })
-      .finally(() => inFlight.delete(p));
+      } finally {
+        inFlight.delete(p); // runs after dispatchDelivery's first await, so p is set
+      }
+    })();
     inFlight.add(p);
   };
   // A hand-back lost to a fault costs the rows an attempt (their lease lapses with the claim counted), so it is

@@ -14,8 +14,17 @@ export function parseHeadersLenient(json: string | null | undefined): Headers {
     return {};
   }
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return {};
+  const obj = parsed as Record<string, unknown>;
+  // the common case, every value a string (what the app writes), keeps the parsed object: no copy per claimed row
+  for (const key in obj) {
+    if (typeof obj[key] !== 'string') return normalized(obj);
+  }
+  return obj as Headers;
+}
+
+function normalized(obj: Record<string, unknown>): Headers {
   const out: Headers = {};
-  for (const [key, value] of Object.entries(parsed as Record<string, unknown>)) {
+  for (const [key, value] of Object.entries(obj)) {
     if (value === null || value === undefined) continue;
     out[key] = typeof value === 'string' ? value : JSON.stringify(value);
   }
@@ -25,8 +34,12 @@ export function parseHeadersLenient(json: string | null | undefined): Headers {
 /** Header lookup by name, case-insensitively (exact match first). */
 export function getHeader(headers: Headers, name: string): string | undefined {
   if (name in headers) return headers[name];
-  const lower = name.toLowerCase();
-  for (const [key, value] of Object.entries(headers)) if (key.toLowerCase() === lower) return value;
+  let lower: string | undefined; // made only when a key of the same length may match (most jobs carry no such header)
+  for (const key in headers) {
+    if (key.length !== name.length) continue;
+    lower ??= name.toLowerCase();
+    if (key.toLowerCase() === lower) return headers[key];
+  }
   return undefined;
 }
 
