@@ -26,7 +26,8 @@ function normalized(obj: Record<string, unknown>): Headers {
   const out: Headers = {};
   for (const [key, value] of Object.entries(obj)) {
     if (value === null || value === undefined) continue;
-    out[key] = typeof value === 'string' ? value : JSON.stringify(value);
+    // defined, not assigned: an assignment to `__proto__` would set the prototype instead of keeping the header
+    Object.defineProperty(out, key, { value: typeof value === 'string' ? value : JSON.stringify(value), enumerable: true, writable: true, configurable: true });
   }
   return out;
 }
@@ -34,7 +35,9 @@ function normalized(obj: Record<string, unknown>): Headers {
 /** Header lookup by name, case-insensitively (exact match first). */
 export function getHeader(headers: Headers, name: string): string | undefined {
   if (name in headers) return headers[name];
-  let lower: string | undefined; // made only when a key of the same length may match (most jobs carry no such header)
+  // The names looked up are ASCII, and a key that lowercases to an ASCII name has that name's length: other lengths
+  // are skipped, and the lowercase copy is made only when a key of the same length comes up.
+  let lower: string | undefined;
   for (const key in headers) {
     if (key.length !== name.length) continue;
     lower ??= name.toLowerCase();

@@ -12,6 +12,9 @@ describe('header materialization (lenient)', () => {
     const h = parseHeadersLenient('{"traceparent":"00-ab","__proto__":"x","k":""}');
     expect(Object.entries(h)).toEqual([['traceparent', '00-ab'], ['__proto__', 'x'], ['k', '']]);
     expect(Object.getPrototypeOf(h)).toBe(Object.prototype);
+    const mixed = parseHeadersLenient('{"__proto__":"x","n":1}');
+    expect(Object.entries(mixed)).toEqual([['__proto__', 'x'], ['n', '1']]);
+    expect(Object.getPrototypeOf(mixed)).toBe(Object.prototype);
   });
   it('looks names up case-insensitively, exact match first', () => {
     const h = { 'AR-Correlation-Id': 'a', 'ar-correlation-id': 'b', Other: 'c' };
