@@ -121,6 +121,23 @@ for (const fixture of schemaDbFixtures()) {
       expect(read, onTable.map(describeNode).join(', ')).toBeLessThan(100);
     });
 
+    it("an ack that takes every eligible successor skips the handover's sort and window; one with less room ranks them", async () => {
+      const { d, store } = await open();
+      await store.publish(Array.from({ length: 40 }, (_, i) => keyed('ho', `k${i % 20}`, i)));
+      const heads = await store.claim('ho', 20, LOCK);
+      expect(heads).toHaveLength(20);
+      const names = transportNames(d.schema, DEFAULT_TRANSPORT_TABLE, 'postgres');
+      const ranked = async (max: number) => {
+        const params = [heads.map((c) => c.id), heads.map((c) => c.lockId), 'ho', max, LOCK, '00000000-0000-4000-8000-000000000001'];
+        const plan = await explainRolledBack(d.client, pgStatements(names).ackTake, params);
+        const windows = nodes(plan).filter((n) => n['Node Type'] === 'WindowAgg');
+        expect(windows.map(describeNode)).toEqual(['WindowAgg']);
+        return (windows[0]!['Actual Rows'] ?? 0) * (windows[0]!['Actual Loops'] ?? 1);
+      };
+      expect(await ranked(20)).toBe(0); // room for all 20 successors: the window's branch reads no row
+      expect(await ranked(5)).toBeGreaterThanOrEqual(20); // room for 5: all 20 are ranked, the first 5 in claim order taken
+    });
+
     it('a vacant key with no job left heals: its count goes to 0 and the next publish is its head', async () => {
       const { d, store, k } = await open();
       await d.client.query(`INSERT INTO ${k} (queue, ordering_key, backlog, vacant) VALUES ('rs2', 'ghost', 3, true)`);
