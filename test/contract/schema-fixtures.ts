@@ -76,8 +76,8 @@ export async function closeSharedPglite(): Promise<void> {
   await c?.close();
 }
 
-/** `max` connections per opened session pool. */
-export function postgresSchemaDb(max = 4): SchemaDbFixture {
+/** `max` connections per opened session pool; `url`, another database of the server than PG_URL's. */
+export function postgresSchemaDb(max = 4, url?: string): SchemaDbFixture {
   return {
     name: 'postgres',
     skipReason: PG_SKIP_REASON,
@@ -85,7 +85,7 @@ export function postgresSchemaDb(max = 4): SchemaDbFixture {
       const schema = newSchema();
       const pools: PgClient[] = [];
       const session = () => {
-        const pool = new Pool({ connectionString: process.env.PG_URL, max });
+        const pool = new Pool({ connectionString: url ?? process.env.PG_URL, max });
         pool.on('error', () => undefined);
         const inner = pgPoolClient(pool);
         let closing: Promise<void> | undefined;
@@ -103,3 +103,26 @@ export function postgresSchemaDb(max = 4): SchemaDbFixture {
 }
 
 export const schemaDbFixtures = (): SchemaDbFixture[] => [pgliteSchemaDb, postgresSchemaDb()];
+
+/**
+ * A database of its own on PG_URL's server, for a test whose VACUUM must see no other session's snapshot: test files
+ * run side by side in PG_URL's database, and a transaction open there keeps the rows VACUUM should remove (since
+ * PostgreSQL 14 the horizon of a table's VACUUM counts the sessions of its own database only).
+ */
+export async function privatePostgresDb(): Promise<{ fixture: SchemaDbFixture; drop(): Promise<void> }> {
+  const admin = new Pool({ connectionString: process.env.PG_URL, max: 1 });
+  const name = `ar_private_${newSchema().replace(/[^a-z0-9_]/gi, '').toLowerCase()}`.slice(0, 60);
+  await admin.query(`CREATE DATABASE "${name}"`);
+  const url = new URL(process.env.PG_URL!);
+  url.pathname = `/${name}`;
+  return {
+    fixture: postgresSchemaDb(4, url.toString()),
+    drop: async () => {
+      try {
+        await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      } finally {
+        await admin.end();
+      }
+    },
+  };
+}
