@@ -26,4 +26,19 @@ describe('claim buffer', () => {
     expect(stale.map((m) => m.id)).toEqual(['a1', 'a2']);
     expect(buffer.size).toBe(0);
   });
+
+  it('counts what it holds across partly taken claims, and hands every row back once', () => {
+    const buffer = new ClaimBuffer(100);
+    buffer.add([row('a1'), row('a2'), row('a3')], 1_000);
+    buffer.add([], 1_010);
+    buffer.add([row('b1'), row('b2')], 1_020);
+    const stale: ClaimedMessage[] = [];
+    expect([buffer.take(1_001, stale)?.id, buffer.take(1_001, stale)?.id]).toEqual(['a1', 'a2']);
+    expect(buffer.size).toBe(3);
+    expect(buffer.takeStale(1_100).map((m) => m.id)).toEqual(['a3']); // a claim's rows age together
+    expect(buffer.size).toBe(2);
+    expect(buffer.take(1_101, stale)?.id).toBe('b1');
+    expect(buffer.takeAll().map((m) => m.id)).toEqual(['b2']);
+    expect([buffer.size, buffer.nextStaleAt(), buffer.take(1_101, stale), stale]).toEqual([0, undefined, undefined, []]);
+  });
 });
